@@ -1,0 +1,39 @@
+# Spillway — see README.md. `make run` and `make test` are all a new machine needs.
+GO       ?= go
+BIN      := bin/spillway
+PORT     ?= 6380
+DATA     ?= ./data
+PKGS     := ./...
+
+.PHONY: all build run test test-unit test-integration fuzz-corpus bench deps vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/spillway
+
+run: build
+	./$(BIN) --port $(PORT) --bind 127.0.0.1 --dir $(DATA)
+
+# deps installs what the tests need: a real redis-server and redis-cli 7.0.
+deps:
+	@./scripts/ensure-redis.sh
+
+vet:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || (echo "gofmt needed:"; gofmt -l .; exit 1)
+
+# test runs every test: unit tests (with the checked-in fuzz corpora),
+# then the end-to-end tests against the real binary and a real redis-server.
+test: deps vet build
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./codec/ ./proxy/... ./tiering/...
+	SPILLWAY_BENCH=1 $(GO) test -count=1 -run 'TestBench' -v -timeout 15m ./integration/
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,178 @@
+// Command spillway is a Redis-compatible server that keeps hot keys in
+// memory and spills cold ones to an on-disk Pebble store.
+//
+// Usage, as redis-server: spillway [configfile] [--name value ...]
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy"
+	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/tiering"
+)
+
+func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-v") {
+		fmt.Printf("Spillway v=%s (Redis %s compatible)\n", proxy.Version, proxy.RedisVersion)
+		return
+	}
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "spillway:", err)
+		os.Exit(1)
+	}
+}
+
+// budget splits maxmemory between Pebble's block cache, its memtables and
+// the hot tier, so that the whole process stays near maxmemory plus a fixed
+// overhead.
+type budget struct {
+	cache, memtable, hot int64
+}
+
+func splitBudget(maxmemory, blockCache int64) budget {
+	const mb = 1 << 20
+	b := budget{cache: blockCache}
+	if b.cache <= 0 {
+		b.cache = max(maxmemory/8, mb)
+	}
+	b.memtable = min(max(maxmemory/16, mb), 64*mb)
+	b.hot = max(maxmemory-b.cache-2*b.memtable, mb)
+	return b
+}
+
+func newLogger(cfg *config.Config) (*slog.Logger, io.Closer, error) {
+	var out io.Writer = os.Stderr
+	var closer io.Closer = io.NopCloser(nil)
+	if f := cfg.LogFile(); f != "" {
+		fh, err := os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("logfile %s: %w", f, err)
+		}
+		out, closer = fh, fh
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: cfg.LogLevel()})), closer, nil
+}
+
+func run(args []string) error {
+	cfg, err := config.Parse(args)
+	if err != nil {
+		return err
+	}
+	log, logCloser, err := newLogger(cfg)
+	if err != nil {
+		return err
+	}
+	defer logCloser.Close()
+	slog.SetDefault(log)
+	if cfg.Upstream() != "" {
+		return fmt.Errorf("upstream mode (--upstream %s) is not available in this version; run without it for embedded mode", cfg.Upstream())
+	}
+
+	maxmem := cfg.MaxMemory()
+	b := splitBudget(maxmem, cfg.BlockCache())
+	// Keep the Go heap near the budget: the hot tier, buffers and Pebble's
+	// Go-side structures all live there.
+	debug.SetMemoryLimit(2*maxmem + 64<<20)
+
+	dir := cfg.Dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("dir %s: %w", dir, err)
+	}
+	fsync, err := coldstore.ParseFsync(cfg.AppendFsync())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	cold, err := coldstore.Open(coldstore.Options{
+		Dir:           dir,
+		CacheBytes:    b.cache,
+		MemTableBytes: b.memtable,
+		Fsync:         fsync,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	engine, err := tiering.Open(cold, tiering.Options{
+		Databases:        cfg.Databases(),
+		HotBudget:        b.hot,
+		PromoteMinHits:   cfg.PromoteMinHits(),
+		ColdReadMaxBytes: cfg.ColdReadMaxBytes(),
+		SweepPerTick:     cfg.ExpireSweepKeysPerTick(),
+		Logger:           log,
+	})
+	if err != nil {
+		cold.Close()
+		return err
+	}
+	watchConfig(cfg, engine, cold, log)
+
+	srv := proxy.NewServer(cfg, engine, log)
+	if err := srv.Listen(); err != nil {
+		engine.Close()
+		cold.Close()
+		return err
+	}
+	log.Info("spillway ready",
+		"version", proxy.Version,
+		"mode", "embedded",
+		"addr", strings.Join(srv.Addrs(), ","),
+		"dir", dir,
+		"maxmemory", maxmem,
+		"hot_budget", b.hot,
+		"block_cache", b.cache,
+		"memtable", b.memtable,
+		"appendfsync", fsync.String(),
+		"keys_on_disk", engine.KeysOnDisk(),
+		"startup", time.Since(start).Round(time.Millisecond))
+
+	serveDone := make(chan struct{})
+	go func() {
+		srv.Serve()
+		close(serveDone)
+	}()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sigs:
+		log.Info("signal received, shutting down", "signal", s.String())
+	case <-srv.ShutdownRequested():
+	}
+	srv.Close()
+	<-serveDone
+	engine.Close()
+	if err := cold.Close(); err != nil {
+		log.Error("closing the store failed", "err", err)
+		return err
+	}
+	log.Info("spillway stopped; every write is on disk")
+	return nil
+}
+
+// watchConfig applies CONFIG SET changes that take effect at run time.
+func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Store, log *slog.Logger) {
+	cfg.OnChange("maxmemory", func(string) {
+		b := splitBudget(cfg.MaxMemory(), cfg.BlockCache())
+		engine.SetHotBudget(b.hot)
+		debug.SetMemoryLimit(2*cfg.MaxMemory() + 64<<20)
+		log.Info("maxmemory changed", "maxmemory", cfg.MaxMemory(), "hot_budget", b.hot)
+	})
+	cfg.OnChange("appendfsync", func(v string) {
+		if f, err := coldstore.ParseFsync(v); err == nil {
+			cold.SetFsync(f)
+		}
+	})
+	policy := func(string) { engine.SetPolicy(cfg.PromoteMinHits(), cfg.ColdReadMaxBytes()) }
+	cfg.OnChange("promote-min-hits", policy)
+	cfg.OnChange("cold-read-max-bytes", policy)
+}

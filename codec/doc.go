@@ -1,0 +1,72 @@
+// Package codec is the on-disk format of Spillway's cold store: pure
+// functions between Redis structures and the keys and values of an ordered
+// key-value store (Pebble). It does no I/O.
+//
+// # Key space
+//
+// The first byte of every key is its namespace. All integers are big-endian
+// and fixed-width, so byte order is numeric order. "key" is the Redis key,
+// raw; db is the SELECT index. "...to end" means the rest of the bytes.
+//
+//	record   key                                            value
+//	-------  ---------------------------------------------  -----------------------------------
+//	meta     'm' | db(1) | key...to end                     meta value (below)
+//	field    'd' | db(1) | keylen(4) | key | version(8)     hash: field value
+//	           | 'f' | field...to end                       set:  empty
+//	                                                        zset: score(8) (member -> score)
+//	list     'd' | db(1) | keylen(4) | key | version(8)     element
+//	           | 'l' | index(8)
+//	score    'd' | db(1) | keylen(4) | key | version(8)     empty (zset score index)
+//	           | 's' | score(8) | member...to end
+//	expiry   'x' | expireAt(8) | db(1) | key...to end       empty
+//	garbage  'g' | seq(8)                                   db(1) | keylen(4) | key
+//	                                                          | version(8) | count(8)
+//	system   's' | name...to end                            uint64(8) ("format", "nextversion",
+//	                                                          "nextgarbage")
+//
+// Meta value, one per Redis key; its first byte is the format (FormatVersion).
+// Byte offsets on top:
+//
+//	           0        1      2             10           18          26         34         42
+//	           +--------+------+-------------+------------+-----------+----------+----------+
+//	string     | format | type | expireAt(8) | value...to end
+//	           +--------+------+-------------+------------+-----------+
+//	hash, set, | format | type | expireAt(8) | version(8) | count(8)  |  exactly 26 bytes
+//	zset       +--------+------+-------------+------------+-----------+----------+----------+
+//	list       | format | type | expireAt(8) | version(8) | count(8)  | head(8)  | tail(8)  |  42
+//	           +--------+------+-------------+------------+-----------+----------+----------+
+//
+// type: 1 string, 2 list, 3 set, 4 zset, 5 hash. expireAt: Unix milliseconds,
+// 0 for no expiry, never negative. A list's elements are at indexes
+// head..tail-1 (count == tail-head; head == tail when empty); a new list
+// starts at head = tail = ListStartIndex (1<<63), LPUSH decrements head and
+// RPUSH increments tail.
+//
+// Score encoding (score index keys and zset member values): the IEEE-754 bits
+// of the double, all bits flipped for negatives, only the sign bit flipped
+// otherwise, after normalising -0 to +0. Byte order is then numeric order,
+// -inf < finite < +inf. NaN cannot be stored.
+//
+// # Properties the layout guarantees
+//
+//   - A prefix scan of 'm' | db walks one database's keys in byte order.
+//   - Each key's data records sit under DataPrefix = 'd' | db | keylen | key |
+//     version. The length before the key means the DataPrefix range of one key
+//     never contains a record of another ("a" is never inside "ab"'s range),
+//     so one DeleteRange reclaims a stale version. Within it, FieldPrefix,
+//     ListPrefix and ScorePrefix ('f', 'l', 's') separate the kinds.
+//   - Data keys are grouped by key length, not in user-key order; iterate
+//     keys through the meta namespace.
+//   - The expiry index sorts by time first. It is a hint: the meta record is
+//     the authority, and stale entries are dropped by the sweeper.
+//   - Versions and garbage sequence numbers come from persisted counters
+//     (system records), never from the clock.
+//
+// # API conventions
+//
+// Builders are append-style (AppendXxx(dst, ...) []byte) and do not allocate
+// when dst has room. Parsers return sub-slices aliasing their input and
+// errors, never panics, on malformed input: errors wrap ErrCorrupt, and a
+// meta value of another format yields a *FormatError matching
+// ErrUnknownFormat.
+package codec

@@ -1,0 +1,120 @@
+package codec
+
+import "encoding/binary"
+
+// Meta value sizes.
+const (
+	metaHeaderLen     = 1 + 1 + 8               // format | type | expireAt
+	metaCollectionLen = metaHeaderLen + 8 + 8   // + version | count
+	metaListLen       = metaCollectionLen + 8*2 // + head | tail
+)
+
+// Meta is the decoded meta record of one key. Which fields are meaningful
+// depends on Type:
+//
+//	TypeString:                    Value
+//	TypeHash, TypeSet, TypeZSet:   Version, Count
+//	TypeList:                      Version, Count, Head, Tail (Count == Tail-Head)
+//
+// ExpireAt is the expiry time in Unix milliseconds, 0 for none; it is never
+// negative.
+type Meta struct {
+	Type     Type
+	ExpireAt int64
+	Version  uint64
+	Count    uint64
+	Head     uint64
+	Tail     uint64
+	Value    []byte
+}
+
+// AppendMetaKey appends the meta key of key in database db:
+// 'm' | db | key.
+func AppendMetaKey(dst []byte, db uint8, key []byte) []byte {
+	dst = append(dst, NSMeta, db)
+	return append(dst, key...)
+}
+
+// AppendMetaPrefix appends 'm' | db, the prefix of every meta key of db. A
+// scan of it walks that database's keys in byte order of the user key.
+func AppendMetaPrefix(dst []byte, db uint8) []byte {
+	return append(dst, NSMeta, db)
+}
+
+// ParseMetaKey splits a meta key. key aliases b.
+func ParseMetaKey(b []byte) (db uint8, key []byte, err error) {
+	if len(b) < 2 || b[0] != NSMeta {
+		return 0, nil, corrupt("meta key", "bad namespace or length %d", len(b))
+	}
+	return b[1], b[2:], nil
+}
+
+// AppendMeta appends the encoding of m to dst, in format FormatVersion.
+// Fields that m.Type does not use are not written. m.Type must be valid; for
+// an invalid type only the header is written, which DecodeMeta rejects.
+func AppendMeta(dst []byte, m *Meta) []byte {
+	dst = append(dst, FormatVersion, byte(m.Type))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.ExpireAt))
+	switch m.Type {
+	case TypeString:
+		dst = append(dst, m.Value...)
+	case TypeHash, TypeSet, TypeZSet:
+		dst = binary.BigEndian.AppendUint64(dst, m.Version)
+		dst = binary.BigEndian.AppendUint64(dst, m.Count)
+	case TypeList:
+		dst = binary.BigEndian.AppendUint64(dst, m.Version)
+		dst = binary.BigEndian.AppendUint64(dst, m.Count)
+		dst = binary.BigEndian.AppendUint64(dst, m.Head)
+		dst = binary.BigEndian.AppendUint64(dst, m.Tail)
+	}
+	return dst
+}
+
+// DecodeMeta decodes a meta value into m, overwriting every field. It does
+// not allocate: for strings m.Value aliases b. A format byte other than
+// FormatVersion yields a *FormatError (errors.Is ErrUnknownFormat); any other
+// malformation (length, type, negative expiry, list count != tail-head)
+// wraps ErrCorrupt.
+func DecodeMeta(b []byte, m *Meta) error {
+	*m = Meta{}
+	if len(b) == 0 {
+		return corrupt("meta value", "empty")
+	}
+	if b[0] != FormatVersion {
+		return &FormatError{Format: b[0]}
+	}
+	if len(b) < metaHeaderLen {
+		return corrupt("meta value", "length %d, want at least %d", len(b), metaHeaderLen)
+	}
+	t := Type(b[1])
+	expireAt := int64(binary.BigEndian.Uint64(b[2:]))
+	if expireAt < 0 {
+		return corrupt("meta value", "negative expiry %d", expireAt)
+	}
+	want := metaCollectionLen
+	switch t {
+	case TypeString:
+		m.Type, m.ExpireAt, m.Value = t, expireAt, b[metaHeaderLen:]
+		return nil
+	case TypeHash, TypeSet, TypeZSet:
+	case TypeList:
+		want = metaListLen
+	default:
+		return corrupt("meta value", "unknown type %d", uint8(t))
+	}
+	if len(b) != want {
+		return corrupt("meta value", "%s length %d, want %d", t, len(b), want)
+	}
+	version := binary.BigEndian.Uint64(b[10:])
+	count := binary.BigEndian.Uint64(b[18:])
+	var head, tail uint64
+	if t == TypeList {
+		head = binary.BigEndian.Uint64(b[26:])
+		tail = binary.BigEndian.Uint64(b[34:])
+		if head > tail || tail-head != count {
+			return corrupt("meta value", "list head %d tail %d count %d", head, tail, count)
+		}
+	}
+	*m = Meta{Type: t, ExpireAt: expireAt, Version: version, Count: count, Head: head, Tail: tail}
+	return nil
+}

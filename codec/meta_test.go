@@ -1,0 +1,244 @@
+package codec
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"testing"
+)
+
+func metaEqual(a, b *Meta) bool {
+	return a.Type == b.Type && a.ExpireAt == b.ExpireAt && a.Version == b.Version &&
+		a.Count == b.Count && a.Head == b.Head && a.Tail == b.Tail && bytes.Equal(a.Value, b.Value)
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	tests := []struct {
+		name    string
+		m       Meta
+		wantLen int
+	}{
+		{"empty string", Meta{Type: TypeString}, 10},
+		{"string", Meta{Type: TypeString, Value: []byte("hello")}, 15},
+		{"binary string", Meta{Type: TypeString, ExpireAt: 1700000000123, Value: []byte{0, 0xff, 1}}, 13},
+		{"hash", Meta{Type: TypeHash, Version: 7, Count: 3}, 26},
+		{"set max", Meta{Type: TypeSet, ExpireAt: math.MaxInt64, Version: math.MaxUint64, Count: math.MaxUint64}, 26},
+		{"zset", Meta{Type: TypeZSet, ExpireAt: 1, Version: 1 << 40, Count: 1}, 26},
+		{"empty list", Meta{Type: TypeList, Version: 9, Head: ListStartIndex, Tail: ListStartIndex}, 42},
+		{"list", Meta{Type: TypeList, Version: 9, Count: 5, Head: ListStartIndex - 2, Tail: ListStartIndex + 3}, 42},
+		{"list at zero", Meta{Type: TypeList, Count: 1, Head: 0, Tail: 1}, 42},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prefix := []byte("pre")
+			b := AppendMeta(prefix, &tt.m)
+			if !bytes.Equal(b[:3], prefix) {
+				t.Fatalf("AppendMeta clobbered dst: %x", b)
+			}
+			b = b[3:]
+			if len(b) != tt.wantLen {
+				t.Fatalf("encoded length %d, want %d", len(b), tt.wantLen)
+			}
+			if b[0] != FormatVersion || Type(b[1]) != tt.m.Type {
+				t.Fatalf("header %x", b[:2])
+			}
+			// Decode into a dirty Meta: every field must be overwritten.
+			got := Meta{Type: TypeList, ExpireAt: 5, Version: 5, Count: 5, Head: 5, Tail: 5, Value: []byte("junk")}
+			if err := DecodeMeta(b, &got); err != nil {
+				t.Fatalf("DecodeMeta: %v", err)
+			}
+			if !metaEqual(&got, &tt.m) {
+				t.Fatalf("round trip: got %+v, want %+v", got, tt.m)
+			}
+		})
+	}
+}
+
+func TestMetaIgnoresUnusedFields(t *testing.T) {
+	m := Meta{Type: TypeHash, Version: 1, Count: 2, Head: 3, Tail: 4, Value: []byte("x")}
+	var got Meta
+	if err := DecodeMeta(AppendMeta(nil, &m), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Head != 0 || got.Tail != 0 || got.Value != nil {
+		t.Fatalf("hash meta carried list/string fields: %+v", got)
+	}
+	s := Meta{Type: TypeString, Version: 1, Count: 2, Value: []byte("v")}
+	if err := DecodeMeta(AppendMeta(nil, &s), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 0 || got.Count != 0 || string(got.Value) != "v" {
+		t.Fatalf("string meta: %+v", got)
+	}
+}
+
+func TestDecodeMetaValueAliases(t *testing.T) {
+	b := AppendMeta(nil, &Meta{Type: TypeString, Value: []byte("abc")})
+	var m Meta
+	if err := DecodeMeta(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] = 'z'
+	if string(m.Value) != "abz" {
+		t.Fatalf("Value does not alias input: %q", m.Value)
+	}
+}
+
+func TestDecodeMetaMalformed(t *testing.T) {
+	hash := AppendMeta(nil, &Meta{Type: TypeHash, Version: 1, Count: 1})
+	list := AppendMeta(nil, &Meta{Type: TypeList, Version: 1, Count: 1, Head: 10, Tail: 11})
+	with := func(b []byte, i int, v byte) []byte {
+		c := bytes.Clone(b)
+		c[i] = v
+		return c
+	}
+	listWith := func(count, head, tail uint64) []byte {
+		return AppendMeta(nil, &Meta{Type: TypeList, Count: count, Head: head, Tail: tail})
+	}
+	tests := []struct {
+		name string
+		b    []byte
+	}{
+		{"nil", nil},
+		{"format only", []byte{FormatVersion}},
+		{"short header", hash[:9]},
+		{"type none", with(hash, 1, 0)},
+		{"type 6", with(hash, 1, 6)},
+		{"type 255", with(hash, 1, 255)},
+		{"negative expiry", with(hash, 2, 0x80)},
+		{"negative expiry string", with(AppendMeta(nil, &Meta{Type: TypeString}), 2, 0xff)},
+		{"hash short", hash[:25]},
+		{"hash header only", hash[:10]},
+		{"hash long", append(bytes.Clone(hash), 0)},
+		{"hash with list length", with(list, 1, byte(TypeHash))},
+		{"list short", list[:41]},
+		{"list long", append(bytes.Clone(list), 0)},
+		{"list as hash length", with(hash, 1, byte(TypeList))},
+		{"list head > tail", listWith(0, 11, 10)},
+		{"list count too big", listWith(2, 10, 11)},
+		{"list count too small", listWith(0, 10, 11)},
+		{"list count wraps", listWith(1, math.MaxUint64, 0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m Meta
+			err := DecodeMeta(tt.b, &m)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("DecodeMeta(%x) err = %v, want ErrCorrupt", tt.b, err)
+			}
+			if errors.Is(err, ErrUnknownFormat) {
+				t.Fatalf("corrupt record reported as unknown format: %v", err)
+			}
+			if !metaEqual(&m, &Meta{}) {
+				t.Fatalf("failed decode left %+v", m)
+			}
+		})
+	}
+}
+
+func TestDecodeMetaUnknownFormat(t *testing.T) {
+	for _, f := range []byte{0, 2, 0xff} {
+		b := AppendMeta(nil, &Meta{Type: TypeString, Value: []byte("v")})
+		b[0] = f
+		var m Meta
+		err := DecodeMeta(b, &m)
+		if !errors.Is(err, ErrUnknownFormat) {
+			t.Fatalf("format %d: err = %v, want ErrUnknownFormat", f, err)
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Format != f {
+			t.Fatalf("format %d: err = %#v, want *FormatError{%d}", f, err, f)
+		}
+		if errors.Is(err, ErrCorrupt) {
+			t.Fatalf("unknown format also matches ErrCorrupt")
+		}
+	}
+	// A lone unknown format byte is still reported as a format error.
+	var m Meta
+	if err := DecodeMeta([]byte{2}, &m); !errors.Is(err, ErrUnknownFormat) {
+		t.Fatalf("short unknown format: %v", err)
+	}
+}
+
+func TestMetaKey(t *testing.T) {
+	tests := []struct {
+		db   uint8
+		key  string
+		want string
+	}{
+		{0, "", "m\x00"},
+		{0, "foo", "m\x00foo"},
+		{15, "a\x00b", "m\x0fa\x00b"},
+		{255, "\xff", "m\xff\xff"},
+	}
+	for _, tt := range tests {
+		b := AppendMetaKey(nil, tt.db, []byte(tt.key))
+		if string(b) != tt.want {
+			t.Errorf("AppendMetaKey(%d, %q) = %q, want %q", tt.db, tt.key, b, tt.want)
+		}
+		if !bytes.HasPrefix(b, AppendMetaPrefix(nil, tt.db)) {
+			t.Errorf("meta key %q outside its db prefix", b)
+		}
+		db, key, err := ParseMetaKey(b)
+		if err != nil || db != tt.db || string(key) != tt.key {
+			t.Errorf("ParseMetaKey(%q) = %d, %q, %v", b, db, key, err)
+		}
+	}
+	for _, bad := range []string{"", "m", "d\x00k", "x\x00\x00"} {
+		if _, _, err := ParseMetaKey([]byte(bad)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ParseMetaKey(%q) err = %v", bad, err)
+		}
+	}
+}
+
+func TestMetaKeyOrder(t *testing.T) {
+	// Within a db, meta keys sort as the user keys do; dbs never interleave.
+	keys := []string{"", "\x00", "a", "a\x00", "ab", "b", "\xff", "\xff\xff"}
+	for _, db := range []uint8{0, 1, 255} {
+		end := PrefixEnd(AppendMetaPrefix(nil, db))
+		for i, a := range keys {
+			ka := AppendMetaKey(nil, db, []byte(a))
+			if bytes.Compare(ka, end) >= 0 {
+				t.Errorf("db %d key %q beyond PrefixEnd %q", db, a, end)
+			}
+			if db < 255 && bytes.Compare(ka, AppendMetaKey(nil, db+1, nil)) >= 0 {
+				t.Errorf("db %d key %q sorts after db %d", db, a, db+1)
+			}
+			for j, b := range keys {
+				got := bytes.Compare(ka, AppendMetaKey(nil, db, []byte(b)))
+				if want := cmpInt(i, j); got != want {
+					t.Errorf("meta keys %q vs %q: %d, want %d", a, b, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestTypeString(t *testing.T) {
+	tests := map[Type]string{
+		TypeNone: "none", TypeString: "string", TypeList: "list", TypeSet: "set",
+		TypeZSet: "zset", TypeHash: "hash", 6: "unknown(6)",
+	}
+	for typ, want := range tests {
+		if got := typ.String(); got != want {
+			t.Errorf("Type(%d).String() = %q, want %q", uint8(typ), got, want)
+		}
+		if valid := typ >= 1 && typ <= 5; typ.Valid() != valid {
+			t.Errorf("Type(%d).Valid() = %v", uint8(typ), typ.Valid())
+		}
+	}
+	// The numbers are part of the format.
+	if TypeString != 1 || TypeList != 2 || TypeSet != 3 || TypeZSet != 4 || TypeHash != 5 {
+		t.Fatal("type numbers changed: that breaks the on-disk format")
+	}
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

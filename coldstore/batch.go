@@ -1,0 +1,261 @@
+package coldstore
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// Batch collects the writes of one command (or transaction) so that they
+// reach Pebble atomically. Reads through the batch see its own writes. A
+// Batch is not safe for concurrent use; it is reused after Commit or Abort.
+type Batch struct {
+	s    *Store
+	b    *pebble.Batch // indexed; nil until the first write
+	kbuf []byte
+	vbuf []byte
+}
+
+// NewBatch returns an empty batch.
+func (s *Store) NewBatch() *Batch { return &Batch{s: s} }
+
+// Empty reports whether the batch holds no writes.
+func (b *Batch) Empty() bool { return b.b == nil || b.b.Empty() }
+
+func (b *Batch) batch() *pebble.Batch {
+	if b.b == nil {
+		b.b = b.s.db.NewIndexedBatch()
+	}
+	return b.b
+}
+
+func (b *Batch) getter() getter {
+	if b.b != nil {
+		return b.b
+	}
+	return b.s.db
+}
+
+// GetMeta reads key's meta record, seeing this batch's writes. The raw record
+// is copied into buf (returned for reuse) and m aliases it.
+func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte, bool, error) {
+	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
+	buf, found, err := getInto(b.getter(), b.kbuf, buf)
+	if err != nil || !found {
+		return buf, false, err
+	}
+	if err := codec.DecodeMeta(buf, m); err != nil {
+		return buf, false, fmt.Errorf("coldstore: meta of %q: %w", key, err)
+	}
+	return buf, true, nil
+}
+
+// GetData reads one data record (already encoded key), seeing this batch.
+func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
+	return getInto(b.getter(), key, buf)
+}
+
+// PutMeta writes key's meta record.
+func (b *Batch) PutMeta(db uint8, key []byte, m *codec.Meta) error {
+	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
+	b.vbuf = codec.AppendMeta(b.vbuf[:0], m)
+	if err := b.batch().Set(b.kbuf, b.vbuf, nil); err != nil {
+		return fmt.Errorf("coldstore: put meta: %w", err)
+	}
+	return nil
+}
+
+// DeleteMeta deletes key's meta record.
+func (b *Batch) DeleteMeta(db uint8, key []byte) error {
+	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
+	if err := b.batch().Delete(b.kbuf, nil); err != nil {
+		return fmt.Errorf("coldstore: delete meta: %w", err)
+	}
+	return nil
+}
+
+// Set writes a raw (already encoded) record.
+func (b *Batch) Set(key, value []byte) error {
+	if err := b.batch().Set(key, value, nil); err != nil {
+		return fmt.Errorf("coldstore: set: %w", err)
+	}
+	return nil
+}
+
+// Delete deletes a raw (already encoded) record.
+func (b *Batch) Delete(key []byte) error {
+	if err := b.batch().Delete(key, nil); err != nil {
+		return fmt.Errorf("coldstore: delete: %w", err)
+	}
+	return nil
+}
+
+// PutExpiry adds key to the expiry index at expireAt (unix ms).
+func (b *Batch) PutExpiry(expireAt int64, db uint8, key []byte) error {
+	b.kbuf = codec.AppendExpiryKey(b.kbuf[:0], expireAt, db, key)
+	return b.Set(b.kbuf, nil)
+}
+
+// DeleteExpiry removes key's expiry index entry at expireAt.
+func (b *Batch) DeleteExpiry(expireAt int64, db uint8, key []byte) error {
+	b.kbuf = codec.AppendExpiryKey(b.kbuf[:0], expireAt, db, key)
+	return b.Delete(b.kbuf)
+}
+
+// DropVersion records that the data records of (db, key, version) are garbage,
+// to be reclaimed in the background by Reclaim. count is the number of data
+// records, which picks between a DeleteRange and point deletes.
+func (b *Batch) DropVersion(db uint8, key []byte, version, count uint64) error {
+	seq := b.s.garbageSeq.Add(1)
+	b.kbuf = codec.AppendGarbageKey(b.kbuf[:0], seq)
+	b.vbuf = codec.AppendGarbageValue(b.vbuf[:0], db, key, version, count)
+	return b.Set(b.kbuf, b.vbuf)
+}
+
+// DeleteRange deletes every record in [start, end).
+func (b *Batch) DeleteRange(start, end []byte) error {
+	if err := b.batch().DeleteRange(start, end, nil); err != nil {
+		return fmt.Errorf("coldstore: delete range: %w", err)
+	}
+	return nil
+}
+
+// Pending is a committed batch whose WAL sync may still be under way.
+type Pending struct{ b *pebble.Batch }
+
+// Wait blocks until the batch is durable (a no-op unless appendfsync is
+// always) and releases it. Wait must be called exactly once per non-zero
+// Pending.
+func (p Pending) Wait() error {
+	if p.b == nil {
+		return nil
+	}
+	err := p.b.SyncWait()
+	p.b.Close()
+	if err != nil {
+		return fmt.Errorf("coldstore: wal sync: %w", err)
+	}
+	return nil
+}
+
+// Commit applies the batch; its writes are visible when Commit returns.
+// Under FsyncAlways the returned Pending must be waited on before the write is
+// acknowledged; under the other policies it is zero. The Batch is empty and
+// reusable afterwards, whatever the outcome.
+func (b *Batch) Commit() (Pending, error) {
+	pb := b.b
+	b.b = nil
+	if pb == nil {
+		return Pending{}, nil
+	}
+	if pb.Empty() {
+		pb.Close()
+		return Pending{}, nil
+	}
+	if b.s.FsyncPolicy() == FsyncAlways {
+		if err := b.s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+			pb.Close()
+			return Pending{}, fmt.Errorf("coldstore: commit: %w", err)
+		}
+		return Pending{b: pb}, nil
+	}
+	err := pb.Commit(pebble.NoSync)
+	pb.Close()
+	if err != nil {
+		return Pending{}, fmt.Errorf("coldstore: commit: %w", err)
+	}
+	return Pending{}, nil
+}
+
+// Abort discards the batch's writes.
+func (b *Batch) Abort() {
+	if b.b != nil {
+		b.b.Close()
+		b.b = nil
+	}
+}
+
+// GetMeta reads key's committed meta record into buf; m aliases buf.
+func (s *Store) GetMeta(db uint8, key []byte, m *codec.Meta, kbuf, buf []byte) ([]byte, []byte, bool, error) {
+	kbuf = codec.AppendMetaKey(kbuf[:0], db, key)
+	buf, found, err := getInto(s.db, kbuf, buf)
+	if err != nil || !found {
+		return kbuf, buf, false, err
+	}
+	if err := codec.DecodeMeta(buf, m); err != nil {
+		return kbuf, buf, false, fmt.Errorf("coldstore: meta of %q: %w", key, err)
+	}
+	return kbuf, buf, true, nil
+}
+
+var _ = binary.BigEndian
+
+// smallVersion is the record count under which a stale version is reclaimed
+// with point deletes rather than a range tombstone.
+const smallVersion = 64
+
+// Reclaim deletes the data records of up to limit stale versions recorded by
+// DropVersion, and returns how many it reclaimed. Stale versions are
+// unreachable (no meta record points at them), so this needs no coordination
+// with readers or writers.
+func (s *Store) Reclaim(limit int) (int, error) {
+	it, err := s.NewIter([]byte{codec.NSGarbage}, []byte{codec.NSGarbage + 1})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	var prefix []byte
+	for valid := it.First(); valid && n < limit; valid = it.Next() {
+		db, key, version, count, err := codec.ParseGarbageValue(it.Value())
+		if err != nil {
+			s.logger.Warn("dropping malformed garbage record", "err", err)
+		} else {
+			prefix = codec.AppendDataPrefix(prefix[:0], db, key, version)
+			end := codec.PrefixEnd(prefix)
+			if count > smallVersion {
+				if err := b.DeleteRange(prefix, end, nil); err != nil {
+					return n, fmt.Errorf("coldstore: reclaim: %w", err)
+				}
+			} else if err := s.pointDeleteRange(b, prefix, end); err != nil {
+				return n, err
+			}
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return n, fmt.Errorf("coldstore: reclaim: %w", err)
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return n, fmt.Errorf("coldstore: reclaim scan: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Store) pointDeleteRange(b *pebble.Batch, lo, hi []byte) error {
+	it, err := s.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return fmt.Errorf("coldstore: reclaim: %w", err)
+		}
+	}
+	return it.Error()
+}
+
+// IsZero reports whether there is nothing to wait for.
+func (p Pending) IsZero() bool { return p.b == nil }

@@ -1,0 +1,332 @@
+// Package coldstore is Spillway's on-disk store: a Pebble database holding
+// every key in the encoding of package codec (one meta record per key,
+// versioned data records, an expiry index ordered by time, garbage records for
+// stale versions, system records).
+//
+// The store knows nothing of hot and cold: tiering decides what to keep in
+// memory. Store methods are safe for concurrent use; a Batch is not.
+package coldstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// Fsync is the WAL sync policy, as Redis's appendfsync.
+type Fsync int
+
+// The fsync policies.
+const (
+	// FsyncEverySec syncs the WAL once a second: at most about a second of
+	// acknowledged writes is at risk on a crash.
+	FsyncEverySec Fsync = iota
+	// FsyncAlways syncs before a write is acknowledged.
+	FsyncAlways
+	// FsyncNo leaves syncing to the operating system.
+	FsyncNo
+)
+
+// ParseFsync parses an appendfsync value.
+func ParseFsync(s string) (Fsync, error) {
+	switch s {
+	case "always":
+		return FsyncAlways, nil
+	case "everysec":
+		return FsyncEverySec, nil
+	case "no":
+		return FsyncNo, nil
+	}
+	return 0, fmt.Errorf("appendfsync %q: want always, everysec or no", s)
+}
+
+func (f Fsync) String() string {
+	switch f {
+	case FsyncAlways:
+		return "always"
+	case FsyncNo:
+		return "no"
+	}
+	return "everysec"
+}
+
+// Options configure Open.
+type Options struct {
+	Dir string
+	// CacheBytes is the block cache size, counted inside the memory budget.
+	CacheBytes int64
+	// MemTableBytes is the size of one memtable (at most two are held).
+	MemTableBytes int64
+	Fsync         Fsync
+	Logger        *slog.Logger
+}
+
+// versionBlock is how many versions are reserved per persisted counter write.
+const versionBlock = 1 << 16
+
+// Store is the Pebble-backed cold store.
+type Store struct {
+	db     *pebble.DB
+	opts   Options
+	fsync  atomic.Int32
+	logger *slog.Logger
+
+	versionMu    sync.Mutex
+	nextVersion  uint64
+	versionLimit uint64
+
+	garbageSeq atomic.Uint64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens (creating if needed) the store in opts.Dir, checks its format
+// version, and starts the WAL syncer for FsyncEverySec.
+func Open(opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 8 << 20
+	}
+	if opts.MemTableBytes <= 0 {
+		opts.MemTableBytes = 4 << 20
+	}
+	cache := pebble.NewCache(opts.CacheBytes)
+	defer cache.Unref()
+	po := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                uint64(opts.MemTableBytes),
+		MemTableStopWritesThreshold: 2,
+		MaxOpenFiles:                1000,
+		Logger:                      pebbleLogger{opts.Logger},
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].BlockSize = 16 << 10
+		if i >= 2 {
+			po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.ZstdCompression }
+		} else {
+			po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+		}
+	}
+	po.EnsureDefaults()
+	db, err := pebble.Open(opts.Dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("coldstore: open %s: %w", opts.Dir, err)
+	}
+	s := &Store{db: db, opts: opts, logger: opts.Logger, stop: make(chan struct{})}
+	s.fsync.Store(int32(opts.Fsync))
+	if err := s.checkFormat(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.loadCounters(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.walSyncer()
+	return s, nil
+}
+
+func sysKey(name string) []byte { return codec.AppendSystemKey(nil, name) }
+
+func (s *Store) checkFormat() error {
+	key := sysKey(codec.SysFormat)
+	v, closer, err := s.db.Get(key)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], codec.FormatVersion)
+		if err := s.db.Set(key, b[:], pebble.Sync); err != nil {
+			return fmt.Errorf("coldstore: write format version: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("coldstore: read format version: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return fmt.Errorf("coldstore: corrupt format record (%d bytes)", len(v))
+	}
+	if got := binary.BigEndian.Uint64(v); got != codec.FormatVersion {
+		return fmt.Errorf("coldstore: data directory has format %d, this build reads format %d", got, codec.FormatVersion)
+	}
+	return nil
+}
+
+func (s *Store) loadCounters() error {
+	v, closer, err := s.db.Get(sysKey(codec.SysNextVersion))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		s.nextVersion = 1
+	case err != nil:
+		return fmt.Errorf("coldstore: read version counter: %w", err)
+	default:
+		if len(v) == 8 {
+			s.nextVersion = binary.BigEndian.Uint64(v)
+		}
+		closer.Close()
+	}
+	s.versionLimit = s.nextVersion
+	// Garbage sequence: continue after the last garbage record.
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{codec.NSGarbage}, UpperBound: []byte{codec.NSGarbage + 1}})
+	if err != nil {
+		return fmt.Errorf("coldstore: scan garbage: %w", err)
+	}
+	defer it.Close()
+	if it.Last() && len(it.Key()) == 9 {
+		s.garbageSeq.Store(binary.BigEndian.Uint64(it.Key()[1:]))
+	}
+	return nil
+}
+
+// NextVersion returns a version never returned before, in this or any earlier
+// run. Versions come from a persisted counter reserved in blocks.
+func (s *Store) NextVersion() (uint64, error) {
+	s.versionMu.Lock()
+	defer s.versionMu.Unlock()
+	if s.nextVersion >= s.versionLimit {
+		limit := s.nextVersion + versionBlock
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], limit)
+		if err := s.db.Set(sysKey(codec.SysNextVersion), b[:], pebble.Sync); err != nil {
+			return 0, fmt.Errorf("coldstore: reserve versions: %w", err)
+		}
+		s.versionLimit = limit
+	}
+	v := s.nextVersion
+	s.nextVersion++
+	return v, nil
+}
+
+// SetFsync changes the sync policy at run time.
+func (s *Store) SetFsync(f Fsync) { s.fsync.Store(int32(f)) }
+
+// FsyncPolicy returns the current sync policy.
+func (s *Store) FsyncPolicy() Fsync { return Fsync(s.fsync.Load()) }
+
+func (s *Store) walSyncer() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.FsyncPolicy() != FsyncEverySec {
+				continue
+			}
+			if err := s.SyncWAL(); err != nil {
+				s.logger.Error("wal sync failed", "err", err)
+			}
+		}
+	}
+}
+
+// SyncWAL makes every write applied so far durable.
+func (s *Store) SyncWAL() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("coldstore: sync wal: %w", err)
+	}
+	return nil
+}
+
+// Close syncs the WAL and closes the database. Nothing applied is lost.
+func (s *Store) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	syncErr := s.SyncWAL()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("coldstore: close: %w", err)
+	}
+	return syncErr
+}
+
+// Get copies the value stored under key into buf (reusing its capacity) and
+// reports whether the key exists.
+func (s *Store) Get(key, buf []byte) ([]byte, bool, error) {
+	return getInto(s.db, key, buf)
+}
+
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+func getInto(g getter, key, buf []byte) ([]byte, bool, error) {
+	v, closer, err := g.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return buf[:0], false, nil
+	}
+	if err != nil {
+		return buf[:0], false, fmt.Errorf("coldstore: get: %w", err)
+	}
+	buf = append(buf[:0], v...)
+	closer.Close()
+	return buf, true, nil
+}
+
+// NewIter returns an iterator over [lower, upper) that sees committed data.
+func (s *Store) NewIter(lower, upper []byte) (*pebble.Iterator, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("coldstore: iterator: %w", err)
+	}
+	return it, nil
+}
+
+// DiskUsage estimates the bytes the store occupies on disk.
+func (s *Store) DiskUsage() uint64 { return s.db.Metrics().DiskSpaceUsage() }
+
+// Metrics exposes Pebble's metrics.
+func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }
+
+// Flush writes the memtable to an sstable (used by SAVE so that the data
+// no longer depends on WAL replay).
+func (s *Store) Flush() error {
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("coldstore: flush: %w", err)
+	}
+	return nil
+}
+
+// Compact compacts the whole key space (used after bulk reclamation in tests
+// and by DEBUG-style maintenance).
+func (s *Store) Compact() error {
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+		return fmt.Errorf("coldstore: compact: %w", err)
+	}
+	return nil
+}
+
+// pebbleLogger routes Pebble's log lines into slog.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...interface{}) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...interface{}) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...interface{}) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}
+
+var _ = bytes.Compare

@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/integration/harness"
+)
+
+// Default size of a differential run; SPILLWAY_DIFF_SEEDS and
+// SPILLWAY_DIFF_OPS make it bigger, SPILLWAY_DIFF_SEED runs one seed.
+const (
+	defaultSeeds = 5
+	defaultOps   = 3000
+	// reEpochEvery bounds how long absolute-expiry grids stay in use (see
+	// gen.relSeconds): every so many ops both servers are flushed and the
+	// grid moves to the current time.
+	reEpochEvery = 5000
+)
+
+// spillwayDiffArgs starts Spillway small enough that the generator's big
+// values force demotion and promotion.
+var spillwayDiffArgs = []string{"--maxmemory", "1mb", "--appendfsync", "no", "--loglevel", "warning"}
+
+// subject starts the server under test: Spillway, or the server at
+// $SPILLWAY_ADDR when set (for debugging against a running instance).
+func subject(t *testing.T) (addr, name string) {
+	t.Helper()
+	if a := os.Getenv("SPILLWAY_ADDR"); a != "" {
+		return a, "spillway@" + a
+	}
+	return harness.StartSpillway(t, "", spillwayDiffArgs...).Addr(), "spillway"
+}
+
+// seeds returns the seeds of a differential run.
+func seeds(t *testing.T) []int64 {
+	if s := os.Getenv("SPILLWAY_DIFF_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SPILLWAY_DIFF_SEED=%q: %v", s, err)
+		}
+		return []int64{n}
+	}
+	n := envInt(t, "SPILLWAY_DIFF_SEEDS", defaultSeeds)
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
+}
+
+// TestDifferentialRedisVsRedis runs the generator against two redis-servers.
+// It proves the generator and the comparison are deterministic and fair: any
+// mismatch here is a harness bug, not a server bug.
+func TestDifferentialRedisVsRedis(t *testing.T) {
+	a, b := harness.StartRedis(t), harness.StartRedis(t)
+	for _, proto := range []int{2, 3} {
+		for _, seed := range seeds(t) {
+			t.Run(fmt.Sprintf("resp%d/seed=%d", proto, seed), func(t *testing.T) {
+				runDiff(t, diffRun{
+					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
+					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
+					cfg: genConfig{Lists: true}, testName: "TestDifferentialRedisVsRedis",
+				})
+			})
+		}
+	}
+}
+
+// TestDifferentialStrings compares Spillway with Redis 7.0 on random string
+// and keyspace traffic over RESP2, with a 1 MB maxmemory.
+func TestDifferentialStrings(t *testing.T) {
+	testDifferentialSpillway(t, 2, "TestDifferentialStrings")
+}
+
+// TestDifferentialStringsRESP3 is TestDifferentialStrings after HELLO 3.
+func TestDifferentialStringsRESP3(t *testing.T) {
+	testDifferentialSpillway(t, 3, "TestDifferentialStringsRESP3")
+}
+
+func testDifferentialSpillway(t *testing.T, proto int, name string) {
+	ref := harness.StartRedis(t)
+	subAddr, subName := subject(t)
+	for _, seed := range seeds(t) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runDiff(t, diffRun{
+				refAddr: ref.Addr(), subAddr: subAddr, subName: subName,
+				proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
+				cfg: genConfig{Lists: listsForSpillway(t)}, testName: name,
+			})
+		})
+	}
+}
+
+type diffRun struct {
+	refAddr, subAddr string
+	subName          string
+	proto            int
+	seed             int64
+	ops              int
+	cfg              genConfig
+	testName         string
+}
+
+// runDiff sends one generated sequence to both servers and fails at the
+// first pair of replies that differ.
+func runDiff(t *testing.T, d diffRun) {
+	ref := harness.MustDial(t, d.refAddr)
+	sub := harness.MustDial(t, d.subAddr)
+	setupPair(t, ref, sub, d.proto)
+	g := newGen(d.seed, time.Now().Unix(), d.cfg)
+	hist := &history{max: 20}
+	counts := map[string]int{}
+	var errs, total int
+	for i := 0; i < d.ops; i++ {
+		if i > 0 && i%reEpochEvery == 0 {
+			setupPair(t, ref, sub, 0)
+			g.epoch = time.Now().Unix()
+			hist.add("#%d (both flushed; expiry grid moved)", i)
+		}
+		o := g.next()
+		if o.Sleep > 0 {
+			pause(o.Sleep)
+			hist.add("#%d (sleep %v)", i, o.Sleep)
+			continue
+		}
+		a, b := exchange(ref, sub, o.Args)
+		if ok, why := compareReplies(o.Args, a, b); !ok {
+			t.Fatalf("differential mismatch (%s): seed=%d resp%d op #%d db=%d\n"+
+				"command:  %s\nredis:    %s\n%-9s %s\nredis reply:\n%s\n%s reply:\n%s\n"+
+				"last commands:\n%s"+
+				"reproduce: SPILLWAY_DIFF_SEED=%d SPILLWAY_DIFF_OPS=%d go test ./integration -run '^%s$'",
+				why, d.seed, d.proto, i, g.db, fmtArgs(o.Args), errOr(a), d.subName+":", errOr(b),
+				a.String(), d.subName, b.String(), hist, d.seed, i+1, d.testName)
+		}
+		total++
+		counts[strings.ToUpper(o.Args[0])]++
+		if a.IsError() {
+			errs++
+		}
+		hist.add("#%d %s -> %s", i, fmtArgs(o.Args), fmtRaw(a.Raw))
+	}
+	// The generator must mostly produce commands that succeed, or the run
+	// compares little more than error texts.
+	if total > 200 && errs*2 > total {
+		t.Errorf("%d of %d commands were errors; the generator is off balance", errs, total)
+	}
+	if total > 1000 && len(counts) < 40 {
+		t.Errorf("only %d distinct commands in %d ops: %v", len(counts), total, counts)
+	}
+	t.Logf("seed %d: %d commands (%d errors), %d distinct", d.seed, total, errs, len(counts))
+}
+
+func errOr(r harness.Reply) string {
+	if r.Err != nil {
+		return "transport error: " + r.Err.Error()
+	}
+	return fmtRaw(r.Raw)
+}

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/resp"
+)
+
+// replyMode is CLIENT REPLY's state.
+type replyMode uint8
+
+const (
+	replyOn replyMode = iota
+	replyOff
+	replySkipNext // skip the next command's reply
+	replySkipThis // skipping the current command's reply
+)
+
+// flushThreshold is how many reply bytes are buffered before a write even
+// when more pipelined commands wait.
+const flushThreshold = 64 << 10
+
+// Client is one connection's state. Only its own goroutine touches the
+// unexported fields below mu; CLIENT LIST/KILL read the rest under mu.
+type Client struct {
+	s   *Server
+	id  int64
+	nc  net.Conn
+	rd  *resp.Reader
+	w   resp.Writer
+	out *bufio.Writer
+
+	db        int
+	authed    bool
+	replyMode replyMode
+	pending   []coldstore.Pending
+	// mark is where the current command's reply starts in w.Buf.
+	mark  int
+	quit  bool
+	keyIx []int
+	scr   []byte // scratch
+
+	mu       sync.Mutex
+	name     string
+	libName  string
+	libVer   string
+	user     string
+	lastCmd  string
+	created  time.Time
+	lastIO   atomic.Int64 // unix ms of the last command
+	killed   atomic.Bool
+	dbShown  atomic.Int32
+	protoVer atomic.Int32
+}
+
+func newClient(s *Server, nc net.Conn) *Client {
+	c := &Client{
+		s:       s,
+		id:      s.nextID.Add(1),
+		nc:      nc,
+		rd:      resp.NewReader(nc, 16<<10),
+		out:     bufio.NewWriterSize(nc, 0),
+		created: time.Now(),
+		user:    "default",
+	}
+	c.w.Proto = 2
+	c.protoVer.Store(2)
+	c.authed = s.cfg.RequirePass() == ""
+	c.applyLimits()
+	c.lastIO.Store(time.Now().UnixMilli())
+	return c
+}
+
+// applyLimits sets the request parser's limits for the client's state.
+func (c *Client) applyLimits() {
+	c.rd.SetLimits(resp.Limits{
+		MaxBulkLen:      c.s.cfg.ProtoMaxBulkLen(),
+		Unauthenticated: !c.authed,
+	})
+}
+
+// serve runs the connection until it is closed.
+func (c *Client) serve() {
+	defer c.nc.Close()
+	defer c.waitPending()
+	for {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.s.log.Debug("protocol error", "client", c.id, "addr", c.nc.RemoteAddr().String(), "err", pe.Error())
+				c.w.Error(pe.Error())
+				c.flush()
+			} else if !errors.Is(err, io.EOF) && !c.killed.Load() && !c.s.closing.Load() {
+				c.s.log.Debug("connection read failed", "client", c.id, "err", err)
+			}
+			return
+		}
+		c.execute(args)
+		if c.quit || c.killed.Load() {
+			c.flush()
+			return
+		}
+		if c.rd.Buffered() == 0 || c.w.Len() >= flushThreshold {
+			if !c.flush() {
+				return
+			}
+		}
+	}
+}
+
+// waitPending waits for the WAL syncs of this client's writes.
+func (c *Client) waitPending() error {
+	var first error
+	for i, p := range c.pending {
+		if err := p.Wait(); err != nil && first == nil {
+			first = err
+		}
+		c.pending[i] = coldstore.Pending{}
+	}
+	c.pending = c.pending[:0]
+	return first
+}
+
+// flush makes the buffered writes durable (appendfsync always) and sends the
+// buffered replies. If the store cannot sync, the replies are not sent and
+// the connection is closed: nothing unsynced is acknowledged.
+func (c *Client) flush() bool {
+	if err := c.waitPending(); err != nil {
+		c.s.log.Error("write not durable; closing client", "client", c.id, "err", err)
+		c.w.Reset()
+		return false
+	}
+	if c.w.Len() == 0 {
+		return true
+	}
+	n, err := c.nc.Write(c.w.Buf)
+	c.s.stats.netOut.Add(int64(n))
+	if cap(c.w.Buf) > 1<<20 {
+		c.w.Buf = nil
+	} else {
+		c.w.Reset()
+	}
+	return err == nil
+}
+
+// kill closes the connection from another goroutine (CLIENT KILL).
+func (c *Client) kill() {
+	c.killed.Store(true)
+	c.nc.Close()
+}

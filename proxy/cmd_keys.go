@@ -1,0 +1,465 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/tiering"
+)
+
+func init() {
+	register("del", cmdDel)
+	register("unlink", cmdDel)
+	register("exists", cmdExists)
+	register("type", cmdType)
+	register("touch", cmdTouch)
+	register("expire", func(c *Client, a [][]byte) { expireGeneric(c, a, true, false, "expire") })
+	register("pexpire", func(c *Client, a [][]byte) { expireGeneric(c, a, false, false, "pexpire") })
+	register("expireat", func(c *Client, a [][]byte) { expireGeneric(c, a, true, true, "expireat") })
+	register("pexpireat", func(c *Client, a [][]byte) { expireGeneric(c, a, false, true, "pexpireat") })
+	register("ttl", func(c *Client, a [][]byte) { ttlGeneric(c, a, false, false) })
+	register("pttl", func(c *Client, a [][]byte) { ttlGeneric(c, a, true, false) })
+	register("expiretime", func(c *Client, a [][]byte) { ttlGeneric(c, a, false, true) })
+	register("pexpiretime", func(c *Client, a [][]byte) { ttlGeneric(c, a, true, true) })
+	register("persist", cmdPersist)
+	register("rename", func(c *Client, a [][]byte) { renameGeneric(c, a, false) })
+	register("renamenx", func(c *Client, a [][]byte) { renameGeneric(c, a, true) })
+	register("copy", cmdCopy)
+	register("move", cmdMove)
+	register("keys", cmdKeys)
+	register("scan", cmdScan)
+	register("randomkey", cmdRandomKey)
+	register("object|encoding", cmdObjectEncoding)
+	register("object|idletime", cmdObjectIdle)
+	register("object|freq", cmdObjectFreq)
+	register("object|refcount", cmdObjectRefcount)
+	register("object|help", func(c *Client, _ [][]byte) { c.help(objectHelp) })
+}
+
+func cmdDel(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	var n int64
+	for _, k := range args[1:] {
+		ok, err := tx.Delete(c.db, k)
+		if err != nil {
+			c.txErr(tx, err)
+			return
+		}
+		if ok {
+			n++
+		}
+	}
+	c.w.Int(n)
+	c.commit(tx)
+}
+
+// countLive counts the live keys among keys (EXISTS, TOUCH) from metadata
+// only: a cold key is not promoted.
+func countLive(c *Client, keys [][]byte) {
+	tx := c.s.engine.Begin()
+	var n int64
+	for _, k := range keys {
+		e, err := tx.Peek(c.db, k)
+		if err != nil {
+			c.txErr(tx, err)
+			return
+		}
+		if e != nil {
+			n++
+		}
+	}
+	c.w.Int(n)
+	c.commit(tx)
+}
+
+func cmdExists(c *Client, args [][]byte) { countLive(c, args[1:]) }
+func cmdTouch(c *Client, args [][]byte)  { countLive(c, args[1:]) }
+
+func cmdType(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	e, err := tx.Peek(c.db, args[1])
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if e == nil {
+		c.w.Simple("none")
+	} else {
+		c.w.Simple(e.Type.String())
+	}
+	c.commit(tx)
+}
+
+func expireGeneric(c *Client, args [][]byte, seconds, absolute bool, name string) {
+	flags, msg := strops.ParseExpireFlags(args[3:])
+	if msg != "" {
+		c.err(msg)
+		return
+	}
+	tx := c.s.engine.Begin()
+	var base int64
+	if !absolute {
+		base = tx.Now()
+	}
+	when, msg := strops.ExpireWhen(args[2], seconds, base, name)
+	if msg != "" {
+		c.txFail(tx, msg)
+		return
+	}
+	e, err := tx.Peek(c.db, args[1])
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if e == nil {
+		c.w.Int(0)
+		c.commit(tx)
+		return
+	}
+	cur := int64(-1)
+	if e.ExpireAt != 0 {
+		cur = e.ExpireAt
+	}
+	if !flags.Allows(cur, when) {
+		c.w.Int(0)
+		c.commit(tx)
+		return
+	}
+	if when <= tx.Now() {
+		_, err = tx.Delete(c.db, args[1])
+	} else {
+		_, err = tx.SetExpire(c.db, args[1], when)
+	}
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	c.w.Int(1)
+	c.commit(tx)
+}
+
+func ttlGeneric(c *Client, args [][]byte, ms, absolute bool) {
+	tx := c.s.engine.Begin()
+	e, err := tx.Peek(c.db, args[1])
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	switch {
+	case e == nil:
+		c.w.Int(-2)
+	case e.ExpireAt == 0:
+		c.w.Int(-1)
+	case absolute && ms:
+		c.w.Int(e.ExpireAt)
+	case absolute:
+		c.w.Int(e.ExpireAt / 1000)
+	default:
+		c.w.Int(strops.TTL(e.ExpireAt, tx.Now(), ms))
+	}
+	c.commit(tx)
+}
+
+func cmdPersist(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	e, err := tx.Peek(c.db, args[1])
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if e == nil || e.ExpireAt == 0 {
+		c.w.Int(0)
+		c.commit(tx)
+		return
+	}
+	if _, err := tx.SetExpire(c.db, args[1], 0); err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	c.w.Int(1)
+	c.commit(tx)
+}
+
+func renameGeneric(c *Client, args [][]byte, nx bool) {
+	tx := c.s.engine.Begin()
+	exists, moved, err := tx.Rename(c.db, args[1], c.db, args[2], nx)
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	switch {
+	case !exists:
+		c.err("ERR no such key")
+	case nx && moved:
+		c.w.Int(1)
+	case nx:
+		c.w.Int(0)
+	default:
+		c.w.OK()
+	}
+	c.commit(tx)
+}
+
+// parseDB parses a database index argument; it replies and reports false
+// when it is not a valid index.
+func (c *Client) parseDB(arg []byte) (int, bool) {
+	n, ok := strops.ParseInt(arg)
+	if !ok || n < -2147483648 || n > 2147483647 {
+		c.err(strops.ErrNotInteger)
+		return 0, false
+	}
+	if n < 0 || n >= int64(c.s.engine.Databases()) {
+		c.err("ERR DB index is out of range")
+		return 0, false
+	}
+	return int(n), true
+}
+
+func cmdCopy(c *Client, args [][]byte) {
+	dstDB := c.db
+	replace := false
+	for i := 3; i < len(args); i++ {
+		switch {
+		case eqFold(args[i], "replace"):
+			replace = true
+		case eqFold(args[i], "db") && i+1 < len(args):
+			db, ok := c.parseDB(args[i+1])
+			if !ok {
+				return
+			}
+			dstDB = db
+			i++
+		default:
+			c.err(strops.ErrSyntax)
+			return
+		}
+	}
+	if dstDB == c.db && string(args[1]) == string(args[2]) {
+		c.err("ERR source and destination objects are the same")
+		return
+	}
+	tx := c.s.engine.Begin()
+	ok, err := tx.Copy(c.db, args[1], dstDB, args[2], replace)
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if ok {
+		c.w.Int(1)
+	} else {
+		c.w.Int(0)
+	}
+	c.commit(tx)
+}
+
+func cmdMove(c *Client, args [][]byte) {
+	n, ok := strops.ParseInt(args[2])
+	if !ok || n < -2147483648 || n > 2147483647 {
+		c.err(strops.ErrNotInteger)
+		return
+	}
+	if n < 0 || n >= int64(c.s.engine.Databases()) {
+		c.err("ERR DB index is out of range")
+		return
+	}
+	if int(n) == c.db {
+		c.err("ERR source and destination objects are the same")
+		return
+	}
+	tx := c.s.engine.Begin()
+	_, moved, err := tx.Rename(c.db, args[1], int(n), args[1], true)
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if moved {
+		c.w.Int(1)
+	} else {
+		c.w.Int(0)
+	}
+	c.commit(tx)
+}
+
+func matcher(pattern []byte) func([]byte) bool {
+	if len(pattern) == 1 && pattern[0] == '*' {
+		return nil
+	}
+	p := append([]byte(nil), pattern...)
+	return func(k []byte) bool { return strops.Match(p, k, false) }
+}
+
+func cmdKeys(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	keys, err := tx.Keys(c.db, matcher(args[1]))
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
+	c.commit(tx)
+}
+
+func cmdScan(c *Client, args [][]byte) {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.err("ERR invalid cursor")
+		return
+	}
+	opts := tiering.ScanOptions{Count: 10}
+	var typeName []byte
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.err(strops.ErrSyntax)
+			return
+		}
+		v := args[i+1]
+		switch {
+		case eqFold(args[i], "count"):
+			n, ok := strops.ParseInt(v)
+			if !ok {
+				c.err(strops.ErrNotInteger)
+				return
+			}
+			if n < 1 {
+				c.err(strops.ErrSyntax)
+				return
+			}
+			opts.Count = int(min(n, 1<<30))
+		case eqFold(args[i], "match"):
+			opts.Match = matcher(v)
+		case eqFold(args[i], "type"):
+			typeName = v
+		default:
+			c.err(strops.ErrSyntax)
+			return
+		}
+	}
+	if typeName != nil {
+		opts.Type = typeByName(typeName)
+		if opts.Type == 0 {
+			// Redis returns nothing for a type name it does not know.
+			opts.Match = func([]byte) bool { return false }
+		}
+	}
+	tx := c.s.engine.Begin()
+	keys, next, err := tx.Scan(c.db, cursor, opts, nil)
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatUint(next, 10))
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
+	c.commit(tx)
+}
+
+func typeByName(b []byte) codec.Type {
+	for t := codec.TypeString; t <= codec.TypeHash; t++ {
+		if eqFold(b, t.String()) {
+			return t
+		}
+	}
+	return 0
+}
+
+func cmdRandomKey(c *Client, _ [][]byte) {
+	tx := c.s.engine.Begin()
+	k, err := tx.RandomKey(c.db)
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if k == nil {
+		c.w.Null()
+	} else {
+		c.w.Bulk(k)
+	}
+	c.commit(tx)
+}
+
+// objectLookup finds key for OBJECT subcommands without promoting it; it
+// replies null and returns nil for a missing key.
+func objectLookup(c *Client, tx *tiering.Tx, key []byte) *tiering.Entry {
+	e, err := tx.Peek(c.db, key)
+	if err != nil {
+		c.txErr(tx, err)
+		return nil
+	}
+	if e == nil {
+		c.w.Null()
+		c.commit(tx)
+	}
+	return e
+}
+
+// stringEncoding reports the encoding Redis 7.0 would use for a string.
+func stringEncoding(v []byte) string {
+	if len(v) <= 20 {
+		if _, ok := strops.ParseInt(v); ok {
+			return "int"
+		}
+	}
+	if len(v) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}
+
+func cmdObjectEncoding(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	e := objectLookup(c, tx, args[2])
+	if e == nil {
+		return
+	}
+	switch e.Type {
+	case codec.TypeString:
+		c.w.BulkString(stringEncoding(e.Str))
+	default:
+		c.w.BulkString("hashtable")
+	}
+	c.commit(tx)
+}
+
+func cmdObjectIdle(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	e := objectLookup(c, tx, args[2])
+	if e == nil {
+		return
+	}
+	c.w.Int(0)
+	c.commit(tx)
+}
+
+func cmdObjectFreq(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	e := objectLookup(c, tx, args[2])
+	if e == nil {
+		return
+	}
+	c.txFail(tx, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+func cmdObjectRefcount(c *Client, args [][]byte) {
+	tx := c.s.engine.Begin()
+	e := objectLookup(c, tx, args[2])
+	if e == nil {
+		return
+	}
+	// Redis shares the integers 0..9999 (refcount INT_MAX).
+	if e.Type == codec.TypeString && stringEncoding(e.Str) == "int" {
+		if n, _ := strops.ParseInt(e.Str); n >= 0 && n < 10000 {
+			c.w.Int(2147483647)
+			c.commit(tx)
+			return
+		}
+	}
+	c.w.Int(1)
+	c.commit(tx)
+}

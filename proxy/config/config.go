@@ -1,0 +1,369 @@
+// Package config holds Spillway's settings, read and changed the way
+// redis-server reads and changes its own: a redis.conf-style file, command
+// line overrides (`spillway [configfile] [--name value ...]`), and CONFIG
+// GET / SET / REWRITE at run time with Redis 7.0's replies.
+//
+// A Config is safe for concurrent use. Typed accessors (MaxMemory,
+// RequirePass, ...) are one atomic load each and never block.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Config is the live configuration of one server.
+type Config struct {
+	file string // absolute path of the config file, "" if none
+
+	// mu serialises writers (Set, Rewrite) and gives Get a consistent view.
+	mu   sync.RWMutex
+	vals [numSettings]atomic.Pointer[value]
+
+	cbMu      sync.Mutex
+	callbacks [numSettings][]func(string)
+}
+
+// defaults holds each setting's parsed default. It is computed per Config
+// because dir's default is made absolute against the current directory.
+func defaultValues() ([numSettings]*value, error) {
+	var vals [numSettings]*value
+	for i, s := range registry {
+		v, err := s.parseSet(defaultText(i))
+		if err != nil {
+			return vals, fmt.Errorf("config: bad default for %s: %w", s.name, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// defaultText is the default of setting i in CONFIG SET syntax.
+func defaultText(i int) string {
+	if i == idxMaxMemory {
+		return strconv.FormatUint(DefaultMaxMemory(), 10)
+	}
+	return registry[i].def
+}
+
+// Default returns a Config holding every default, with no config file.
+func Default() *Config {
+	c, err := newConfig("", nil)
+	if err != nil { // defaults are constants checked by tests
+		panic(err)
+	}
+	return c
+}
+
+func newConfig(file string, vals *[numSettings]*value) (*Config, error) {
+	if vals == nil {
+		d, err := defaultValues()
+		if err != nil {
+			return nil, err
+		}
+		vals = &d
+	}
+	c := &Config{file: file}
+	for i, v := range vals {
+		c.vals[i].Store(v)
+	}
+	return c, nil
+}
+
+// ErrHelp and ErrVersion are returned by Parse for `-h`/`--help` and
+// `-v`/`--version` given alone, so the caller can print usage or version.
+var (
+	ErrHelp    = errors.New("config: help requested")
+	ErrVersion = errors.New("config: version requested")
+)
+
+// ParseError reports a bad directive in the config file or on the command
+// line. Its text names the source, line, directive and reason, e.g.
+//
+//	config: spillway.conf: line 3: maxmemory "abc": argument must be a memory value
+type ParseError struct {
+	File      string // config file, or "" for the command line
+	Line      int    // 1-based line in File; 0 for the command line
+	Directive string // the directive as read, arguments quoted
+	Err       error  // the reason
+}
+
+func (e *ParseError) Error() string {
+	where := "command line"
+	if e.File != "" {
+		where = fmt.Sprintf("%s: line %d", e.File, e.Line)
+	}
+	return fmt.Sprintf("config: %s: %s: %v", where, e.Directive, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Parse builds a Config from redis-server style arguments (without the
+// program name): an optional config file first (any argument not starting
+// with '-'), then `--name value...` options that are applied after the file
+// and so override it. An option takes every following argument up to the
+// next `--name`; the argument right after `--name` is always its value, even
+// if it starts with "--" (as in redis-server), except that a bare `--save`
+// followed by another option, or last, means `save ""`. One argument holding
+// "--name value" is split like a config line.
+func Parse(args []string) (*Config, error) {
+	if len(args) == 1 {
+		switch args[0] {
+		case "-h", "--help":
+			return nil, ErrHelp
+		case "-v", "--version":
+			return nil, ErrVersion
+		}
+	}
+	vals, err := defaultValues()
+	if err != nil {
+		return nil, err
+	}
+	ld := loader{vals: &vals}
+	var file string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		file = args[0]
+		args = args[1:]
+		if err := ld.loadFile(file); err != nil {
+			return nil, err
+		}
+		if abs, err := filepath.Abs(file); err == nil {
+			file = abs
+		}
+	}
+	dirs, err := splitCommandLine(args)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if err := ld.apply("", 0, d); err != nil {
+			return nil, err
+		}
+	}
+	return newConfig(file, &vals)
+}
+
+// splitCommandLine groups `--name v1 v2 --name2 v` into directives.
+func splitCommandLine(args []string) ([][]string, error) {
+	var dirs [][]string
+	needValue := false // right after a bare --name
+	for j, a := range args {
+		isName := strings.HasPrefix(a, "--") && len(a) > 2
+		switch {
+		case a == "-":
+			return nil, errors.New("config: reading the configuration from standard input is not supported")
+		case isName && needValue && strings.EqualFold(dirs[len(dirs)-1][0], "save"):
+			dirs[len(dirs)-1] = append(dirs[len(dirs)-1], "")
+			fallthrough
+		case isName && !needValue:
+			parts, err := splitArgs(a[2:])
+			if err != nil || len(parts) == 0 {
+				return nil, fmt.Errorf("config: command line: bad option %q", a)
+			}
+			dirs = append(dirs, parts)
+			needValue = len(parts) == 1
+		default:
+			if len(dirs) == 0 {
+				return nil, fmt.Errorf("config: command line: argument %q does not follow a --name", a)
+			}
+			dirs[len(dirs)-1] = append(dirs[len(dirs)-1], a)
+			needValue = false
+		}
+		if j == len(args)-1 && needValue && strings.EqualFold(dirs[len(dirs)-1][0], "save") {
+			dirs[len(dirs)-1] = append(dirs[len(dirs)-1], "")
+		}
+	}
+	return dirs, nil
+}
+
+// loader applies directives, in order, to a set of values.
+type loader struct {
+	vals     *[numSettings]*value
+	saveSeen bool // save lines accumulate after the first one
+}
+
+func (ld *loader) loadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: can't open config file: %w", err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.Trim(line, " \t\r\n")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		args, err := splitArgs(line)
+		if err != nil {
+			return &ParseError{File: path, Line: i + 1, Directive: line, Err: err}
+		}
+		if err := ld.apply(path, i+1, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ld *loader) apply(file string, line int, args []string) error {
+	name := strings.ToLower(args[0])
+	fail := func(err error) error {
+		return &ParseError{File: file, Line: line, Directive: directiveString(name, args[1:]), Err: err}
+	}
+	if name == "include" {
+		return fail(errors.New("include is not supported"))
+	}
+	e, ok := lookup(name)
+	if !ok {
+		return fail(errors.New("unknown directive"))
+	}
+	vals := args[1:]
+	if e.idx == idxSave {
+		// As in Redis, the first save line replaces the default and later
+		// ones add to it; save "" clears.
+		if ld.saveSeen && !(len(vals) == 1 && vals[0] == "") {
+			vals = append(append([]string(nil), ld.vals[idxSave].list...), vals...)
+		}
+		ld.saveSeen = true
+	}
+	v, err := registry[e.idx].parseArgs(vals)
+	if err != nil {
+		return fail(err)
+	}
+	ld.vals[e.idx] = v
+	return nil
+}
+
+// File returns the absolute path of the config file, or "" if none.
+func (c *Config) File() string { return c.file }
+
+// OnChange registers fn to be called with the new CONFIG GET form of the
+// named setting (name or alias) after a Set changes it. Callbacks run
+// synchronously in the goroutine calling Set, after the change is visible
+// and outside any lock, in the order the settings were given to Set.
+func (c *Config) OnChange(name string, fn func(value string)) error {
+	e, ok := lookup(name)
+	if !ok {
+		return fmt.Errorf("config: OnChange: unknown setting %q", name)
+	}
+	c.cbMu.Lock()
+	c.callbacks[e.idx] = append(c.callbacks[e.idx], fn)
+	c.cbMu.Unlock()
+	return nil
+}
+
+// Value returns the CONFIG GET form of a setting by name or alias.
+func (c *Config) Value(name string) (string, bool) {
+	e, ok := lookup(name)
+	if !ok {
+		return "", false
+	}
+	return c.vals[e.idx].Load().text, true
+}
+
+// Get answers CONFIG GET: the name and value of every setting (aliases
+// included, as in Redis 7.0) whose name matches at least one of the glob
+// patterns, case-insensitively, each name once. The order is the registry's
+// (Redis's own order is a hash table's, so clients must not rely on it).
+func (c *Config) Get(patterns ...[]byte) [][2]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out [][2]string
+	var seen [numSettings][2]bool // [idx][alias]
+	add := func(e nameEntry) {
+		a := 0
+		if e.alias {
+			a = 1
+		}
+		if seen[e.idx][a] {
+			return
+		}
+		seen[e.idx][a] = true
+		out = append(out, [2]string{e.name(), c.vals[e.idx].Load().text})
+	}
+	for _, p := range patterns {
+		if !hasGlob(p) {
+			if e, ok := lookup(string(p)); ok {
+				add(e)
+			}
+			continue
+		}
+		for i, s := range registry {
+			if Match(p, []byte(s.name)) {
+				add(nameEntry{idx: i})
+			}
+			if s.alias != "" && Match(p, []byte(s.alias)) {
+				add(nameEntry{idx: i, alias: true})
+			}
+		}
+	}
+	return out
+}
+
+// ErrSyntax is Redis's reply to CONFIG SET with an odd number of arguments
+// after SET; Set itself takes pairs, so the caller sends it.
+var ErrSyntax = errors.New("ERR syntax error")
+
+func setFailed(arg string, reason any) error {
+	return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", arg, reason)
+}
+
+// Set answers CONFIG SET name value [name value ...]: it changes all the
+// settings or none. Errors carry Redis 7.0's reply text, "ERR" prefix
+// included, checked in Redis's order: first every name (unknown, immutable
+// or protected, duplicate), then every value.
+func (c *Config) Set(pairs [][2]string) error {
+	if len(pairs) == 0 {
+		return errors.New("ERR wrong number of arguments for 'config|set' command")
+	}
+	entries := make([]nameEntry, len(pairs))
+	for i, p := range pairs {
+		e, ok := lookup(p[0])
+		if !ok {
+			return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0])
+		}
+		switch registry[e.idx].mut {
+		case immutable:
+			return setFailed(p[0], "can't set immutable config")
+		case protected:
+			return setFailed(p[0], "can't set protected config")
+		}
+		for _, prev := range entries[:i] {
+			if prev == e { // a name and its alias are distinct, as in Redis 7.0
+				return setFailed(p[0], "duplicate parameter")
+			}
+		}
+		entries[i] = e
+	}
+	newVals := make([]*value, len(pairs))
+	for i, p := range pairs {
+		v, err := registry[entries[i].idx].parseSet(p[1])
+		if err != nil {
+			return setFailed(p[0], err)
+		}
+		newVals[i] = v
+	}
+	changed := make([]bool, len(pairs))
+	c.mu.Lock()
+	for i, e := range entries {
+		old := c.vals[e.idx].Swap(newVals[i])
+		changed[i] = old.text != newVals[i].text
+	}
+	c.mu.Unlock()
+	for i, e := range entries {
+		if !changed[i] {
+			continue
+		}
+		c.cbMu.Lock()
+		fns := c.callbacks[e.idx]
+		c.cbMu.Unlock()
+		for _, fn := range fns {
+			fn(newVals[i].text)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+)
+
+// handlerFunc executes one command. args[0] is the command name. A handler
+// writes exactly one reply to c.w (unless the connection closes).
+type handlerFunc func(c *Client, args [][]byte)
+
+// handlers maps table entries (commands and subcommands) to their
+// implementations. Commands in the table without a handler answer as
+// Redis answers an unknown command.
+var handlers = map[*cmdtable.Command]handlerFunc{}
+
+// register binds a handler to a command's full name ("get", "client|kill").
+func register(name string, h handlerFunc) {
+	c := cmdtable.LookupFullName([]byte(name))
+	if c == nil {
+		panic("proxy: register: no command " + name + " in the Redis 7.0 table")
+	}
+	handlers[c] = h
+}
+
+// maxErrArgLen is how much of a name or argument Redis quotes in errors.
+const maxErrArgLen = 128
+
+func trunc(b []byte) string {
+	if len(b) > maxErrArgLen {
+		b = b[:maxErrArgLen]
+	}
+	return string(b)
+}
+
+// unknownCommand writes Redis 7.0's reply to an unknown command.
+func unknownCommand(c *Client, args [][]byte) {
+	var sb strings.Builder
+	sb.WriteString("ERR unknown command '")
+	sb.WriteString(trunc(args[0]))
+	sb.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		if sb.Len() >= maxErrArgLen {
+			break
+		}
+		sb.WriteByte('\'')
+		sb.WriteString(trunc(a))
+		sb.WriteString("' ")
+	}
+	c.err(sb.String())
+}
+
+// execute runs one command: lookup, arity, authentication, pause, then the
+// handler; it applies CLIENT REPLY's mode to the reply.
+func (c *Client) execute(args [][]byte) {
+	s := c.s
+	s.stats.commands.Add(1)
+	c.lastIO.Store(time.Now().UnixMilli())
+	c.mark = c.w.Len()
+	if c.replyMode == replySkipNext {
+		c.replyMode = replySkipThis
+	}
+	c.dispatch(args)
+	switch c.replyMode {
+	case replyOff:
+		c.w.Truncate(c.mark)
+	case replySkipThis:
+		c.w.Truncate(c.mark)
+		c.replyMode = replyOn
+	}
+}
+
+func (c *Client) dispatch(args [][]byte) {
+	base := cmdtable.Lookup(args[0])
+	if base == nil {
+		unknownCommand(c, args)
+		return
+	}
+	cmd := base
+	if base.Subcommands != nil && len(args) >= 2 {
+		cmd = base.Sub(args[1])
+		if cmd == nil {
+			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(base.Name) + " HELP.")
+			return
+		}
+	}
+	if !cmd.ArityOK(len(args)) {
+		c.err("ERR wrong number of arguments for '" + cmd.Name + "' command")
+		return
+	}
+	if !c.authed && !cmd.Is(cmdtable.FlagNoAuth) {
+		c.err("NOAUTH Authentication required.")
+		return
+	}
+	h := handlers[cmd]
+	if h == nil {
+		unknownCommand(c, args)
+		return
+	}
+	if c.s.paused.Load() {
+		c.s.waitIfPaused(cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate))
+	}
+	c.mu.Lock()
+	c.lastCmd = cmd.Name
+	c.mu.Unlock()
+	h(c, args)
+}
+
+// err writes an error reply and counts it.
+func (c *Client) err(msg string) {
+	c.s.stats.errorReplies.Add(1)
+	c.w.Error(msg)
+}

@@ -1,0 +1,295 @@
+// Package tiering decides where each key lives and keeps the hot tier and the
+// cold store consistent.
+//
+// Embedded mode keeps every key in the cold store (Pebble) and a decoded copy
+// of the hot ones in an in-process LRU under a byte budget. Writes go through
+// to Pebble in the same atomic step that updates the hot copy (the WAL is the
+// durability log, synced per appendfsync), so demotion is dropping the hot
+// copy: it costs no I/O and a crash at any point leaves one consistent value.
+// Reads of hot keys never touch Pebble. Reads of cold keys are served from
+// Pebble and promote the key when the promotion policy admits it.
+//
+// All access goes through a Tx, which holds the engine's lock: commands are
+// atomic, as in Redis.
+package tiering
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Databases is the number of logical databases (SELECT 0..n-1), at most 256.
+	Databases int
+	// HotBudget is the byte budget of the hot tier.
+	HotBudget int64
+	// PromoteMinHits is how many reads of a cold key (within the admission
+	// window) promote it; 1 promotes on first touch.
+	PromoteMinHits int
+	// ColdReadMaxBytes: values larger than this are served from disk and
+	// never promoted by a read.
+	ColdReadMaxBytes int64
+	// SweepPerTick bounds the expired keys removed per sweeper tick.
+	SweepPerTick int
+	Logger       *slog.Logger
+}
+
+// Stats are the engine's counters, readable without the lock.
+type Stats struct {
+	Demotions       atomic.Int64
+	Promotions      atomic.Int64
+	ColdReads       atomic.Int64
+	ExpiredKeys     atomic.Int64
+	ExpiredColdKeys atomic.Int64
+	KeyspaceHits    atomic.Int64
+	KeyspaceMisses  atomic.Int64
+	ReclaimedVers   atomic.Int64
+}
+
+// ResetStats zeroes the resettable counters (CONFIG RESETSTAT).
+func (s *Stats) ResetStats() {
+	s.Demotions.Store(0)
+	s.Promotions.Store(0)
+	s.ColdReads.Store(0)
+	s.ExpiredKeys.Store(0)
+	s.ExpiredColdKeys.Store(0)
+	s.KeyspaceHits.Store(0)
+	s.KeyspaceMisses.Store(0)
+}
+
+// ghostSize bounds the admission filter's memory (cold keys read recently).
+const ghostSize = 1 << 16
+
+// Engine is the embedded keyspace: hot LRU plus cold store.
+type Engine struct {
+	mu    sync.Mutex
+	cold  *coldstore.Store
+	hot   *LRU
+	opts  Options
+	dbmap []uint8 // logical -> physical database
+	keys  []int64 // per physical db: keys stored (hot and cold)
+	exps  []int64 // per physical db: keys with an expiry
+	ghost *simplelru.LRU[string, int]
+	tx    Tx
+
+	Stats Stats
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open builds the engine over an open cold store: it loads the database map
+// and counts the keys on disk (logging progress), then starts the expiry
+// sweeper and the version reclaimer.
+func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
+	if opts.Databases <= 0 || opts.Databases > 256 {
+		return nil, fmt.Errorf("tiering: databases %d out of range 1..256", opts.Databases)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.PromoteMinHits <= 0 {
+		opts.PromoteMinHits = 1
+	}
+	if opts.SweepPerTick <= 0 {
+		opts.SweepPerTick = 1000
+	}
+	ghost, err := simplelru.NewLRU[string, int](ghostSize, nil)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: admission filter: %w", err)
+	}
+	e := &Engine{
+		cold:  cold,
+		hot:   NewLRU(opts.HotBudget),
+		opts:  opts,
+		keys:  make([]int64, 256),
+		exps:  make([]int64, 256),
+		ghost: ghost,
+		stop:  make(chan struct{}),
+	}
+	e.tx = Tx{e: e, batch: cold.NewBatch()}
+	if err := e.loadDBMap(); err != nil {
+		return nil, err
+	}
+	if err := e.countKeys(); err != nil {
+		return nil, err
+	}
+	e.wg.Add(2)
+	go e.sweepLoop()
+	go e.reclaimLoop()
+	return e, nil
+}
+
+// Close stops the background work. The caller closes the cold store.
+func (e *Engine) Close() {
+	close(e.stop)
+	e.wg.Wait()
+}
+
+// Cold returns the cold store.
+func (e *Engine) Cold() *coldstore.Store { return e.cold }
+
+// Hot returns the hot tier.
+func (e *Engine) Hot() HotTier { return e.hot }
+
+// Databases returns the number of logical databases.
+func (e *Engine) Databases() int { return e.opts.Databases }
+
+func (e *Engine) loadDBMap() error {
+	e.dbmap = make([]uint8, e.opts.Databases)
+	for i := range e.dbmap {
+		e.dbmap[i] = uint8(i)
+	}
+	v, found, err := e.cold.Get(codec.AppendSystemKey(nil, codec.SysDBMap), nil)
+	if err != nil {
+		return fmt.Errorf("tiering: read database map: %w", err)
+	}
+	if !found {
+		return nil
+	}
+	// The stored map may be for more or fewer databases than configured:
+	// keep the stored order for the databases both know.
+	seen := make([]bool, 256)
+	for i := 0; i < len(v) && i < len(e.dbmap); i++ {
+		e.dbmap[i] = v[i]
+		seen[v[i]] = true
+	}
+	for i := len(v); i < len(e.dbmap); i++ {
+		for p := 0; p < 256; p++ {
+			if !seen[p] {
+				e.dbmap[i] = uint8(p)
+				seen[p] = true
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// countKeys scans every meta record once at start-up.
+func (e *Engine) countKeys() error {
+	it, err := e.cold.NewIter([]byte{codec.NSMeta}, []byte{codec.NSMeta + 1})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	start := time.Now()
+	last := start
+	var n int64
+	var m codec.Meta
+	for valid := it.First(); valid; valid = it.Next() {
+		db, _, err := codec.ParseMetaKey(it.Key())
+		if err != nil {
+			return fmt.Errorf("tiering: startup scan: %w", err)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("tiering: startup scan: %w", err)
+		}
+		if err := codec.DecodeMeta(v, &m); err != nil {
+			return fmt.Errorf("tiering: startup scan: %w", err)
+		}
+		e.keys[db]++
+		if m.ExpireAt != 0 {
+			e.exps[db]++
+		}
+		n++
+		if n%100000 == 0 && time.Since(last) > 2*time.Second {
+			last = time.Now()
+			e.opts.Logger.Info("startup scan in progress", "keys", n, "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("tiering: startup scan: %w", err)
+	}
+	e.opts.Logger.Info("startup scan done", "keys_on_disk", n, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// KeysOnDisk returns the number of keys stored, all databases.
+func (e *Engine) KeysOnDisk() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for _, k := range e.keys {
+		n += k
+	}
+	return n
+}
+
+// Begin starts a transaction: it takes the engine's lock, which Commit or
+// Abort releases. now is the command's time in unix milliseconds.
+func (e *Engine) Begin() *Tx {
+	e.mu.Lock()
+	tx := &e.tx
+	tx.now = time.Now().UnixMilli()
+	return tx
+}
+
+// SetHotBudget changes the hot tier's budget and demotes down to it.
+func (e *Engine) SetHotBudget(b int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hot.SetBudget(b)
+	e.demoteOverBudget()
+}
+
+// SetPolicy changes the promotion policy at run time.
+func (e *Engine) SetPolicy(minHits int, coldReadMax int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if minHits <= 0 {
+		minHits = 1
+	}
+	e.opts.PromoteMinHits = minHits
+	e.opts.ColdReadMaxBytes = coldReadMax
+}
+
+// demoteOverBudget drops least recently used hot copies until the hot tier
+// fits its budget. Values are already durable in the cold store.
+func (e *Engine) demoteOverBudget() {
+	for e.hot.used > e.hot.budget {
+		if !e.hot.demoteOldest() {
+			return
+		}
+		e.Stats.Demotions.Add(1)
+	}
+}
+
+// admit is the promotion policy: it reports whether a cold value of size
+// bytes read now should be promoted. Values over ColdReadMaxBytes or an
+// eighth of the budget stay cold; others are promoted on their
+// PromoteMinHits-th read within the admission window.
+func (e *Engine) admit(hk []byte, size int64) bool {
+	if size > e.opts.ColdReadMaxBytes || size > e.hot.budget/8 {
+		return false
+	}
+	if e.opts.PromoteMinHits <= 1 {
+		return true
+	}
+	n, _ := e.ghost.Get(view(hk))
+	n++
+	if n >= e.opts.PromoteMinHits {
+		e.ghost.Remove(view(hk))
+		return true
+	}
+	e.ghost.Add(string(hk), n)
+	return false
+}
+
+// keepHot reports whether a freshly written value of size bytes stays in the
+// hot tier (writes allocate, unless the value would crowd out the tier).
+func (e *Engine) keepHot(size int64) bool { return size <= e.hot.budget/8 }
+
+// ErrCorrupt wraps cold records that cannot be decoded.
+var ErrCorrupt = errors.New("tiering: corrupt record")

@@ -1,0 +1,154 @@
+package tiering
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// HotTier is where hot keys live. Embedded mode uses the in-process LRU
+// below; upstream mode (a later issue) uses the upstream Redis, which keeps
+// the values itself and exposes the same accounting.
+type HotTier interface {
+	// Contains reports whether key (in physical database db) is hot, without
+	// touching its recency.
+	Contains(db uint8, key []byte) bool
+	// Len is the number of hot keys.
+	Len() int
+	// UsedBytes is the memory the hot keys take, as the budget counts it.
+	UsedBytes() int64
+	// Budget is the byte budget; over it, the coldest keys are demoted.
+	Budget() int64
+}
+
+// Entry is a decoded value held in the hot tier. It mirrors the key's meta
+// record in the cold store exactly (write-through), so dropping it from the
+// hot tier loses nothing.
+type Entry struct {
+	Type     codec.Type
+	ExpireAt int64 // unix ms; 0 means no expiry
+	// Str is a string's value. It is never modified in place: writers
+	// replace it, so a reader holding the old slice sees a consistent value.
+	Str  []byte
+	size int64
+}
+
+// entryOverhead approximates the bytes a hot entry costs beyond its key and
+// value: the map slot, the list element, the Entry and the key's header.
+const entryOverhead = 120
+
+func entrySize(key []byte, e *Entry) int64 {
+	return int64(len(key)) + 1 + int64(len(e.Str)) + entryOverhead
+}
+
+// LRU is the embedded hot tier: decoded values in least-recently-used order
+// under a byte budget. It is not safe for concurrent use; the Engine's lock
+// guards it.
+type LRU struct {
+	lru    *simplelru.LRU[string, *Entry]
+	used   int64
+	budget int64
+}
+
+// NewLRU returns an empty hot tier with the given byte budget.
+func NewLRU(budget int64) *LRU {
+	l, err := simplelru.NewLRU[string, *Entry](math.MaxInt32, nil)
+	if err != nil {
+		panic(err) // only for a non-positive size
+	}
+	return &LRU{lru: l, budget: budget}
+}
+
+// hotKey builds the LRU key (physical db byte + key) in buf.
+func hotKey(buf []byte, db uint8, key []byte) []byte {
+	buf = append(buf[:0], db)
+	return append(buf, key...)
+}
+
+// view returns a string sharing b's bytes, for map lookups that do not
+// retain the key.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// get returns the entry of hk and marks it recently used.
+func (l *LRU) get(hk []byte) (*Entry, bool) { return l.lru.Get(view(hk)) }
+
+// peek returns the entry of hk without touching its recency.
+func (l *LRU) peek(hk []byte) (*Entry, bool) { return l.lru.Peek(view(hk)) }
+
+// put inserts or replaces hk's entry and marks it most recently used.
+func (l *LRU) put(hk []byte, e *Entry) {
+	e.size = entrySize(hk[1:], e)
+	if old, ok := l.lru.Peek(view(hk)); ok {
+		l.used -= old.size
+		l.lru.Add(view(hk), e) // the map keeps its original key string
+	} else {
+		l.lru.Add(string(hk), e)
+	}
+	l.used += e.size
+}
+
+// resize re-accounts e after its value changed in place.
+func (l *LRU) resize(hk []byte, e *Entry) {
+	n := entrySize(hk[1:], e)
+	l.used += n - e.size
+	e.size = n
+}
+
+// remove drops hk; it reports whether it was hot.
+func (l *LRU) remove(hk []byte) bool {
+	if e, ok := l.lru.Peek(view(hk)); ok {
+		l.used -= e.size
+		l.lru.Remove(view(hk))
+		return true
+	}
+	return false
+}
+
+// demoteOldest drops the least recently used entry; it reports false when
+// the tier is empty.
+func (l *LRU) demoteOldest() bool {
+	_, e, ok := l.lru.RemoveOldest()
+	if ok {
+		l.used -= e.size
+	}
+	return ok
+}
+
+// purge drops every entry.
+func (l *LRU) purge() {
+	l.lru.Purge()
+	l.used = 0
+}
+
+// removeDB drops every entry of physical database db.
+func (l *LRU) removeDB(db uint8) {
+	for _, k := range l.lru.Keys() {
+		if k[0] == db {
+			if e, ok := l.lru.Peek(k); ok {
+				l.used -= e.size
+			}
+			l.lru.Remove(k)
+		}
+	}
+}
+
+// Contains implements HotTier.
+func (l *LRU) Contains(db uint8, key []byte) bool {
+	var buf [64]byte
+	return l.lru.Contains(view(hotKey(buf[:0], db, key)))
+}
+
+// Len implements HotTier.
+func (l *LRU) Len() int { return l.lru.Len() }
+
+// UsedBytes implements HotTier.
+func (l *LRU) UsedBytes() int64 { return l.used }
+
+// Budget implements HotTier.
+func (l *LRU) Budget() int64 { return l.budget }
+
+// SetBudget changes the budget; the caller demotes down to it.
+func (l *LRU) SetBudget(b int64) { l.budget = b }

@@ -1,0 +1,125 @@
+package tiering
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// ScanOptions filter a Scan.
+type ScanOptions struct {
+	// Count is how many stored keys to visit (Redis's COUNT hint).
+	Count int
+	// Match, if set, keeps only keys it accepts.
+	Match func(key []byte) bool
+	// Type, if non-zero, keeps only keys of that type.
+	Type codec.Type
+}
+
+// Scan walks db's keys, hot and cold alike, in the order of their hash, from
+// cursor. It visits about opts.Count stored keys, always finishing a run of
+// keys that share a hash, appends the live keys that pass the filters to dst,
+// and returns the cursor to continue from (0 when the walk is complete).
+//
+// The cursor is the hash to resume at, so it stays valid across promotions,
+// demotions and restarts: a key present for a whole iteration is returned at
+// least once, as Redis guarantees.
+func (tx *Tx) Scan(db int, cursor uint64, opts ScanOptions, dst [][]byte) ([][]byte, uint64, error) {
+	pdb := tx.pdb(db)
+	lo := codec.AppendMetaHashPrefix(nil, pdb, cursor)
+	hi := codec.PrefixEnd([]byte{codec.NSMeta, pdb})
+	it, err := tx.e.cold.NewIter(lo, hi)
+	if err != nil {
+		return dst, 0, err
+	}
+	defer it.Close()
+	if opts.Count <= 0 {
+		opts.Count = 10
+	}
+	visited := 0
+	var lastHash uint64
+	var m codec.Meta
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		h := binary.BigEndian.Uint64(k[2:10])
+		if visited >= opts.Count && h != lastHash {
+			return dst, h, nil
+		}
+		visited++
+		lastHash = h
+		_, key, err := codec.ParseMetaKey(k)
+		if err != nil {
+			return dst, 0, err
+		}
+		if opts.Match != nil && !opts.Match(key) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return dst, 0, err
+		}
+		if err := codec.DecodeMeta(v, &m); err != nil {
+			return dst, 0, err
+		}
+		if m.ExpireAt != 0 && tx.now > m.ExpireAt {
+			continue
+		}
+		if opts.Type != 0 && m.Type != opts.Type {
+			continue
+		}
+		dst = append(dst, append([]byte(nil), key...))
+	}
+	return dst, 0, it.Error()
+}
+
+// Keys returns every live key of db that match accepts (all if nil).
+func (tx *Tx) Keys(db int, match func([]byte) bool) ([][]byte, error) {
+	keys, _, err := tx.Scan(db, 0, ScanOptions{Count: int(^uint(0) >> 1), Match: match}, nil)
+	return keys, err
+}
+
+// RandomKey returns a random live key of db, or nil if it has none.
+func (tx *Tx) RandomKey(db int) ([]byte, error) {
+	pdb := tx.pdb(db)
+	if tx.DBSize(db) == 0 {
+		return nil, nil
+	}
+	lo := []byte{codec.NSMeta, pdb}
+	hi := codec.PrefixEnd(lo)
+	it, err := tx.e.cold.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var m codec.Meta
+	// Seek to a random hash; on reaching the end, wrap around once.
+	for attempt := 0; attempt < 100; attempt++ {
+		seek := codec.AppendMetaHashPrefix(nil, pdb, rand.Uint64())
+		valid := it.SeekGE(seek)
+		if !valid {
+			valid = it.First()
+		}
+		for ; valid; valid = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return nil, err
+			}
+			if err := codec.DecodeMeta(v, &m); err != nil {
+				return nil, err
+			}
+			if m.ExpireAt != 0 && tx.now > m.ExpireAt {
+				continue
+			}
+			_, key, err := codec.ParseMetaKey(it.Key())
+			if err != nil {
+				return nil, err
+			}
+			return append([]byte(nil), key...), nil
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,124 @@
+package tiering
+
+import (
+	"time"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// sweepInterval is how often the expiry sweeper runs.
+const sweepInterval = 100 * time.Millisecond
+
+// sweepLoop removes expired keys, hot or cold, without waiting for a client
+// to read them, walking the expiry index in time order.
+func (e *Engine) sweepLoop() {
+	defer e.wg.Done()
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			for {
+				n, err := e.SweepExpired(e.opts.SweepPerTick)
+				if err != nil {
+					e.opts.Logger.Error("expiry sweep failed", "err", err)
+					break
+				}
+				if n < e.opts.SweepPerTick {
+					break
+				}
+				select {
+				case <-e.stop:
+					return
+				default:
+				}
+			}
+		}
+	}
+}
+
+type expiryRef struct {
+	at  int64
+	db  uint8
+	key []byte
+}
+
+// SweepExpired removes up to limit expired keys (and stale index entries)
+// and returns how many index entries it processed.
+func (e *Engine) SweepExpired(limit int) (int, error) {
+	tx := e.Begin()
+	refs, err := e.dueExpiries(tx.now, limit)
+	if err != nil {
+		tx.Abort()
+		return 0, err
+	}
+	for _, r := range refs {
+		tx.hk = hotKey(tx.hk, r.db, r.key)
+		cur, wasHot, err := tx.stored(r.db, r.key, tx.hk)
+		if err != nil {
+			tx.Abort()
+			return 0, err
+		}
+		if cur != nil && cur.ExpireAt == r.at {
+			if err := tx.expire(r.db, r.key, cur, wasHot); err != nil {
+				tx.Abort()
+				return 0, err
+			}
+			continue
+		}
+		// The key is gone or carries another expiry: the entry is stale.
+		if err := tx.batch.DeleteExpiry(r.at, r.db, r.key); err != nil {
+			tx.Abort()
+			return 0, err
+		}
+	}
+	p, err := tx.Commit()
+	if err != nil {
+		return 0, err
+	}
+	return len(refs), p.Wait()
+}
+
+// dueExpiries lists up to limit expiry index entries due at or before now.
+func (e *Engine) dueExpiries(now int64, limit int) ([]expiryRef, error) {
+	lo := []byte{codec.NSExpiry}
+	hi := codec.AppendExpiryKey(nil, now, 0, nil) // every entry with at < now
+	it, err := e.cold.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var refs []expiryRef
+	for valid := it.First(); valid && len(refs) < limit; valid = it.Next() {
+		at, db, key, err := codec.ParseExpiryKey(it.Key())
+		if err != nil {
+			e.opts.Logger.Warn("dropping malformed expiry index entry", "err", err)
+			continue
+		}
+		refs = append(refs, expiryRef{at: at, db: db, key: append([]byte(nil), key...)})
+	}
+	return refs, it.Error()
+}
+
+// reclaimInterval is how often stale versions are reclaimed.
+const reclaimInterval = time.Second
+
+func (e *Engine) reclaimLoop() {
+	defer e.wg.Done()
+	t := time.NewTicker(reclaimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			n, err := e.cold.Reclaim(256)
+			if err != nil {
+				e.opts.Logger.Error("version reclaim failed", "err", err)
+			}
+			e.Stats.ReclaimedVers.Add(int64(n))
+		}
+	}
+}

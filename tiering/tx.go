@@ -1,0 +1,456 @@
+package tiering
+
+import (
+	"fmt"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+)
+
+// Tx is one atomic unit of work (a command, later a MULTI/EXEC or a script)
+// over the keyspace. It holds the engine's lock from Engine.Begin until
+// Commit or Abort. Databases are given by logical index.
+//
+// Entries returned by a Tx may be shared with the hot tier: callers must not
+// modify them and must not keep them after Commit.
+type Tx struct {
+	e     *Engine
+	now   int64
+	batch *coldstore.Batch
+	hk    []byte
+	mbuf  []byte
+	meta  codec.Meta
+	// deltas to the per-database counters, applied on commit
+	keyDelta map[uint8]int64
+	expDelta map[uint8]int64
+}
+
+// Now returns the transaction's clock, unix milliseconds.
+func (tx *Tx) Now() int64 { return tx.now }
+
+// Engine returns the engine the transaction runs on.
+func (tx *Tx) Engine() *Engine { return tx.e }
+
+func (tx *Tx) pdb(db int) uint8 { return tx.e.dbmap[db] }
+
+func (tx *Tx) addKeys(pdb uint8, n int64) {
+	if tx.keyDelta == nil {
+		tx.keyDelta = make(map[uint8]int64)
+	}
+	tx.keyDelta[pdb] += n
+}
+
+func (tx *Tx) addExps(pdb uint8, n int64) {
+	if n == 0 {
+		return
+	}
+	if tx.expDelta == nil {
+		tx.expDelta = make(map[uint8]int64)
+	}
+	tx.expDelta[pdb] += n
+}
+
+// Commit applies the transaction's writes atomically and releases the lock.
+// The returned Pending must be waited on before the writes are acknowledged
+// (it is a no-op unless appendfsync is always). On error nothing was written
+// and the hot tier is rebuilt from the cold store on demand.
+func (tx *Tx) Commit() (coldstore.Pending, error) {
+	e := tx.e
+	defer e.mu.Unlock()
+	p, err := tx.batch.Commit()
+	if err != nil {
+		// The hot copies may hold writes the store refused: drop them all so
+		// that the cold store, which is unchanged, is the only authority.
+		e.hot.purge()
+		tx.resetDeltas()
+		return coldstore.Pending{}, err
+	}
+	for db, n := range tx.keyDelta {
+		e.keys[db] += n
+	}
+	for db, n := range tx.expDelta {
+		e.exps[db] += n
+	}
+	tx.resetDeltas()
+	e.demoteOverBudget()
+	return p, nil
+}
+
+// Abort discards the transaction's writes and releases the lock.
+func (tx *Tx) Abort() {
+	e := tx.e
+	defer e.mu.Unlock()
+	if !tx.batch.Empty() {
+		e.hot.purge()
+	}
+	tx.batch.Abort()
+	tx.resetDeltas()
+}
+
+func (tx *Tx) resetDeltas() {
+	clear(tx.keyDelta)
+	clear(tx.expDelta)
+}
+
+func (tx *Tx) expired(e *Entry) bool { return e.ExpireAt != 0 && tx.now > e.ExpireAt }
+
+// stored returns key's stored entry, expired or not, hot or cold, without
+// promoting it or touching its recency. hk must hold the key's hot key.
+func (tx *Tx) stored(pdb uint8, key, hk []byte) (*Entry, bool, error) {
+	if e, ok := tx.e.hot.peek(hk); ok {
+		return e, true, nil
+	}
+	e, err := tx.loadCold(pdb, key)
+	return e, false, err
+}
+
+// loadCold decodes key's meta record into a fresh Entry, or nil.
+func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
+	buf, found, err := tx.batch.GetMeta(pdb, key, &tx.meta, tx.mbuf)
+	tx.mbuf = buf
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	m := &tx.meta
+	e := &Entry{Type: m.Type, ExpireAt: m.ExpireAt}
+	if m.Type == codec.TypeString {
+		e.Str = append([]byte(nil), m.Value...)
+	}
+	return e, nil
+}
+
+// Get returns key's live value, or nil if it does not exist or has expired
+// (an expired key is deleted, as Redis's lazy expiry does). A hot key is
+// marked recently used; a cold one is promoted if the policy admits it,
+// otherwise it is served from disk and counted as a cold read.
+func (tx *Tx) Get(db int, key []byte) (*Entry, error) {
+	return tx.lookup(db, key, true)
+}
+
+// Peek is Get for commands that need only metadata (TYPE, TTL, EXISTS...):
+// a cold key is answered from its meta record and never promoted.
+func (tx *Tx) Peek(db int, key []byte) (*Entry, error) {
+	return tx.lookup(db, key, false)
+}
+
+func (tx *Tx) lookup(db int, key []byte, promote bool) (*Entry, error) {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	if e, ok := tx.e.hot.get(tx.hk); ok {
+		if tx.expired(e) {
+			return nil, tx.expire(pdb, key, e, true)
+		}
+		tx.e.Stats.KeyspaceHits.Add(1)
+		return e, nil
+	}
+	e, err := tx.loadCold(pdb, key)
+	if err != nil || e == nil {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+		return nil, err
+	}
+	if tx.expired(e) {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+		return nil, tx.expire(pdb, key, e, false)
+	}
+	tx.e.Stats.KeyspaceHits.Add(1)
+	if promote && tx.e.admit(tx.hk, entrySize(key, e)) {
+		tx.e.hot.put(tx.hk, e)
+		tx.e.Stats.Promotions.Add(1)
+		return e, nil
+	}
+	tx.e.Stats.ColdReads.Add(1)
+	return e, nil
+}
+
+// expire deletes an expired key found by a lookup.
+func (tx *Tx) expire(pdb uint8, key []byte, e *Entry, wasHot bool) error {
+	tx.e.Stats.ExpiredKeys.Add(1)
+	if !wasHot {
+		tx.e.Stats.ExpiredColdKeys.Add(1)
+	}
+	return tx.remove(pdb, key, e)
+}
+
+// remove deletes a stored key (both tiers). tx.hk must hold its hot key.
+func (tx *Tx) remove(pdb uint8, key []byte, old *Entry) error {
+	if err := tx.batch.DeleteMeta(pdb, key); err != nil {
+		return err
+	}
+	if old.ExpireAt != 0 {
+		if err := tx.batch.DeleteExpiry(old.ExpireAt, pdb, key); err != nil {
+			return err
+		}
+		tx.addExps(pdb, -1)
+	}
+	if err := tx.dropData(pdb, key, old); err != nil {
+		return err
+	}
+	tx.addKeys(pdb, -1)
+	tx.e.hot.remove(tx.hk)
+	return nil
+}
+
+// dropData schedules the data records of a structure for reclamation.
+// Strings have none: their value is in the meta record.
+func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
+	if old.Type == codec.TypeString {
+		return nil
+	}
+	m := &tx.meta
+	buf, found, err := tx.batch.GetMeta(pdb, key, m, tx.mbuf)
+	tx.mbuf = buf
+	if err != nil || !found {
+		return err
+	}
+	return tx.batch.DropVersion(pdb, key, m.Version, m.Count)
+}
+
+// Delete removes key; it reports whether a live key was removed.
+func (tx *Tx) Delete(db int, key []byte) (bool, error) {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	old, wasHot, err := tx.stored(pdb, key, tx.hk)
+	if err != nil || old == nil {
+		return false, err
+	}
+	if tx.expired(old) {
+		return false, tx.expire(pdb, key, old, wasHot)
+	}
+	return true, tx.remove(pdb, key, old)
+}
+
+// SetString stores val (copied) as key's string value with the given expiry
+// (unix ms, 0 for none), replacing whatever key held.
+func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	old, _, err := tx.stored(pdb, key, tx.hk)
+	if err != nil {
+		return err
+	}
+	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
+	return tx.write(pdb, key, old, e)
+}
+
+// write stores e under key, replacing old (nil if absent). tx.hk must hold
+// the key's hot key. e becomes owned by the tier.
+func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
+	if old == nil {
+		tx.addKeys(pdb, 1)
+	} else if old.Type != e.Type {
+		if err := tx.dropData(pdb, key, old); err != nil {
+			return err
+		}
+	}
+	if err := tx.moveExpiry(pdb, key, old, e.ExpireAt); err != nil {
+		return err
+	}
+	m := &tx.meta
+	*m = codec.Meta{Type: e.Type, ExpireAt: e.ExpireAt, Value: e.Str}
+	if err := tx.batch.PutMeta(pdb, key, m); err != nil {
+		return err
+	}
+	if tx.e.keepHot(entrySize(key, e)) {
+		tx.e.hot.put(tx.hk, e)
+	} else {
+		tx.e.hot.remove(tx.hk)
+	}
+	return nil
+}
+
+// moveExpiry updates the expiry index for a key whose expiry changes from
+// old's (nil: none) to at.
+func (tx *Tx) moveExpiry(pdb uint8, key []byte, old *Entry, at int64) error {
+	var was int64
+	if old != nil {
+		was = old.ExpireAt
+	}
+	if was == at {
+		return nil
+	}
+	if was != 0 {
+		if err := tx.batch.DeleteExpiry(was, pdb, key); err != nil {
+			return err
+		}
+		tx.addExps(pdb, -1)
+	}
+	if at != 0 {
+		if err := tx.batch.PutExpiry(at, pdb, key); err != nil {
+			return err
+		}
+		tx.addExps(pdb, 1)
+	}
+	return nil
+}
+
+// SetExpire sets a live key's expiry (unix ms; 0 removes it, as PERSIST). It
+// reports whether the key exists. A cold key stays cold.
+func (tx *Tx) SetExpire(db int, key []byte, at int64) (bool, error) {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	old, wasHot, err := tx.stored(pdb, key, tx.hk)
+	if err != nil || old == nil {
+		return false, err
+	}
+	if tx.expired(old) {
+		return false, tx.expire(pdb, key, old, wasHot)
+	}
+	if old.ExpireAt == at {
+		return true, nil
+	}
+	if err := tx.moveExpiry(pdb, key, old, at); err != nil {
+		return true, err
+	}
+	if err := tx.rewriteMeta(pdb, key, old, at); err != nil {
+		return true, err
+	}
+	if wasHot {
+		old.ExpireAt = at
+	}
+	return true, nil
+}
+
+// rewriteMeta rewrites key's meta record with a new expiry.
+func (tx *Tx) rewriteMeta(pdb uint8, key []byte, old *Entry, at int64) error {
+	m := &tx.meta
+	if old.Type == codec.TypeString {
+		*m = codec.Meta{Type: old.Type, ExpireAt: at, Value: old.Str}
+		return tx.batch.PutMeta(pdb, key, m)
+	}
+	buf, found, err := tx.batch.GetMeta(pdb, key, m, tx.mbuf)
+	tx.mbuf = buf
+	if err != nil || !found {
+		return err
+	}
+	m.ExpireAt = at
+	return tx.batch.PutMeta(pdb, key, m)
+}
+
+// Copy copies src (db) to dst (dstDB), keeping its expiry. With replace it
+// overwrites an existing dst; without, an existing dst makes it a no-op that
+// returns false. It reports whether a copy was made.
+func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (bool, error) {
+	e, err := tx.Peek(db, src)
+	if err != nil || e == nil {
+		return false, err
+	}
+	if e.Type != codec.TypeString {
+		return false, fmt.Errorf("tiering: copy of %s not supported yet", e.Type)
+	}
+	pdst := tx.pdb(dstDB)
+	tx.hk = hotKey(tx.hk, pdst, dst)
+	old, wasHot, err := tx.stored(pdst, dst, tx.hk)
+	if err != nil {
+		return false, err
+	}
+	if old != nil && tx.expired(old) {
+		if err := tx.expire(pdst, dst, old, wasHot); err != nil {
+			return false, err
+		}
+		old = nil
+	}
+	if old != nil && !replace {
+		return false, nil
+	}
+	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Str: e.Str}
+	return true, tx.write(pdst, dst, old, ne)
+}
+
+// Rename moves src (db) to dst (dstDB), overwriting dst unless nx, in which
+// case an existing dst leaves everything unchanged. It returns whether src
+// existed and whether the move happened.
+func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists, moved bool, err error) {
+	e, err := tx.Peek(db, src)
+	if err != nil || e == nil {
+		return false, false, err
+	}
+	psrc, pdst := tx.pdb(db), tx.pdb(dstDB)
+	if psrc == pdst && string(src) == string(dst) {
+		return true, !nx, nil
+	}
+	if e.Type != codec.TypeString {
+		return true, false, fmt.Errorf("tiering: rename of %s not supported yet", e.Type)
+	}
+	tx.hk = hotKey(tx.hk, pdst, dst)
+	old, wasHot, err := tx.stored(pdst, dst, tx.hk)
+	if err != nil {
+		return true, false, err
+	}
+	if old != nil && tx.expired(old) {
+		if err := tx.expire(pdst, dst, old, wasHot); err != nil {
+			return true, false, err
+		}
+		old = nil
+	}
+	if old != nil && nx {
+		return true, false, nil
+	}
+	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Str: e.Str}
+	if err := tx.write(pdst, dst, old, ne); err != nil {
+		return true, false, err
+	}
+	tx.hk = hotKey(tx.hk, psrc, src)
+	return true, true, tx.remove(psrc, src, e)
+}
+
+// DBSize returns the number of keys in db, hot and cold (keys that expired
+// but were not yet swept included, as Redis counts them).
+func (tx *Tx) DBSize(db int) int64 {
+	pdb := tx.pdb(db)
+	return tx.e.keys[pdb] + tx.keyDelta[pdb]
+}
+
+// Expires returns the number of keys with an expiry in db.
+func (tx *Tx) Expires(db int) int64 {
+	pdb := tx.pdb(db)
+	return tx.e.exps[pdb] + tx.expDelta[pdb]
+}
+
+// FlushDB removes every key of db from both tiers, in O(1) store writes.
+func (tx *Tx) FlushDB(db int) error {
+	pdb := tx.pdb(db)
+	if err := tx.flushPhysical(pdb); err != nil {
+		return err
+	}
+	tx.e.hot.removeDB(pdb)
+	return nil
+}
+
+// FlushAll removes every key of every database.
+func (tx *Tx) FlushAll() error {
+	for db := range tx.e.dbmap {
+		if err := tx.flushPhysical(tx.pdb(db)); err != nil {
+			return err
+		}
+	}
+	tx.e.hot.purge()
+	return nil
+}
+
+func (tx *Tx) flushPhysical(pdb uint8) error {
+	for _, ns := range []byte{codec.NSMeta, codec.NSData} {
+		lo := []byte{ns, pdb}
+		if err := tx.batch.DeleteRange(lo, codec.PrefixEnd(lo)); err != nil {
+			return err
+		}
+	}
+	// Expiry index entries of the flushed keys are left for the sweeper,
+	// which drops entries whose key no longer carries that expiry.
+	tx.addKeys(pdb, -(tx.e.keys[pdb] + tx.keyDelta[pdb]))
+	tx.addExps(pdb, -(tx.e.exps[pdb] + tx.expDelta[pdb]))
+	return nil
+}
+
+// SwapDB exchanges two logical databases in O(1).
+func (tx *Tx) SwapDB(a, b int) error {
+	m := tx.e.dbmap
+	m[a], m[b] = m[b], m[a]
+	if err := tx.batch.Set(codec.AppendSystemKey(nil, codec.SysDBMap), append([]byte(nil), m...)); err != nil {
+		m[a], m[b] = m[b], m[a]
+		return err
+	}
+	return nil
+}
