@@ -12,7 +12,7 @@ const FormatVersion = 1
 
 // Namespace bytes: the first byte of every key in the store.
 const (
-	NSMeta    byte = 'm' // 'm' | db | userkey
+	NSMeta    byte = 'm' // 'm' | db | hash | userkey
 	NSData    byte = 'd' // 'd' | db | keylen | userkey | version | tag | ...
 	NSExpiry  byte = 'x' // 'x' | expireAt | db | userkey
 	NSGarbage byte = 'g' // 'g' | seq

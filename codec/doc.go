@@ -6,11 +6,13 @@
 //
 // The first byte of every key is its namespace. All integers are big-endian
 // and fixed-width, so byte order is numeric order. "key" is the Redis key,
-// raw; db is the SELECT index. "...to end" means the rest of the bytes.
+// raw. db is the physical database byte: SELECT n maps to it through the
+// "dbmap" system record, so SWAPDB is O(1). "...to end" means the rest of
+// the bytes.
 //
 //	record   key                                            value
 //	-------  ---------------------------------------------  -----------------------------------
-//	meta     'm' | db(1) | key...to end                     meta value (below)
+//	meta     'm' | db(1) | hash(8) | key...to end           meta value (below)
 //	field    'd' | db(1) | keylen(4) | key | version(8)     hash: field value
 //	           | 'f' | field...to end                       set:  empty
 //	                                                        zset: score(8) (member -> score)
@@ -22,7 +24,7 @@
 //	garbage  'g' | seq(8)                                   db(1) | keylen(4) | key
 //	                                                          | version(8) | count(8)
 //	system   's' | name...to end                            uint64(8) ("format", "nextversion",
-//	                                                          "nextgarbage")
+//	                                                          "nextgarbage"); "dbmap": raw bytes
 //
 // Meta value, one per Redis key; its first byte is the format (FormatVersion).
 // Byte offsets on top:
@@ -49,7 +51,10 @@
 //
 // # Properties the layout guarantees
 //
-//   - A prefix scan of 'm' | db walks one database's keys in byte order.
+//   - Meta keys of a database sort by hash = KeyHash(key) (xxHash64 of the
+//     key, fixed forever), then key. A scan of 'm' | db walks that database
+//     in hash order, and a SCAN cursor is simply the hash to resume from
+//     (AppendMetaHashPrefix): stateless and stable across restarts.
 //   - Each key's data records sit under DataPrefix = 'd' | db | keylen | key |
 //     version. The length before the key means the DataPrefix range of one key
 //     never contains a record of another ("a" is never inside "ab"'s range),

@@ -1,6 +1,10 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
 
 // Meta value sizes.
 const (
@@ -29,24 +33,53 @@ type Meta struct {
 }
 
 // AppendMetaKey appends the meta key of key in database db:
-// 'm' | db | key.
+// 'm' | db | hash(8) | key, where hash is KeyHash(key). Meta keys of a
+// database are ordered by hash, so a SCAN cursor can be the hash to resume
+// from: stateless, and stable across restarts and tier moves.
 func AppendMetaKey(dst []byte, db uint8, key []byte) []byte {
 	dst = append(dst, NSMeta, db)
+	dst = binary.BigEndian.AppendUint64(dst, KeyHash(key))
 	return append(dst, key...)
 }
 
-// AppendMetaPrefix appends 'm' | db, the prefix of every meta key of db. A
-// scan of it walks that database's keys in byte order of the user key.
+// KeyHash is the 64-bit hash ordering meta keys (xxHash64, fixed forever:
+// it is part of the on-disk format).
+func KeyHash(key []byte) uint64 { return xxhash.Sum64(key) }
+
+// AppendMetaPrefix appends 'm' | db, the prefix of every meta key of db.
 func AppendMetaPrefix(dst []byte, db uint8) []byte {
 	return append(dst, NSMeta, db)
 }
 
-// ParseMetaKey splits a meta key. key aliases b.
+// AppendMetaHashPrefix appends 'm' | db | hash: the first possible meta key
+// of db whose key hashes to hash or more.
+func AppendMetaHashPrefix(dst []byte, db uint8, hash uint64) []byte {
+	dst = append(dst, NSMeta, db)
+	return binary.BigEndian.AppendUint64(dst, hash)
+}
+
+// metaKeyHeader is the length of 'm' | db | hash.
+const metaKeyHeader = 2 + 8
+
+// ParseMetaKey splits a meta key. key aliases b. A key whose hash field is
+// not KeyHash(key) is corrupt: no lookup could ever reach it.
 func ParseMetaKey(b []byte) (db uint8, key []byte, err error) {
-	if len(b) < 2 || b[0] != NSMeta {
+	if len(b) < metaKeyHeader || b[0] != NSMeta {
 		return 0, nil, corrupt("meta key", "bad namespace or length %d", len(b))
 	}
-	return b[1], b[2:], nil
+	key = b[metaKeyHeader:]
+	if h := binary.BigEndian.Uint64(b[2:]); h != KeyHash(key) {
+		return 0, nil, corrupt("meta key", "hash %#016x does not match key", h)
+	}
+	return b[1], key, nil
+}
+
+// MetaKeyHash returns the hash field of a meta key (0 if it is malformed).
+func MetaKeyHash(b []byte) uint64 {
+	if len(b) < metaKeyHeader {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b[2:metaKeyHeader])
 }
 
 // AppendMeta appends the encoding of m to dst, in format FormatVersion.

@@ -3,7 +3,7 @@ package codec
 import "encoding/binary"
 
 // Names of system records ('s' | name). Their values are 8-byte big-endian
-// integers (AppendUint64Value / ParseUint64Value).
+// integers (AppendUint64Value / ParseUint64Value), except SysDBMap.
 const (
 	// SysFormat holds the store's format version (FormatVersion when written
 	// by this build). A store without it is new; one with another value must
@@ -14,6 +14,10 @@ const (
 	SysNextVersion = "nextversion"
 	// SysNextGarbage holds the next unused garbage sequence number.
 	SysNextGarbage = "nextgarbage"
+	// SysDBMap maps logical databases (SELECT n) to the physical db byte
+	// in keys: byte i is logical database i's physical number. SWAPDB swaps
+	// two bytes. Its value is the raw map, not an integer.
+	SysDBMap = "dbmap"
 )
 
 // AppendSystemKey appends the system-record key 's' | name.

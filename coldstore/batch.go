@@ -212,13 +212,13 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	n := 0
 	var prefix []byte
 	for valid := it.First(); valid && n < limit; valid = it.Next() {
-		db, key, version, count, err := codec.ParseGarbageValue(it.Value())
+		g, err := codec.ParseGarbageValue(it.Value())
 		if err != nil {
 			s.logger.Warn("dropping malformed garbage record", "err", err)
 		} else {
-			prefix = codec.AppendDataPrefix(prefix[:0], db, key, version)
+			prefix = g.AppendDataPrefix(prefix[:0])
 			end := codec.PrefixEnd(prefix)
-			if count > smallVersion {
+			if g.Count > smallVersion {
 				if err := b.DeleteRange(prefix, end, nil); err != nil {
 					return n, fmt.Errorf("coldstore: reclaim: %w", err)
 				}

@@ -1,7 +1,6 @@
 package tiering
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 
 	"github.com/spillway/spillway/codec"
@@ -42,7 +41,7 @@ func (tx *Tx) Scan(db int, cursor uint64, opts ScanOptions, dst [][]byte) ([][]b
 	var m codec.Meta
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
-		h := binary.BigEndian.Uint64(k[2:10])
+		h := codec.MetaKeyHash(k)
 		if visited >= opts.Count && h != lastHash {
 			return dst, h, nil
 		}

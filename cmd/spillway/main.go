@@ -88,7 +88,7 @@ func run(args []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("dir %s: %w", dir, err)
 	}
-	fsync, err := coldstore.ParseFsync(cfg.AppendFsync())
+	fsync, err := coldstore.ParseFsync(cfg.AppendFsync().String())
 	if err != nil {
 		return err
 	}

@@ -292,11 +292,11 @@ func (c *Config) Get(patterns ...[]byte) [][2]string {
 			}
 			continue
 		}
-		for i, s := range registry {
-			if Match(p, []byte(s.name)) {
+		for i := range registry {
+			if Match(p, nameBytes[i][0]) {
 				add(nameEntry{idx: i})
 			}
-			if s.alias != "" && Match(p, []byte(s.alias)) {
+			if a := nameBytes[i][1]; a != nil && Match(p, a) {
 				add(nameEntry{idx: i, alias: true})
 			}
 		}

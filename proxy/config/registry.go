@@ -149,7 +149,7 @@ var registry = [numSettings]*setting{
 		"Directory of the cold store and the append-only log; CONFIG GET shows it absolute.").
 		withMut(protected).withCheck(checkDir).own(),
 	idxMaxMemory: memSetting("maxmemory", 0, math.MaxUint64, "",
-		"Memory budget of the hot tier (0: no limit). Default: a quarter of physical memory.").own(),
+		"Memory budget of the hot tier in bytes (0: no limit, as in Redis).").own(),
 	idxAppendFsync: enumSetting("appendfsync", []string{"everysec", "always", "no"}, "everysec",
 		"When the write-ahead log is fsynced: every write, every second, or left to the OS.").own(),
 	idxRequirePass: strSetting("requirepass", "",
@@ -242,6 +242,18 @@ var names = func() map[string]nameEntry {
 		}
 	}
 	return m
+}()
+
+// nameBytes holds each setting's name and alias (nil if none) as bytes,
+// for glob matching without conversions.
+var nameBytes = func() (nb [numSettings][2][]byte) {
+	for i, s := range registry {
+		nb[i][0] = []byte(s.name)
+		if s.alias != "" {
+			nb[i][1] = []byte(s.alias)
+		}
+	}
+	return nb
 }()
 
 // nameEntry identifies a name: a setting and whether the name is its alias.
