@@ -128,8 +128,9 @@ func AppendPrefixEnd(dst, prefix []byte) (end []byte, ok bool) {
 	return dst, true
 }
 
-func checkKeyLen(key []byte) {
-	if uint64(len(key)) > MaxKeyLen {
-		panic(fmt.Sprintf("codec: key of %d bytes exceeds MaxKeyLen", len(key)))
+// checkKeyLen panics if a key of n bytes cannot be stored in a 4-byte length.
+func checkKeyLen(n int) {
+	if uint64(n) > MaxKeyLen {
+		panic(fmt.Sprintf("codec: key of %d bytes exceeds MaxKeyLen", n))
 	}
 }

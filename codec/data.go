@@ -8,7 +8,7 @@ import "encoding/binary"
 // so one DeleteRange over [prefix, PrefixEnd(prefix)) reclaims a version.
 // It panics if len(key) > MaxKeyLen.
 func AppendDataPrefix(dst []byte, db uint8, key []byte, version uint64) []byte {
-	checkKeyLen(key)
+	checkKeyLen(len(key))
 	dst = append(dst, NSData, db)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(key)))
 	dst = append(dst, key...)

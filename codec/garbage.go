@@ -41,7 +41,7 @@ func ParseGarbageKey(b []byte) (seq uint64, err error) {
 // db(1) | keylen(4) | key | version(8) | count(8).
 // It panics if len(key) > MaxKeyLen.
 func AppendGarbageValue(dst []byte, db uint8, key []byte, version, count uint64) []byte {
-	checkKeyLen(key)
+	checkKeyLen(len(key))
 	dst = append(dst, db)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(key)))
 	dst = append(dst, key...)

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -160,58 +161,112 @@ func TestDecodeMetaUnknownFormat(t *testing.T) {
 	}
 }
 
-func TestMetaKey(t *testing.T) {
+func TestKeyHashPinned(t *testing.T) {
+	// KeyHash is part of the on-disk format: these values must never change.
 	tests := []struct {
-		db   uint8
 		key  string
-		want string
+		want uint64
 	}{
-		{0, "", "m\x00"},
-		{0, "foo", "m\x00foo"},
-		{15, "a\x00b", "m\x0fa\x00b"},
-		{255, "\xff", "m\xff\xff"},
+		{"", 0xef46db3751d8e999}, // the published xxHash64 of the empty input
+		{"a", 0xd24ec4f1a98c6e5b},
+		{"foo", 0x33bf00a859c4ba3f},
 	}
 	for _, tt := range tests {
-		b := AppendMetaKey(nil, tt.db, []byte(tt.key))
-		if string(b) != tt.want {
-			t.Errorf("AppendMetaKey(%d, %q) = %q, want %q", tt.db, tt.key, b, tt.want)
+		if got := KeyHash([]byte(tt.key)); got != tt.want {
+			t.Errorf("KeyHash(%q) = %#016x, want %#016x", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestMetaKey(t *testing.T) {
+	hashBytes := func(k string) string { return string(AppendUint64Value(nil, KeyHash([]byte(k)))) }
+	tests := []struct {
+		db  uint8
+		key string
+	}{
+		{0, ""}, {0, "foo"}, {15, "a\x00b"}, {255, "\xff"},
+	}
+	for _, tt := range tests {
+		b := AppendMetaKey([]byte("pre"), tt.db, []byte(tt.key))[3:]
+		want := "m" + string([]byte{tt.db}) + hashBytes(tt.key) + tt.key
+		if string(b) != want {
+			t.Errorf("AppendMetaKey(%d, %q) = %q, want %q", tt.db, tt.key, b, want)
+		}
+		if !bytes.HasPrefix(b, AppendMetaHashPrefix(nil, tt.db, KeyHash([]byte(tt.key)))) {
+			t.Errorf("meta key %q outside its hash prefix", b)
 		}
 		if !bytes.HasPrefix(b, AppendMetaPrefix(nil, tt.db)) {
 			t.Errorf("meta key %q outside its db prefix", b)
+		}
+		if h := MetaKeyHash(b); h != KeyHash([]byte(tt.key)) {
+			t.Errorf("MetaKeyHash(%q) = %#x", b, h)
 		}
 		db, key, err := ParseMetaKey(b)
 		if err != nil || db != tt.db || string(key) != tt.key {
 			t.Errorf("ParseMetaKey(%q) = %d, %q, %v", b, db, key, err)
 		}
 	}
-	for _, bad := range []string{"", "m", "d\x00k", "x\x00\x00"} {
-		if _, _, err := ParseMetaKey([]byte(bad)); !errors.Is(err, ErrCorrupt) {
+	good := AppendMetaKey(nil, 0, []byte("key"))
+	wrongHash := bytes.Clone(good)
+	wrongHash[9] ^= 1
+	wrongKey := append(bytes.Clone(good), 'x')
+	for _, bad := range [][]byte{nil, []byte("m"), []byte("m\x00"), good[:9], wrongHash, wrongKey,
+		append([]byte{'d'}, good[1:]...)} {
+		if _, _, err := ParseMetaKey(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("ParseMetaKey(%q) err = %v", bad, err)
 		}
+	}
+	if h := MetaKeyHash([]byte("m\x00")); h != 0 {
+		t.Errorf("MetaKeyHash of a short key = %#x, want 0", h)
 	}
 }
 
 func TestMetaKeyOrder(t *testing.T) {
-	// Within a db, meta keys sort as the user keys do; dbs never interleave.
+	// Within a db, meta keys sort by (hash, key); dbs never interleave; a
+	// hash prefix is a seek target for that hash (the SCAN cursor).
 	keys := []string{"", "\x00", "a", "a\x00", "ab", "b", "\xff", "\xff\xff"}
+	for i := range 200 {
+		keys = append(keys, fmt.Sprintf("key:%d", i))
+	}
 	for _, db := range []uint8{0, 1, 255} {
 		end := PrefixEnd(AppendMetaPrefix(nil, db))
-		for i, a := range keys {
+		for _, a := range keys {
 			ka := AppendMetaKey(nil, db, []byte(a))
-			if bytes.Compare(ka, end) >= 0 {
-				t.Errorf("db %d key %q beyond PrefixEnd %q", db, a, end)
+			ha := KeyHash([]byte(a))
+			if bytes.Compare(ka, end) >= 0 || bytes.Compare(ka, AppendMetaPrefix(nil, db)) < 0 {
+				t.Fatalf("db %d key %q outside db range", db, a)
 			}
-			if db < 255 && bytes.Compare(ka, AppendMetaKey(nil, db+1, nil)) >= 0 {
-				t.Errorf("db %d key %q sorts after db %d", db, a, db+1)
+			if db < 255 && bytes.Compare(ka, AppendMetaPrefix(nil, db+1)) >= 0 {
+				t.Fatalf("db %d key %q sorts into db %d", db, a, db+1)
 			}
-			for j, b := range keys {
-				got := bytes.Compare(ka, AppendMetaKey(nil, db, []byte(b)))
-				if want := cmpInt(i, j); got != want {
-					t.Errorf("meta keys %q vs %q: %d, want %d", a, b, got, want)
+			if bytes.Compare(ka, AppendMetaHashPrefix(nil, db, ha)) < 0 {
+				t.Fatalf("key %q sorts before its own hash prefix", a)
+			}
+			if ha < math.MaxUint64 && bytes.Compare(ka, AppendMetaHashPrefix(nil, db, ha+1)) >= 0 {
+				t.Fatalf("key %q not before the next hash prefix", a)
+			}
+			for _, b := range keys[:12] {
+				hb := KeyHash([]byte(b))
+				want := cmpUint64(ha, hb)
+				if want == 0 {
+					want = bytes.Compare([]byte(a), []byte(b))
+				}
+				if got := bytes.Compare(ka, AppendMetaKey(nil, db, []byte(b))); got != want {
+					t.Fatalf("meta keys %q vs %q: %d, want %d", a, b, got, want)
 				}
 			}
 		}
 	}
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func TestTypeString(t *testing.T) {

@@ -282,7 +282,7 @@ func cmdMove(c *Client, args [][]byte) {
 }
 
 func matcher(pattern []byte) func([]byte) bool {
-	if len(pattern) == 1 && pattern[0] == '*' {
+	if strops.MatchesAll(pattern) {
 		return nil
 	}
 	p := append([]byte(nil), pattern...)

@@ -40,7 +40,8 @@ func TestDiffIncrByFloat(t *testing.T) {
 		{missing, "1_0"}, {missing, "0b101"}, {missing, "1e0010"}, {missing, "1E5"}, {missing, "1e99999999999999999999"},
 		{missing, "0e99999999999999999999"}, {missing, "1e-99999999999999999999"}, {missing, strings.Repeat("1", 5119)},
 		{missing, strings.Repeat("1", 5120)}, {missing, "0." + strings.Repeat("0", 4000) + "1"},
-		{"3.7", "-3.7"}, {"-5", "2.5"}, {"1e3", "1e-3"},
+		{"3.7", "-3.7"}, {"-5", "2.5"}, {"1e3", "1e-3"}, {missing, "1e4000"}, {missing, "-1.5e4931"},
+		{"1e4931", "-0.5e4931"}, {missing, "0x1.23456789abcdefp100"}, {missing, "123.456e-300"},
 	}
 	for _, c := range cases {
 		rc.do("DEL", "f")

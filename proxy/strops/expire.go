@@ -7,11 +7,11 @@ type ExpireKind uint8
 
 // Expire argument kinds.
 const (
-	NoExpire ExpireKind = iota
-	ExpireEX            // seconds from now
-	ExpirePX            // milliseconds from now
-	ExpireEXAT          // unix time in seconds
-	ExpirePXAT          // unix time in milliseconds
+	NoExpire   ExpireKind = iota
+	ExpireEX              // seconds from now
+	ExpirePX              // milliseconds from now
+	ExpireEXAT            // unix time in seconds
+	ExpirePXAT            // unix time in milliseconds
 )
 
 // StringOptions are the parsed options of SET or GETEX.

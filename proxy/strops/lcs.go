@@ -74,6 +74,10 @@ func ComputeLCS(a, b []byte, o LCSOptions) (LCSResult, string) {
 	if cells*4 > MaxBulkLen {
 		return LCSResult{}, ErrLCSMemory
 	}
+	if o.Len && !o.Idx {
+		// Only the length: two rows suffice.
+		return LCSResult{Len: lcsLen(a, b)}, ""
+	}
 	w := blen + 1
 	t := make([]uint32, cells)
 	for i := 1; i <= alen; i++ {
@@ -87,9 +91,6 @@ func ComputeLCS(a, b []byte, o LCSOptions) (LCSResult, string) {
 		}
 	}
 	res := LCSResult{Len: int(t[alen*w+blen])}
-	if o.Len && !o.Idx {
-		return res, ""
-	}
 	res.LCS = make([]byte, res.Len)
 	idx := res.Len
 	// Walk back from the end, tracking the current contiguous range; a
@@ -132,6 +133,23 @@ func ComputeLCS(a, b []byte, o LCSOptions) (LCSResult, string) {
 		}
 	}
 	return res, ""
+}
+
+// lcsLen returns the length of the LCS of a and b in O(len(b)) memory.
+func lcsLen(a, b []byte) int {
+	prev := make([]uint32, len(b)+1)
+	row := make([]uint32, len(b)+1)
+	for i := range a {
+		for j := 1; j <= len(b); j++ {
+			if a[i] == b[j-1] {
+				row[j] = prev[j-1] + 1
+			} else {
+				row[j] = max(prev[j], row[j-1])
+			}
+		}
+		prev, row = row, prev
+	}
+	return int(prev[len(b)])
 }
 
 // WriteLCS writes the LCS reply for res as Redis does: with IDX a map

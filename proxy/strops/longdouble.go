@@ -16,7 +16,7 @@ const (
 )
 
 // longDouble is a value of the C long double type held in a big.Float of
-// precision 64 (nil means infinity, see inf/neg).
+// precision 64; inf marks an infinity.
 type longDouble struct {
 	f   *big.Float
 	inf bool
@@ -159,6 +159,8 @@ func abs64(v int64) int64 {
 // trailing zeros and a trailing dot removed, "-0" printed as "0"). Errors:
 // ErrNotFloat for an unparsable current value or increment, ErrNaNOrInf
 // when the sum is not finite. The caller checks the key's type first.
+// Sums of two subnormals are not rounded to the subnormal grid; their
+// output ("0") is the same either way.
 func IncrByFloat(current []byte, exists bool, incr []byte) ([]byte, string) {
 	var v longDouble
 	if exists {
