@@ -178,10 +178,12 @@ func (s *Store) loadCounters() error {
 	case err != nil:
 		return fmt.Errorf("coldstore: read version counter: %w", err)
 	default:
-		if len(v) == 8 {
-			s.nextVersion = binary.BigEndian.Uint64(v)
-		}
+		n, perr := codec.ParseUint64Value(v)
 		closer.Close()
+		if perr != nil || n == 0 {
+			return fmt.Errorf("coldstore: corrupt version counter (%d bytes): %w", len(v), perr)
+		}
+		s.nextVersion = n
 	}
 	s.versionLimit = s.nextVersion
 	// Garbage sequence: continue after the last garbage record.

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -35,7 +34,6 @@ type Client struct {
 	nc  net.Conn
 	rd  *resp.Reader
 	w   resp.Writer
-	out *bufio.Writer
 
 	db        int
 	authed    bool
@@ -66,7 +64,6 @@ func newClient(s *Server, nc net.Conn) *Client {
 		id:      s.nextID.Add(1),
 		nc:      nc,
 		rd:      resp.NewReader(nc, 16<<10),
-		out:     bufio.NewWriterSize(nc, 0),
 		created: time.Now(),
 		user:    "default",
 	}
@@ -90,7 +87,16 @@ func (c *Client) applyLimits() {
 func (c *Client) serve() {
 	defer c.nc.Close()
 	defer c.waitPending()
+	deadline := false
 	for {
+		// Idle clients are closed after `timeout` seconds, as in Redis.
+		if t := c.s.cfg.Timeout(); t > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(t))
+			deadline = true
+		} else if deadline {
+			c.nc.SetReadDeadline(time.Time{})
+			deadline = false
+		}
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			var pe *resp.ProtocolError
@@ -108,7 +114,7 @@ func (c *Client) serve() {
 			c.flush()
 			return
 		}
-		if c.rd.Buffered() == 0 || c.w.Len() >= flushThreshold {
+		if c.w.Len() >= flushThreshold || !c.rd.Ready() {
 			if !c.flush() {
 				return
 			}

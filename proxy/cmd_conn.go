@@ -469,3 +469,36 @@ func cmdClientUnblock(c *Client, args [][]byte) {
 }
 
 var _ = bytes.Equal
+
+// cmdClientSetInfo implements Redis 7.2's CLIENT SETINFO LIB-NAME|LIB-VER,
+// which client libraries send when they connect. It is not in Redis 7.0's
+// command table, so dispatch routes it here directly.
+func cmdClientSetInfo(c *Client, args [][]byte) {
+	if len(args) != 4 {
+		c.err("ERR wrong number of arguments for 'client|setinfo' command")
+		return
+	}
+	if !c.authed {
+		c.err("NOAUTH Authentication required.")
+		return
+	}
+	attr := args[2]
+	if !eqFold(attr, "lib-name") && !eqFold(attr, "lib-ver") {
+		c.err("ERR Unrecognized option '" + trunc(attr) + "'")
+		return
+	}
+	for _, ch := range args[3] {
+		if ch < '!' || ch > '~' {
+			c.err("ERR " + lowerName(attr) + " cannot contain spaces, newlines or special characters.")
+			return
+		}
+	}
+	c.mu.Lock()
+	if eqFold(attr, "lib-name") {
+		c.libName = string(args[3])
+	} else {
+		c.libVer = string(args[3])
+	}
+	c.mu.Unlock()
+	c.w.OK()
+}

@@ -28,28 +28,43 @@ func register(name string, h handlerFunc) {
 // maxErrArgLen is how much of a name or argument Redis quotes in errors.
 const maxErrArgLen = 128
 
+// cstr returns b up to its first NUL byte: what Redis's C formatting prints.
+func cstr(b []byte) []byte {
+	for i, ch := range b {
+		if ch == 0 {
+			return b[:i]
+		}
+	}
+	return b
+}
+
+// trunc renders an argument as Redis's "%.128s" does.
 func trunc(b []byte) string {
+	b = cstr(b)
 	if len(b) > maxErrArgLen {
 		b = b[:maxErrArgLen]
 	}
 	return string(b)
 }
 
-// unknownCommand writes Redis 7.0's reply to an unknown command.
+// unknownCommand writes Redis 7.0's reply to an unknown command: the name
+// as "%.128s", then arguments as "'%.*s' " while the argument list is
+// shorter than 128 bytes, each cut to what is left of those 128.
 func unknownCommand(c *Client, args [][]byte) {
-	var sb strings.Builder
-	sb.WriteString("ERR unknown command '")
-	sb.WriteString(trunc(args[0]))
-	sb.WriteString("', with args beginning with: ")
+	var list []byte
 	for _, a := range args[1:] {
-		if sb.Len() >= maxErrArgLen {
+		if len(list) >= maxErrArgLen {
 			break
 		}
-		sb.WriteByte('\'')
-		sb.WriteString(trunc(a))
-		sb.WriteString("' ")
+		a = cstr(a)
+		if room := maxErrArgLen - len(list); len(a) > room {
+			a = a[:room]
+		}
+		list = append(list, '\'')
+		list = append(list, a...)
+		list = append(list, '\'', ' ')
 	}
-	c.err(sb.String())
+	c.err("ERR unknown command '" + trunc(args[0]) + "', with args beginning with: " + string(list))
 }
 
 // execute runs one command: lookup, arity, authentication, pause, then the
@@ -81,8 +96,13 @@ func (c *Client) dispatch(args [][]byte) {
 	cmd := base
 	if base.Subcommands != nil && len(args) >= 2 {
 		cmd = base.Sub(args[1])
+		if cmd == nil && base.Name == "client" && eqFold(args[1], "setinfo") {
+			// CLIENT SETINFO is Redis 7.2's; clients send it on connect.
+			cmdClientSetInfo(c, args)
+			return
+		}
 		if cmd == nil {
-			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(base.Name) + " HELP.")
+			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(cstr(args[0]))) + " HELP.")
 			return
 		}
 	}

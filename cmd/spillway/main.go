@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -41,6 +42,14 @@ type budget struct {
 
 func splitBudget(maxmemory, blockCache int64) budget {
 	const mb = 1 << 20
+	if maxmemory <= 0 {
+		// No limit, as Redis's maxmemory 0: nothing is ever demoted.
+		c := blockCache
+		if c <= 0 {
+			c = 64 * mb
+		}
+		return budget{cache: c, memtable: 64 * mb, hot: 1 << 62}
+	}
 	b := budget{cache: blockCache}
 	if b.cache <= 0 {
 		b.cache = max(maxmemory/8, mb)
@@ -82,7 +91,9 @@ func run(args []string) error {
 	b := splitBudget(maxmem, cfg.BlockCache())
 	// Keep the Go heap near the budget: the hot tier, buffers and Pebble's
 	// Go-side structures all live there.
-	debug.SetMemoryLimit(2*maxmem + 64<<20)
+	if maxmem > 0 {
+		debug.SetMemoryLimit(2*maxmem + 64<<20)
+	}
 
 	dir := cfg.Dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -164,7 +175,11 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 	cfg.OnChange("maxmemory", func(string) {
 		b := splitBudget(cfg.MaxMemory(), cfg.BlockCache())
 		engine.SetHotBudget(b.hot)
-		debug.SetMemoryLimit(2*cfg.MaxMemory() + 64<<20)
+		if m := cfg.MaxMemory(); m > 0 {
+			debug.SetMemoryLimit(2*m + 64<<20)
+		} else {
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
 		log.Info("maxmemory changed", "maxmemory", cfg.MaxMemory(), "hot_budget", b.hot)
 	})
 	cfg.OnChange("appendfsync", func(v string) {

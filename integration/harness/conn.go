@@ -41,12 +41,17 @@ func Dial(addr string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
+	return NewConn(nc), nil
+}
+
+// NewConn wraps an established connection.
+func NewConn(nc net.Conn) *Conn {
 	return &Conn{
 		nc:      nc,
 		br:      bufio.NewReaderSize(nc, 64<<10),
 		bw:      bufio.NewWriterSize(nc, 64<<10),
 		Timeout: DefaultTimeout,
-	}, nil
+	}
 }
 
 // MustDial dials addr, failing t on error, and closes the connection when

@@ -146,10 +146,10 @@ var registry = [numSettings]*setting{
 	idxBind: (&setting{name: "bind", kind: kindList, def: "127.0.0.1",
 		doc: "Addresses to listen on (up to 16, separated by spaces)."}).withMut(immutable).own(),
 	idxDir: strSetting("dir", "./data",
-		"Directory of the cold store and the append-only log; CONFIG GET shows it absolute.").
+		"Directory of the cold store (Pebble files and write-ahead log); CONFIG GET shows it absolute.").
 		withMut(protected).withCheck(checkDir).own(),
 	idxMaxMemory: memSetting("maxmemory", 0, math.MaxUint64, "",
-		"Memory budget of the hot tier in bytes (0: no limit, as in Redis).").own(),
+		"Memory budget of the whole process: hot tier plus the cold store's block cache and memtables (0: no limit, as in Redis; the hot tier then never demotes).").own(),
 	idxAppendFsync: enumSetting("appendfsync", []string{"everysec", "always", "no"}, "everysec",
 		"When the write-ahead log is fsynced: every write, every second, or left to the OS.").own(),
 	idxRequirePass: strSetting("requirepass", "",

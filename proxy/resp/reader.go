@@ -108,7 +108,9 @@ type argDesc struct {
 // Reader parses client requests the way Redis 7.0 does (networking.c
 // processInlineBuffer and processMultibulkBuffer, sds.c sdssplitargs).
 // Parsing is incremental: a command arriving in many reads is scanned once.
-// A Reader is not safe for concurrent use.
+// Like Redis it reads at most 16 KB at a time (a bulk of 32 KB or more goes
+// straight into a buffer of its exact size), so the 64 KB inline limit fires
+// at the same point as Redis's. A Reader is not safe for concurrent use.
 type Reader struct {
 	rd       io.Reader
 	buf      []byte

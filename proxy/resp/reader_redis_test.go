@@ -149,6 +149,8 @@ var redisCases = []redisCase{
 	{"big bulk", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + strings.Repeat("b", 100000) + "\r\nPING\r\n"},
 	{"bulk at limit", "*2\r\n$4\r\nECHO\r\n$1048576\r\n" + strings.Repeat("m", 1048576) + "\r\n"},
 	{"long inline", "ECHO " + strings.Repeat("i", 60000) + "\r\n"},
+	// Over 64 KB but ending within the 16 KB read that crosses 64 KB.
+	{"long inline read chunk", "ECHO " + strings.Repeat("j", 79000) + "\r\n"},
 	// Waiting: Redis stays silent and the parser reaches EOF.
 	{"partial inline", "PING"},
 	{"partial multibulk", "PING\r\n*2\r\n$4\r\nECHO\r\n$3\r\nfo"},

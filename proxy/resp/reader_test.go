@@ -77,9 +77,9 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 // small chunks, each with several buffer sizes.
 func readers(data string) map[string]func() (io.Reader, int) {
 	return map[string]func() (io.Reader, int){
-		"whole":       func() (io.Reader, int) { return strings.NewReader(data), 0 },
-		"whole-buf4":  func() (io.Reader, int) { return strings.NewReader(data), 4 },
-		"onebyte":     func() (io.Reader, int) { return iotest.OneByteReader(strings.NewReader(data)), 0 },
+		"whole":      func() (io.Reader, int) { return strings.NewReader(data), 0 },
+		"whole-buf4": func() (io.Reader, int) { return strings.NewReader(data), 4 },
+		"onebyte":    func() (io.Reader, int) { return iotest.OneByteReader(strings.NewReader(data)), 0 },
 		"onebyte-buf1": func() (io.Reader, int) {
 			return iotest.OneByteReader(strings.NewReader(data)), 1
 		},
@@ -237,6 +237,21 @@ func TestEveryByteBoundary(t *testing.T) {
 				t.Fatalf("split at %d, size %d: got %q %q, want %q %q", i, size, got.cmds, got.end, want.cmds, want.end)
 			}
 		}
+	}
+}
+
+// TestInlineLimitReadChunks checks the inline limit is checked after each
+// read of at most 16 KB, as Redis does: a 79 KB line sent at once is accepted
+// (its end comes in the read that crosses 64 KB), one sent byte by byte is not.
+func TestInlineLimitReadChunks(t *testing.T) {
+	in := "ECHO " + strings.Repeat("j", 79000) + "\r\n"
+	got := readAll(t, strings.NewReader(in), 0, Limits{})
+	if len(got.cmds) != 1 || len(got.cmds[0][1]) != 79000 || got.end != "EOF" {
+		t.Fatalf("whole: %d commands, end %q", len(got.cmds), got.end)
+	}
+	got = readAll(t, iotest.OneByteReader(strings.NewReader(in)), 0, Limits{})
+	if len(got.cmds) != 0 || got.end != "ERR Protocol error: too big inline request" {
+		t.Fatalf("one byte per read: %d commands, end %q", len(got.cmds), got.end)
 	}
 }
 
