@@ -202,7 +202,7 @@ func readN(c *harness.Conn, n int, timeout time.Duration) ([]byte, bool) {
 	var got []byte
 	deadline := time.Now().Add(timeout)
 	for len(got) < n && time.Now().Before(deadline) {
-		data, closed := c.ReadAll(50 * time.Millisecond)
+		data, closed := c.ReadAll(5 * time.Millisecond)
 		got = append(got, data...)
 		if closed {
 			return got, true

@@ -94,6 +94,35 @@ func testDifferentialSpillway(t *testing.T, proto int, name string) {
 			})
 		})
 	}
+	checkTiering(t, subAddr)
+}
+
+// checkTiering asserts, from Spillway's INFO, that the runs made it demote
+// keys and read demoted ones back, so the comparison covered cold keys too.
+// Counters missing from INFO are reported, not failed on.
+func checkTiering(t *testing.T, addr string) {
+	r := harness.MustDial(t, addr).Do("INFO")
+	stats := map[string]int64{}
+	for _, line := range strings.Split(r.Str, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			stats[k] = n
+		}
+	}
+	dem, hasDem := stats["demotions"]
+	pro, hasPro := stats["promotions"]
+	cold, hasCold := stats["cold_reads"]
+	if !hasDem || !(hasPro || hasCold) {
+		t.Logf("INFO has no demotions/promotions/cold_reads counters; tiering coverage unchecked")
+		return
+	}
+	t.Logf("tiering: demotions=%d promotions=%d cold_reads=%d", dem, pro, cold)
+	if dem == 0 {
+		t.Errorf("no key was demoted during the runs: the big values no longer exceed maxmemory")
+	}
+	if pro+cold == 0 {
+		t.Errorf("no demoted key was read back (promotions and cold_reads are 0)")
+	}
 }
 
 type diffRun struct {

@@ -1,6 +1,8 @@
 package cmdtable
 
 import (
+	"github.com/spillway/spillway/proxy/strops"
+
 	"errors"
 	"strings"
 	"testing"
@@ -243,8 +245,8 @@ func TestGlob(t *testing.T) {
 		{"a**", "a", true}, {"[\\]]", "]", true},
 	}
 	for _, tt := range tests {
-		if got := globMatch([]byte(tt.pat), []byte(tt.s), true); got != tt.want {
-			t.Errorf("globMatch(%q, %q) = %v", tt.pat, tt.s, got)
+		if got := strops.Match([]byte(tt.pat), []byte(tt.s), true); got != tt.want {
+			t.Errorf("Match(%q, %q) = %v", tt.pat, tt.s, got)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package cmdtable
 
 import (
+	"github.com/spillway/spillway/proxy/strops"
+
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -83,7 +85,7 @@ func WriteCommandList(w *resp.Writer, args [][]byte) {
 		case cstrEqualFold(args[i+1], "aclcat"):
 			match = aclCatMatcher(arg)
 		case cstrEqualFold(args[i+1], "pattern"):
-			match = func(c *Command) bool { return globMatch(arg, []byte(c.Name), true) }
+			match = func(c *Command) bool { return strops.Match(arg, []byte(c.Name), true) }
 		default:
 			w.Error("ERR syntax error")
 			return

@@ -8,6 +8,8 @@
 package config
 
 import (
+	"github.com/spillway/spillway/proxy/strops"
+
 	"errors"
 	"fmt"
 	"os"
@@ -293,10 +295,10 @@ func (c *Config) Get(patterns ...[]byte) [][2]string {
 			continue
 		}
 		for i := range registry {
-			if Match(p, nameBytes[i][0]) {
+			if strops.Match(p, nameBytes[i][0], true) {
 				add(nameEntry{idx: i})
 			}
-			if a := nameBytes[i][1]; a != nil && Match(p, a) {
+			if a := nameBytes[i][1]; a != nil && strops.Match(p, a, true) {
 				add(nameEntry{idx: i, alias: true})
 			}
 		}
