@@ -29,11 +29,11 @@ const flushThreshold = 64 << 10
 // Client is one connection's state. Only its own goroutine touches the
 // unexported fields below mu; CLIENT LIST/KILL read the rest under mu.
 type Client struct {
-	s   *Server
-	id  int64
-	nc  net.Conn
-	rd  *resp.Reader
-	w   resp.Writer
+	s  *Server
+	id int64
+	nc net.Conn
+	rd *resp.Reader
+	w  resp.Writer
 
 	db        int
 	authed    bool
