@@ -58,6 +58,19 @@ func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
 	return getInto(b.getter(), key, buf)
 }
 
+// NewIter returns an iterator over [lower, upper) that sees the committed
+// data and this batch's writes.
+func (b *Batch) NewIter(lower, upper []byte) (*pebble.Iterator, error) {
+	if b.b == nil {
+		return b.s.NewIter(lower, upper)
+	}
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("coldstore: batch iterator: %w", err)
+	}
+	return it, nil
+}
+
 // PutMeta writes key's meta record.
 func (b *Batch) PutMeta(db uint8, key []byte, m *codec.Meta) error {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)

@@ -145,9 +145,9 @@ func (g *gen) value() string {
 	}
 }
 
-// bigValue is 8-48 KB of letters.
+// bigValue is 16-56 KB of letters.
 func (g *gen) bigValue() string {
-	n := 8<<10 + g.r.Intn(40<<10)
+	n := 16<<10 + g.r.Intn(40<<10)
 	off := g.r.Intn(len(g.bigs) - n)
 	return string(g.bigs[off : off+n])
 }
@@ -299,19 +299,19 @@ func (g *gen) produce() {
 		} else {
 			g.emit("PING", g.value())
 		}
-	case n < 720:
-		g.genBig()
-	case n < 726:
-		g.genShortExpiry()
 	case n < 750:
+		g.genBig()
+	case n < 756:
+		g.genShortExpiry()
+	case n < 780:
 		if g.cfg.Lists {
 			g.emit("RPUSH", g.pick(append([]string{g.pick(smallKeys)}, listKeys...)), g.value(), g.value())
 		} else {
 			g.emit("GET", g.key())
 		}
-	case n < 800:
+	case n < 825:
 		g.genWrongArity()
-	case n < 830:
+	case n < 850:
 		g.genUnknown()
 	default:
 		// The most common traffic once more, to keep keys populated.

@@ -76,7 +76,7 @@ type Engine struct {
 	cold  *coldstore.Store
 	hot   *LRU
 	opts  Options
-	dbmap []uint8 // logical -> physical database
+	dbmap []uint8 // logical -> physical database, all 256
 	keys  []int64 // per physical db: keys stored (hot and cold)
 	exps  []int64 // per physical db: keys with an expiry
 	ghost *simplelru.LRU[string, int]
@@ -145,8 +145,11 @@ func (e *Engine) Hot() HotTier { return e.hot }
 // Databases returns the number of logical databases.
 func (e *Engine) Databases() int { return e.opts.Databases }
 
+// loadDBMap loads the persisted logical-to-physical database map. The map
+// always covers all 256 possible databases, whatever the configured count,
+// so that changing `databases` between runs never reshuffles contents.
 func (e *Engine) loadDBMap() error {
-	e.dbmap = make([]uint8, e.opts.Databases)
+	e.dbmap = make([]uint8, 256)
 	for i := range e.dbmap {
 		e.dbmap[i] = uint8(i)
 	}
@@ -157,21 +160,26 @@ func (e *Engine) loadDBMap() error {
 	if !found {
 		return nil
 	}
-	// The stored map may be for more or fewer databases than configured:
-	// keep the stored order for the databases both know.
-	seen := make([]bool, 256)
-	for i := 0; i < len(v) && i < len(e.dbmap); i++ {
-		e.dbmap[i] = v[i]
-		seen[v[i]] = true
+	if len(v) > 256 {
+		return fmt.Errorf("tiering: corrupt database map (%d bytes)", len(v))
 	}
-	for i := len(v); i < len(e.dbmap); i++ {
-		for p := 0; p < 256; p++ {
-			if !seen[p] {
-				e.dbmap[i] = uint8(p)
-				seen[p] = true
-				break
-			}
+	// Entries past the stored map take the physical databases the stored
+	// map does not use, in order.
+	var used [256]bool
+	for i, p := range v {
+		if used[p] {
+			return fmt.Errorf("tiering: corrupt database map: physical %d used twice", p)
 		}
+		used[p] = true
+		e.dbmap[i] = p
+	}
+	next := 0
+	for i := len(v); i < 256; i++ {
+		for used[next] {
+			next++
+		}
+		e.dbmap[i] = uint8(next)
+		used[next] = true
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"bytes"
 	"math/rand/v2"
 
 	"github.com/spillway/spillway/codec"
@@ -28,7 +29,7 @@ func (tx *Tx) Scan(db int, cursor uint64, opts ScanOptions, dst [][]byte) ([][]b
 	pdb := tx.pdb(db)
 	lo := codec.AppendMetaHashPrefix(nil, pdb, cursor)
 	hi := codec.PrefixEnd([]byte{codec.NSMeta, pdb})
-	it, err := tx.e.cold.NewIter(lo, hi)
+	it, err := tx.batch.NewIter(lo, hi)
 	if err != nil {
 		return dst, 0, err
 	}
@@ -86,20 +87,26 @@ func (tx *Tx) RandomKey(db int) ([]byte, error) {
 	}
 	lo := []byte{codec.NSMeta, pdb}
 	hi := codec.PrefixEnd(lo)
-	it, err := tx.e.cold.NewIter(lo, hi)
+	it, err := tx.batch.NewIter(lo, hi)
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	var m codec.Meta
-	// Seek to a random hash; on reaching the end, wrap around once.
-	for attempt := 0; attempt < 100; attempt++ {
-		seek := codec.AppendMetaHashPrefix(nil, pdb, rand.Uint64())
-		valid := it.SeekGE(seek)
-		if !valid {
+	// One pass from a random hash to the end, then from the start up to
+	// that hash: every key is visited at most once.
+	seek := codec.AppendMetaHashPrefix(nil, pdb, rand.Uint64())
+	for pass := 0; pass < 2; pass++ {
+		var valid bool
+		if pass == 0 {
+			valid = it.SeekGE(seek)
+		} else {
 			valid = it.First()
 		}
 		for ; valid; valid = it.Next() {
+			if pass == 1 && bytes.Compare(it.Key(), seek) >= 0 {
+				break
+			}
 			v, err := it.ValueAndErr()
 			if err != nil {
 				return nil, err

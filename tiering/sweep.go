@@ -49,10 +49,16 @@ type expiryRef struct {
 // and returns how many index entries it processed.
 func (e *Engine) SweepExpired(limit int) (int, error) {
 	tx := e.Begin()
-	refs, err := e.dueExpiries(tx.now, limit)
+	refs, malformed, err := e.dueExpiries(tx.now, limit)
 	if err != nil {
 		tx.Abort()
 		return 0, err
+	}
+	for _, k := range malformed {
+		if err := tx.batch.Delete(k); err != nil {
+			tx.Abort()
+			return 0, err
+		}
 	}
 	for _, r := range refs {
 		tx.hk = hotKey(tx.hk, r.db, r.key)
@@ -78,28 +84,31 @@ func (e *Engine) SweepExpired(limit int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(refs), p.Wait()
+	return len(refs) + len(malformed), p.Wait()
 }
 
-// dueExpiries lists up to limit expiry index entries due at or before now.
-func (e *Engine) dueExpiries(now int64, limit int) ([]expiryRef, error) {
+// dueExpiries lists up to limit expiry index entries due before now, and
+// the raw keys of malformed entries in that range (to be deleted).
+func (e *Engine) dueExpiries(now int64, limit int) ([]expiryRef, [][]byte, error) {
 	lo := []byte{codec.NSExpiry}
 	hi := codec.AppendExpiryKey(nil, now, 0, nil) // every entry with at < now
 	it, err := e.cold.NewIter(lo, hi)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer it.Close()
 	var refs []expiryRef
-	for valid := it.First(); valid && len(refs) < limit; valid = it.Next() {
+	var malformed [][]byte
+	for valid := it.First(); valid && len(refs)+len(malformed) < limit; valid = it.Next() {
 		at, db, key, err := codec.ParseExpiryKey(it.Key())
 		if err != nil {
 			e.opts.Logger.Warn("dropping malformed expiry index entry", "err", err)
+			malformed = append(malformed, append([]byte(nil), it.Key()...))
 			continue
 		}
 		refs = append(refs, expiryRef{at: at, db: db, key: append([]byte(nil), key...)})
 	}
-	return refs, it.Error()
+	return refs, malformed, it.Error()
 }
 
 // reclaimInterval is how often stale versions are reclaimed.

@@ -23,6 +23,8 @@ type Tx struct {
 	// deltas to the per-database counters, applied on commit
 	keyDelta map[uint8]int64
 	expDelta map[uint8]int64
+	// swaps are the SWAPDBs applied to the engine's map by this transaction
+	swaps [][2]int
 }
 
 // Now returns the transaction's clock, unix milliseconds.
@@ -62,9 +64,11 @@ func (tx *Tx) Commit() (coldstore.Pending, error) {
 		// The hot copies may hold writes the store refused: drop them all so
 		// that the cold store, which is unchanged, is the only authority.
 		e.hot.purge()
+		tx.undoSwaps()
 		tx.resetDeltas()
 		return coldstore.Pending{}, err
 	}
+	tx.swaps = tx.swaps[:0]
 	for db, n := range tx.keyDelta {
 		e.keys[db] += n
 	}
@@ -84,6 +88,7 @@ func (tx *Tx) Abort() {
 		e.hot.purge()
 	}
 	tx.batch.Abort()
+	tx.undoSwaps()
 	tx.resetDeltas()
 }
 
@@ -141,6 +146,7 @@ func (tx *Tx) lookup(db int, key []byte, promote bool) (*Entry, error) {
 	tx.hk = hotKey(tx.hk, pdb, key)
 	if e, ok := tx.e.hot.get(tx.hk); ok {
 		if tx.expired(e) {
+			tx.e.Stats.KeyspaceMisses.Add(1)
 			return nil, tx.expire(pdb, key, e, true)
 		}
 		tx.e.Stats.KeyspaceHits.Add(1)
@@ -176,6 +182,10 @@ func (tx *Tx) expire(pdb uint8, key []byte, e *Entry, wasHot bool) error {
 
 // remove deletes a stored key (both tiers). tx.hk must hold its hot key.
 func (tx *Tx) remove(pdb uint8, key []byte, old *Entry) error {
+	// dropData reads the meta record: it must run before the delete.
+	if err := tx.dropData(pdb, key, old); err != nil {
+		return err
+	}
 	if err := tx.batch.DeleteMeta(pdb, key); err != nil {
 		return err
 	}
@@ -184,9 +194,6 @@ func (tx *Tx) remove(pdb uint8, key []byte, old *Entry) error {
 			return err
 		}
 		tx.addExps(pdb, -1)
-	}
-	if err := tx.dropData(pdb, key, old); err != nil {
-		return err
 	}
 	tx.addKeys(pdb, -1)
 	tx.e.hot.remove(tx.hk)
@@ -421,7 +428,7 @@ func (tx *Tx) FlushDB(db int) error {
 
 // FlushAll removes every key of every database.
 func (tx *Tx) FlushAll() error {
-	for db := range tx.e.dbmap {
+	for db := 0; db < tx.e.opts.Databases; db++ {
 		if err := tx.flushPhysical(tx.pdb(db)); err != nil {
 			return err
 		}
@@ -444,13 +451,21 @@ func (tx *Tx) flushPhysical(pdb uint8) error {
 	return nil
 }
 
-// SwapDB exchanges two logical databases in O(1).
+// SwapDB exchanges two logical databases in O(1). The swap is undone if
+// the transaction aborts or fails to commit.
 func (tx *Tx) SwapDB(a, b int) error {
 	m := tx.e.dbmap
 	m[a], m[b] = m[b], m[a]
-	if err := tx.batch.Set(codec.AppendSystemKey(nil, codec.SysDBMap), append([]byte(nil), m...)); err != nil {
+	tx.swaps = append(tx.swaps, [2]int{a, b})
+	return tx.batch.Set(codec.AppendSystemKey(nil, codec.SysDBMap), append([]byte(nil), m...))
+}
+
+// undoSwaps reverts the database swaps of a transaction that did not commit.
+func (tx *Tx) undoSwaps() {
+	m := tx.e.dbmap
+	for i := len(tx.swaps) - 1; i >= 0; i-- {
+		a, b := tx.swaps[i][0], tx.swaps[i][1]
 		m[a], m[b] = m[b], m[a]
-		return err
 	}
-	return nil
+	tx.swaps = tx.swaps[:0]
 }

@@ -1,0 +1,511 @@
+package integration
+
+// The benchmark run of `make bench`: redis-benchmark and redis-cli --pipe
+// against a reference redis-server and Spillway started side by side. It
+// measures and prints tables; it never asserts on time. It fails only when
+// a tool or server does not work (an error reply, a wrong key count).
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spillway/spillway/integration/harness"
+)
+
+const (
+	benchKeys     = 200_000 // dataset size and redis-benchmark -r keyspace
+	benchValueMin = 100     // dataset value sizes are uniform in [min, max]
+	benchValueMax = 1000    //
+	benchDataSize = 512     // redis-benchmark -d (about the dataset's mean)
+	benchClients  = 50      // redis-benchmark -c
+	benchReps     = 3       // measurements per cell; the median is reported
+	loadKeys      = 100_000 // redis-cli --pipe load: keys of loadValue bytes
+	loadValue     = 1024
+)
+
+// benchRunTime is how long each measured redis-benchmark run is sized to
+// take; SPILLWAY_BENCH_RUNTIME (a Go duration) overrides it for a smoke run.
+var benchRunTime = 2 * time.Second
+
+const benchSkip = "benchmark, not a test: run `make bench` " +
+	"(or SPILLWAY_BENCH=1 go test -count=1 -run TestBench -v -timeout 15m ./integration/)"
+
+// benchCommands are redis-benchmark's -t tests measured, in table order.
+var benchCommands = []struct{ label, test string }{
+	{"SET", "set"}, {"GET", "get"}, {"INCR", "incr"}, {"MSET(10)", "mset"},
+}
+
+var benchPipelines = []int{1, 16}
+
+// benchTarget is one server column of the throughput table.
+type benchTarget struct {
+	name string // column header
+	addr string
+	desc string // how it was started, for the legend
+}
+
+// benchSample is one redis-benchmark result line.
+type benchSample struct{ rps, p50, p99 float64 }
+
+type cellKey struct {
+	target, cmd string
+	pipeline    int
+}
+
+// needBench skips t unless SPILLWAY_BENCH=1 and checks the tools exist.
+func needBench(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SPILLWAY_BENCH") != "1" {
+		t.Skip(benchSkip)
+	}
+	if v := os.Getenv("SPILLWAY_BENCH_RUNTIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("SPILLWAY_BENCH_RUNTIME=%q: want a positive duration such as 500ms", v)
+		}
+		benchRunTime = d
+	}
+	for _, tool := range []string{"redis-server", "redis-cli", "redis-benchmark"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found on PATH: run `make deps` (apt-get install redis-server redis-tools)", tool)
+		}
+	}
+}
+
+// TestBenchThroughput measures SET/GET/INCR/MSET with redis-benchmark against
+// redis-server (without and with AOF), twemproxy in front of redis-server
+// when nutcracker is installed, and Spillway with the dataset hot and cold.
+func TestBenchThroughput(t *testing.T) {
+	needBench(t)
+	began := time.Now()
+	dataset := filepath.Join(t.TempDir(), "dataset.resp")
+	if err := writeDataset(dataset); err != nil {
+		t.Fatal(err)
+	}
+
+	redis := harness.StartRedis(t)
+	aof := harness.StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec")
+	if r := aof.Conn(t).Do("CONFIG", "GET", "appendonly"); len(r.Elems) != 2 || r.Elems[1].Str != "yes" {
+		t.Fatalf("redis+aof: CONFIG GET appendonly = %s", r.String())
+	}
+	hot := harness.StartSpillway(t, "", "--maxmemory", "512mb")
+	cold := harness.StartSpillway(t, "", "--maxmemory", "4mb", "--promote-min-hits", "1000000")
+
+	targets := []benchTarget{
+		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no"},
+		{"redis+aof", aof.Addr(), "redis-server 7.0, --appendonly yes --appendfsync everysec"},
+	}
+	if tw := startTwemproxy(t, redis.Addr()); tw != nil {
+		targets = append(targets, benchTarget{"twemproxy", tw.Addr(),
+			"nutcracker 0.5 (1 server connection) in front of the 'redis' server"})
+	}
+	targets = append(targets,
+		benchTarget{"spw-hot", hot.Addr(), "spillway --maxmemory 512mb (appendfsync everysec): dataset fits in the hot tier"},
+		benchTarget{"spw-cold", cold.Addr(), "spillway --maxmemory 4mb --promote-min-hits 1000000: reads served from disk"})
+
+	for _, s := range []*harness.Server{redis, aof, hot, cold} {
+		if _, err := pipeLoad(s.Addr(), dataset, benchKeys); err != nil {
+			t.Fatalf("preload %s: %v", s.Addr(), err)
+		}
+	}
+	t.Logf("dataset loaded (%d keys of %d-%d bytes) into 4 servers in %v",
+		benchKeys, benchValueMin, benchValueMax, time.Since(began).Round(time.Millisecond))
+
+	// Calibrate: a short run per cell (also a warm-up) sizes -n so that each
+	// measured run takes about benchRunTime.
+	sizes := map[cellKey]int{}
+	for _, tg := range targets {
+		for _, p := range benchPipelines {
+			for _, c := range benchCommands {
+				s, err := runRedisBenchmark(tg.addr, c.test, p, 2000*p)
+				if err != nil {
+					t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
+				}
+				n := int(s.rps*benchRunTime.Seconds()) / 1000 * 1000
+				sizes[cellKey{tg.name, c.label, p}] = min(max(n, 2000), 10_000_000)
+			}
+		}
+	}
+	t.Logf("calibrated in %v", time.Since(began).Round(time.Millisecond))
+
+	// Repetitions are interleaved across servers so that a noisy moment on
+	// the shared machine is spread over every column.
+	samples := map[cellKey][]benchSample{}
+	for rep := 1; rep <= benchReps; rep++ {
+		for _, tg := range targets {
+			for _, p := range benchPipelines {
+				for _, c := range benchCommands {
+					k := cellKey{tg.name, c.label, p}
+					s, err := runRedisBenchmark(tg.addr, c.test, p, sizes[k])
+					if err != nil {
+						t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
+					}
+					samples[k] = append(samples[k], s)
+				}
+			}
+		}
+		t.Logf("repetition %d/%d done at %v", rep, benchReps, time.Since(began).Round(time.Second))
+	}
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n== Throughput: redis-benchmark -c %d -r %d -d %d, median of %d runs of ~%v each ==\n",
+		benchClients, benchKeys, benchDataSize, benchReps, benchRunTime)
+	out.WriteString(machineNotes())
+	for _, tg := range targets {
+		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
+	}
+	out.WriteString(throughputTable(targets, samples))
+	out.WriteString(latencyTable(targets, samples))
+	fmt.Fprintf(&out, "Spread: %s\n", spreadNote(samples))
+	out.WriteString(tieringNote(t, map[string]*harness.Server{"spw-hot": hot, "spw-cold": cold}))
+	fmt.Fprintf(&out, "(throughput section took %v)\n", time.Since(began).Round(time.Second))
+	fmt.Print(out.String())
+}
+
+// TestBenchLoad times `redis-cli --pipe` loading loadKeys keys of loadValue
+// bytes into a fresh server of each kind, and reports its peak RSS.
+func TestBenchLoad(t *testing.T) {
+	needBench(t)
+	began := time.Now()
+	file := filepath.Join(t.TempDir(), "load.resp")
+	if err := writeLoadFile(file); err != nil {
+		t.Fatal(err)
+	}
+	type config struct {
+		name  string
+		start func(t *testing.T) (addr string, pid func() int)
+	}
+	redisCfg := func(args ...string) func(t *testing.T) (string, func() int) {
+		return func(t *testing.T) (string, func() int) {
+			s := harness.StartRedis(t, args...)
+			return s.Addr(), s.Pid
+		}
+	}
+	spwCfg := func(args ...string) func(t *testing.T) (string, func() int) {
+		return func(t *testing.T) (string, func() int) {
+			s := harness.StartSpillway(t, "", args...)
+			return s.Addr(), s.Pid
+		}
+	}
+	configs := []config{
+		{"redis (no persistence)", redisCfg()},
+		{"redis AOF everysec", redisCfg("--appendonly", "yes", "--appendfsync", "everysec")},
+		{"redis AOF always", redisCfg("--appendonly", "yes", "--appendfsync", "always")},
+		{"spillway everysec 512mb", spwCfg("--maxmemory", "512mb", "--appendfsync", "everysec")},
+		{"spillway always 512mb", spwCfg("--maxmemory", "512mb", "--appendfsync", "always")},
+		{"spillway everysec 32mb", spwCfg("--maxmemory", "32mb", "--appendfsync", "everysec")},
+	}
+	type result struct{ secs, rssMB []float64 }
+	results := make([]result, len(configs))
+	for rep := 0; rep < benchReps; rep++ {
+		for i, cfg := range configs {
+			// A subtest per load, so the server and its files are gone
+			// before the next one starts.
+			t.Run(fmt.Sprintf("rep%d/%s", rep+1, strings.ReplaceAll(cfg.name, " ", "_")), func(t *testing.T) {
+				addr, pid := cfg.start(t)
+				d, err := pipeLoad(addr, file, loadKeys)
+				if err != nil {
+					t.Fatalf("load: %v", err)
+				}
+				peak, err := harness.ProcPeakRSS(pid())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := harness.MustDial(t, addr)
+				if r := c.Do("DBSIZE"); r.Int != loadKeys {
+					t.Fatalf("DBSIZE after load = %s, want %d", r.String(), loadKeys)
+				}
+				results[i].secs = append(results[i].secs, d.Seconds())
+				results[i].rssMB = append(results[i].rssMB, float64(peak)/(1<<20))
+			})
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n== Bulk load: redis-cli --pipe, %d SETs of %d-byte values (%.0f MB of data), fresh server each run, median of %d ==\n",
+		loadKeys, loadValue, float64(loadKeys*loadValue)/(1<<20), benchReps)
+	out.WriteString(machineNotes())
+	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "server\tload s\tkeys/s\ttime vs redis\tpeak RSS MB\t")
+	base := median(results[0].secs)
+	for i, cfg := range configs {
+		s := median(results[i].secs)
+		fmt.Fprintf(w, "%s\t%.2f\t%s\t%.2fx\t%.0f\t\n", cfg.name, s, thousands(float64(loadKeys)/s),
+			s/base, median(results[i].rssMB))
+	}
+	w.Flush()
+	fmt.Fprintf(&out, "(peak RSS is VmHWM after the load; load section took %v)\n", time.Since(began).Round(time.Second))
+	fmt.Print(out.String())
+}
+
+// startTwemproxy starts nutcracker in front of backend when it is
+// installed; otherwise it says so and returns nil.
+func startTwemproxy(t *testing.T, backend string) *harness.Proc {
+	bin, err := exec.LookPath("nutcracker")
+	if err != nil {
+		fmt.Println("twemproxy: skipped, nutcracker not on PATH (install it: apt-get install nutcracker)")
+		return nil
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
+	yml := fmt.Sprintf("bench:\n  listen: %s\n  hash: fnv1a_64\n  distribution: ketama\n"+
+		"  redis: true\n  server_connections: 1\n  servers:\n   - %s:1\n", addr, backend)
+	if err := os.WriteFile(conf, []byte(yml), 0o644); err != nil {
+		t.Fatalf("write nutcracker config: %v", err)
+	}
+	stats := strconv.Itoa(harness.FreePort(t))
+	return harness.StartProc(t, "nutcracker", addr, bin, "-c", conf, "-s", stats, "-a", "127.0.0.1")
+}
+
+// runRedisBenchmark runs one redis-benchmark test and parses its --csv line.
+func runRedisBenchmark(addr, test string, pipeline, n int) (benchSample, error) {
+	host, port, _ := strings.Cut(addr, ":")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port,
+		"-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n), "-r", strconv.Itoa(benchKeys),
+		"-d", strconv.Itoa(benchDataSize), "-P", strconv.Itoa(pipeline), "-t", test, "--csv")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return benchSample{}, fmt.Errorf("redis-benchmark -t %s: %w: %s%s", test, err, out, stderr.Bytes())
+	}
+	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil {
+		return benchSample{}, fmt.Errorf("redis-benchmark -t %s: parse csv: %w: %s", test, err, out)
+	}
+	var data [][]string
+	for _, r := range rows {
+		if len(r) > 0 && r[0] != "test" {
+			data = append(data, r)
+		}
+	}
+	if len(data) != 1 || len(data[0]) != 8 {
+		return benchSample{}, fmt.Errorf("redis-benchmark -t %s: want one 8-field csv row, got %q (stderr %q)", test, out, stderr.Bytes())
+	}
+	var f [3]float64
+	for i, col := range []int{1, 4, 6} { // rps, p50, p99
+		if f[i], err = strconv.ParseFloat(data[0][col], 64); err != nil {
+			return benchSample{}, fmt.Errorf("redis-benchmark -t %s: field %d: %w", test, col, err)
+		}
+	}
+	return benchSample{rps: f[0], p50: f[1], p99: f[2]}, nil
+}
+
+// pipeLoad feeds file to `redis-cli --pipe` and returns the wall time, or an
+// error unless every one of want replies came back without error.
+func pipeLoad(addr, file string, want int) (time.Duration, error) {
+	host, port, _ := strings.Cut(addr, ":")
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, fmt.Errorf("pipe load: %w", err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "--pipe")
+	cmd.Stdin = f
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("redis-cli --pipe: %w: %s", err, out)
+	}
+	if wantLine := fmt.Sprintf("errors: 0, replies: %d", want); !bytes.Contains(out, []byte(wantLine)) {
+		return 0, fmt.Errorf("redis-cli --pipe: want %q in output: %s", wantLine, out)
+	}
+	return d, nil
+}
+
+// writeDataset writes SETs of key:%012d (redis-benchmark's key names) for
+// the whole -r keyspace, values of benchValueMin..benchValueMax random
+// letters, with a fixed seed.
+func writeDataset(path string) error {
+	r := rand.New(rand.NewPCG(1, 2))
+	pool := randomLetters(r, 1<<20)
+	return writeSets(path, benchKeys, func(i int) (string, []byte) {
+		n := benchValueMin + r.IntN(benchValueMax-benchValueMin+1)
+		off := r.IntN(len(pool) - n)
+		return fmt.Sprintf("key:%012d", i), pool[off : off+n]
+	})
+}
+
+// writeLoadFile writes loadKeys SETs of loadValue-byte values.
+func writeLoadFile(path string) error {
+	r := rand.New(rand.NewPCG(3, 4))
+	pool := randomLetters(r, 1<<20)
+	return writeSets(path, loadKeys, func(i int) (string, []byte) {
+		off := r.IntN(len(pool) - loadValue)
+		return fmt.Sprintf("load:%08d", i), pool[off : off+loadValue]
+	})
+}
+
+func randomLetters(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(r.IntN(26))
+	}
+	return b
+}
+
+// writeSets writes n RESP-encoded SET commands produced by kv to path.
+func writeSets(path string, n int, kv func(i int) (string, []byte)) error {
+	var buf bytes.Buffer
+	for i := 0; i < n; i++ {
+		k, v := kv(i)
+		fmt.Fprintf(&buf, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", len(k), k, len(v))
+		buf.Write(v)
+		buf.WriteString("\r\n")
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func throughputTable(targets []benchTarget, samples map[cellKey][]benchSample) string {
+	var b strings.Builder
+	b.WriteString("\nops/s (MSET(10): commands/s, 10 keys each)\n")
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(w, "command\tP\t")
+	for _, tg := range targets {
+		fmt.Fprintf(w, "%s\t", tg.name)
+	}
+	fmt.Fprintln(w, "hot/redis\thot/aof\tcold/redis\tcold/aof\t")
+	for _, p := range benchPipelines {
+		for _, c := range benchCommands {
+			fmt.Fprintf(w, "%s\t%d\t", c.label, p)
+			rps := map[string]float64{}
+			for _, tg := range targets {
+				rps[tg.name] = medianOf(samples[cellKey{tg.name, c.label, p}], func(s benchSample) float64 { return s.rps })
+				fmt.Fprintf(w, "%s\t", thousands(rps[tg.name]))
+			}
+			fmt.Fprintf(w, "%.2fx\t%.2fx\t%.2fx\t%.2fx\t\n", rps["spw-hot"]/rps["redis"], rps["spw-hot"]/rps["redis+aof"],
+				rps["spw-cold"]/rps["redis"], rps["spw-cold"]/rps["redis+aof"])
+		}
+	}
+	w.Flush()
+	return b.String()
+}
+
+func latencyTable(targets []benchTarget, samples map[cellKey][]benchSample) string {
+	var b strings.Builder
+	b.WriteString("\nlatency p50/p99 ms (redis-benchmark's, per request; with -P 16 a request waits for its whole batch)\n")
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(w, "command\tP\t")
+	for _, tg := range targets {
+		fmt.Fprintf(w, "%s\t", tg.name)
+	}
+	fmt.Fprintln(w)
+	for _, p := range benchPipelines {
+		for _, c := range benchCommands {
+			fmt.Fprintf(w, "%s\t%d\t", c.label, p)
+			for _, tg := range targets {
+				ss := samples[cellKey{tg.name, c.label, p}]
+				fmt.Fprintf(w, "%.3f/%.3f\t", medianOf(ss, func(s benchSample) float64 { return s.p50 }),
+					medianOf(ss, func(s benchSample) float64 { return s.p99 }))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	w.Flush()
+	return b.String()
+}
+
+// spreadNote summarises run-to-run noise: (max-min)/median of ops/s per cell.
+func spreadNote(samples map[cellKey][]benchSample) string {
+	var spreads []float64
+	worst, worstKey := 0.0, cellKey{}
+	for k, ss := range samples {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = s.rps
+		}
+		m := median(v)
+		if m == 0 {
+			continue
+		}
+		sp := (slices.Max(v) - slices.Min(v)) / m
+		spreads = append(spreads, sp)
+		if sp > worst {
+			worst, worstKey = sp, k
+		}
+	}
+	return fmt.Sprintf("(max-min)/median of ops/s over the %d runs: median cell %.0f%%, worst %.0f%% (%s %s -P %d)",
+		benchReps, 100*median(spreads), 100*worst, worstKey.target, worstKey.cmd, worstKey.pipeline)
+}
+
+// tieringNote reports where each Spillway server's keys ended up.
+func tieringNote(t *testing.T, servers map[string]*harness.Server) string {
+	var b strings.Builder
+	for _, name := range []string{"spw-hot", "spw-cold"} {
+		info := servers[name].Conn(t).Do("INFO", "tiering").Str
+		var fields []string
+		for _, line := range strings.Split(info, "\r\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && slices.Contains([]string{"hot_keys", "cold_keys", "hot_budget", "promotions", "demotions", "cold_reads"}, k) {
+				fields = append(fields, k+"="+v)
+			}
+		}
+		fmt.Fprintf(&b, "%s after the run: %s\n", name, strings.Join(fields, " "))
+	}
+	return b.String()
+}
+
+// machineNotes describes where the numbers come from.
+func machineNotes() string {
+	ver, _ := exec.Command("redis-server", "--version").Output()
+	return fmt.Sprintf("machine: %d CPUs (shared; redis-benchmark/redis-cli run on the same cores), %s/%s, %s; %s",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), bytes.TrimSpace(ver)) + "\n"
+}
+
+func medianOf(ss []benchSample, f func(benchSample) float64) float64 {
+	v := make([]float64, len(ss))
+	for i, s := range ss {
+		v[i] = f(s)
+	}
+	return median(v)
+}
+
+// median returns the middle value (mean of the two middle ones for an even
+// count), 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// thousands formats v rounded to an integer with thousands separators.
+func thousands(v float64) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

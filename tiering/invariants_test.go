@@ -1,0 +1,137 @@
+package tiering
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+)
+
+// checkInvariants verifies, under the engine's lock, what must hold between
+// transactions:
+//   - per physical database, the key and expiry counters equal what the
+//     meta records on disk say;
+//   - every meta record with an expiry has its expiry index entry;
+//   - every hot entry mirrors its meta record exactly (one authority).
+func (v *env) checkInvariants() {
+	v.t.Helper()
+	tx := v.e.Begin()
+	defer tx.Abort()
+	e := v.e
+	var keys, exps [256]int64
+	withExpiry := map[string]bool{}
+	metas := map[string]codec.Meta{}
+	it, err := v.s.NewIter([]byte{codec.NSMeta}, []byte{codec.NSMeta + 1})
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		db, key, err := codec.ParseMetaKey(it.Key())
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		var m codec.Meta
+		if err := codec.DecodeMeta(bytes.Clone(it.Value()), &m); err != nil {
+			v.t.Fatal(err)
+		}
+		keys[db]++
+		if m.ExpireAt != 0 {
+			exps[db]++
+			withExpiry[fmt.Sprintf("%d/%d/%s", m.ExpireAt, db, key)] = true
+		}
+		metas[string(hotKey(nil, db, key))] = m
+	}
+	it.Close()
+	for db := 0; db < 256; db++ {
+		if e.keys[db] != keys[db] || e.exps[db] != exps[db] {
+			v.t.Fatalf("physical db %d: counters keys %d expires %d, disk has %d and %d", db, e.keys[db], e.exps[db], keys[db], exps[db])
+		}
+	}
+	for _, x := range v.expiryIndex() {
+		delete(withExpiry, x)
+	}
+	for x := range withExpiry {
+		v.t.Fatalf("meta with expiry %s has no index entry", x)
+	}
+	var used int64
+	for _, hk := range e.hot.lru.Keys() {
+		he, _ := e.hot.lru.Peek(hk)
+		m, ok := metas[hk]
+		if !ok {
+			v.t.Fatalf("hot key %q has no meta record", hk)
+		}
+		if he.Type != m.Type || he.ExpireAt != m.ExpireAt || (m.Type == codec.TypeString && !bytes.Equal(he.Str, m.Value)) {
+			v.t.Fatalf("hot key %q = %v/%d/%q, disk has %v/%d/%q", hk, he.Type, he.ExpireAt, he.Str, m.Type, m.ExpireAt, m.Value)
+		}
+		used += he.size
+	}
+	if used != e.hot.used {
+		v.t.Fatalf("hot tier accounts %d bytes, entries sum to %d", e.hot.used, used)
+	}
+	if e.hot.used > e.hot.budget {
+		v.t.Fatalf("hot tier %d bytes over budget %d", e.hot.used, e.hot.budget)
+	}
+}
+
+// rawHash is a hash written straight into the cold store.
+type rawHash struct {
+	db       uint8
+	key      string
+	version  uint64
+	fields   int
+	expireAt int64
+	noIndex  bool // leave the expiry out of the index
+}
+
+// writeRaw writes collections straight into the store while the engine is
+// closed (so that the start-up scan counts them), then reopens it.
+func (v *env) writeRaw(hashes ...rawHash) {
+	v.t.Helper()
+	v.close()
+	s, err := coldstore.Open(coldstore.Options{Dir: v.dir, Logger: quietLogger})
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	b := s.NewBatch()
+	for _, h := range hashes {
+		k := []byte(h.key)
+		m := codec.Meta{Type: codec.TypeHash, ExpireAt: h.expireAt, Version: h.version, Count: uint64(h.fields)}
+		if err := b.PutMeta(h.db, k, &m); err != nil {
+			v.t.Fatal(err)
+		}
+		if h.expireAt != 0 && !h.noIndex {
+			if err := b.PutExpiry(h.expireAt, h.db, k); err != nil {
+				v.t.Fatal(err)
+			}
+		}
+		for i := 0; i < h.fields; i++ {
+			if err := b.Set(codec.AppendFieldKey(nil, h.db, k, h.version, []byte(fmt.Sprint("f", i))), []byte("val")); err != nil {
+				v.t.Fatal(err)
+			}
+		}
+	}
+	if p, err := b.Commit(); err != nil || p.Wait() != nil {
+		v.t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		v.t.Fatal(err)
+	}
+	v.open()
+}
+
+// dataRecords counts the data records stored for (db, key), any version.
+func (v *env) dataRecords(db uint8, key string) int {
+	v.t.Helper()
+	lo := codec.AppendDataPrefix(nil, db, []byte(key), 0)[:2+4+len(key)]
+	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		n++
+	}
+	return n
+}
