@@ -52,10 +52,12 @@ func splitBudget(maxmemory, blockCache int64) budget {
 	}
 	b := budget{cache: blockCache}
 	if b.cache <= 0 {
-		b.cache = max(maxmemory/8, mb)
+		b.cache = max(maxmemory/8, 256<<10)
 	}
-	b.memtable = min(max(maxmemory/16, mb), 64*mb)
-	b.hot = max(maxmemory-b.cache-2*b.memtable, mb)
+	b.memtable = min(max(maxmemory/16, 256<<10), 64*mb)
+	// The hot tier gets the rest; tiny budgets (tests) still get a few
+	// entries' worth so that demotion and promotion are exercised.
+	b.hot = max(maxmemory-b.cache-2*b.memtable, 16<<10)
 	return b
 }
 

@@ -1,0 +1,31 @@
+package main
+
+import "testing"
+
+func TestSplitBudget(t *testing.T) {
+	const kb, mb, gb = 1 << 10, 1 << 20, 1 << 30
+	tests := []struct {
+		name                 string
+		maxmemory, cache     int64
+		wantCache, wantTable int64
+		wantHot              int64
+	}{
+		{"32mb default", 32 * mb, 0, 4 * mb, 2 * mb, 24 * mb},
+		{"1gb default", gb, 0, 128 * mb, 64 * mb, gb - 128*mb - 128*mb},
+		{"explicit cache", 64 * mb, 16 * mb, 16 * mb, 4 * mb, 40 * mb},
+		{"tiny budget keeps a floor", 256 * kb, 0, 256 * kb, 256 * kb, 16 * kb},
+		{"no limit", 0, 0, 64 * mb, 64 * mb, 1 << 62},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := splitBudget(tt.maxmemory, tt.cache)
+			if b.cache != tt.wantCache || b.memtable != tt.wantTable || b.hot != tt.wantHot {
+				t.Fatalf("splitBudget(%d, %d) = %+v, want cache %d memtable %d hot %d",
+					tt.maxmemory, tt.cache, b, tt.wantCache, tt.wantTable, tt.wantHot)
+			}
+			if tt.maxmemory > 0 && b.hot > 16*kb && b.cache+2*b.memtable+b.hot > tt.maxmemory {
+				t.Fatalf("split %+v exceeds maxmemory %d", b, tt.maxmemory)
+			}
+		})
+	}
+}
