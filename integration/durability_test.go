@@ -338,8 +338,9 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 		for _, w := range workers {
 			inflight += len(w.log) - w.acked
 		}
-		t.Logf("cycle %d: killed after %d acknowledged writes (%d in flight); demotions %d, hot_keys %d, cold_keys %d",
-			cycle, acked, inflight, ti.get(t, "demotions"), ti.get(t, "hot_keys"), ti.get(t, "cold_keys"))
+		t.Logf("cycle %d: killed after %d acknowledged writes (%d in flight); demotions %d, hot_keys %d, cold_keys %d, hot_bytes %d, hot_budget %d",
+			cycle, acked, inflight, ti.get(t, "demotions"), ti.get(t, "hot_keys"), ti.get(t, "cold_keys"),
+			ti.get(t, "hot_bytes"), ti.get(t, "hot_budget"))
 		if acked < 500 {
 			t.Errorf("cycle %d: only %d writes acknowledged before the kill: load too slow to test anything", cycle, acked)
 		}
@@ -404,18 +405,24 @@ func TestSigtermRestartLosesNothing(t *testing.T) {
 			s := harness.StartSpillway(t, "", "--appendfsync", mode, "--maxmemory", "4mb", "--loglevel", "warning")
 			for round, m := range stopMethods {
 				c := s.Conn(t)
+				t0 := time.Now()
 				writeRound(t, c, round)
+				t1 := time.Now()
 				m.stop(t, s)
 				if m.name == "SIGTERM" {
 					if err := s.ExitError(); err != nil {
 						t.Errorf("exit after SIGTERM: %v", err)
 					}
 				}
+				t2 := time.Now()
 				s.Restart()
 				c = s.Conn(t)
+				t3 := time.Now()
 				for r := 0; r <= round; r++ {
 					checkRound(t, c, r)
 				}
+				t.Logf("%s: write %v, stop %v, restart %v, check %v", m.name, t1.Sub(t0).Round(time.Millisecond),
+					t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Millisecond), time.Since(t3).Round(time.Millisecond))
 				if got, want := dbsize(t, c), int64((round+1)*roundKeys); got != want {
 					t.Errorf("after %s: DBSIZE %d, want %d", m.name, got, want)
 				}
@@ -427,31 +434,31 @@ func TestSigtermRestartLosesNothing(t *testing.T) {
 	}
 }
 
-// roundKeys is how many keys a writeRound leaves: 3000 values of 700 bytes
-// (some with a TTL), a counter, and 2999 of 3000 deletable keys deleted.
-const roundKeys = 3000 + 1 + 1
+// roundKeys is how many keys a writeRound leaves: 2000 values of 700 bytes
+// (every tenth with a TTL), a counter, and one of 1000 keys not deleted.
+const roundKeys = 2000 + 1 + 1
 
 // writeRound writes round r's keys: SETs (every tenth with EX), a counter
 // INCRed 500 times, and keys created then deleted but one.
 func writeRound(t *testing.T, c *harness.Conn, r int) {
 	t.Helper()
 	p := fmt.Sprintf("r%d:", r)
-	loadValues(t, c, p+"v:", 3000, 700, 300)
-	pipe(t, c, 300, 100, func(i int) []string {
+	loadValues(t, c, p+"v:", 2000, 700, 250)
+	pipe(t, c, 200, 100, func(i int) []string {
 		return []string{"EXPIRE", p + "v:" + strconv.Itoa(i*10), "3600"}
 	}, wantInt(1))
 	pipe(t, c, 500, 100, func(int) []string { return []string{"INCR", p + "ctr"} },
 		func(i int, r harness.Reply) error { return wantInt(int64(i+1))(0, r) })
-	loadValues(t, c, p+"d:", 3000, 100, 300)
-	pipe(t, c, 2999, 300, func(i int) []string { return []string{"DEL", p + "d:" + strconv.Itoa(i)} }, wantInt(1))
+	loadValues(t, c, p+"d:", 1000, 100, 250)
+	pipe(t, c, 999, 250, func(i int) []string { return []string{"DEL", p + "d:" + strconv.Itoa(i)} }, wantInt(1))
 }
 
 // checkRound checks the keys writeRound(r) left.
 func checkRound(t *testing.T, c *harness.Conn, r int) {
 	t.Helper()
 	p := fmt.Sprintf("r%d:", r)
-	checkValues(t, c, p+"v:", 3000, 700, 500)
-	pipe(t, c, 3000, 500, func(i int) []string { return []string{"PTTL", p + "v:" + strconv.Itoa(i)} },
+	checkValues(t, c, p+"v:", 2000, 700, 500)
+	pipe(t, c, 2000, 500, func(i int) []string { return []string{"PTTL", p + "v:" + strconv.Itoa(i)} },
 		func(i int, r harness.Reply) error {
 			if ok := r.Type == ':' && (i%10 == 0 && r.Int > 0 && r.Int <= 3600_000 || i%10 != 0 && r.Int == -1); !ok {
 				return fmt.Errorf("PTTL %sv:%d = %s", p, i, r.String())
@@ -461,10 +468,10 @@ func checkRound(t *testing.T, c *harness.Conn, r int) {
 	if got := c.Do("GET", p+"ctr"); got.Str != "500" {
 		t.Errorf("GET %sctr = %s, want 500", p, got.String())
 	}
-	pipe(t, c, 3000, 500, func(i int) []string { return []string{"EXISTS", p + "d:" + strconv.Itoa(i)} },
+	pipe(t, c, 1000, 500, func(i int) []string { return []string{"EXISTS", p + "d:" + strconv.Itoa(i)} },
 		func(i int, r harness.Reply) error {
 			want := int64(0)
-			if i == 2999 {
+			if i == 999 {
 				want = 1 // the one key not deleted
 			}
 			return wantInt(want)(i, r)
@@ -509,12 +516,13 @@ func TestTTLSurvivesRestart(t *testing.T) {
 			t.Fatalf("%v: %s", a[:2], r.String())
 		}
 	}
-	// Keys expiring in 1 s: most made cold by the filler below, some hot.
+	// Keys expiring soon, after the server is stopped: most made cold by
+	// the filler below, some hot.
 	const shortCold, shortHot = 200, 50
-	pipe(t, c, shortCold, 100, func(i int) []string { return []string{"SET", "short:cold:" + strconv.Itoa(i), v, "PX", "1000"} }, wantOK)
-	loadValues(t, c, "ttlfill:", 5000, 1024, 500)
+	shortSet := time.Now() // every short key expires by shortSet + 4 s
+	pipe(t, c, shortCold, 100, func(i int) []string { return []string{"SET", "short:cold:" + strconv.Itoa(i), v, "PX", "4000"} }, wantOK)
+	nfill := fillPastBudget(t, c, "ttlfill:")
 	pipe(t, c, shortHot, 50, func(i int) []string { return []string{"SET", "short:hot:" + strconv.Itoa(i), "x", "EX", "1"} }, wantOK)
-	shortSet := time.Now() // every short key expires by shortSet + 1 s
 	longKeys := []string{"ttl:ex", "ttl:px", "ttl:exat", "ttl:pxat", "ttl:pexpire", "ttl:pexpireat", "ttl:setex", "ttl:psetex", "ttl:getex"}
 	exact := map[string]int64{"ttl:exat": (sec + 2000) * 1000, "ttl:pxat": ms + 3_000_123, "ttl:pexpireat": ms + 4_000_321}
 	before := make(map[string][2]int64)
@@ -528,10 +536,13 @@ func TestTTLSurvivesRestart(t *testing.T) {
 		}
 		before[k] = [2]int64{at.Int, ttl.Int}
 	}
-	const wantKeys = 9 + 1 + 5000 // long TTLs, ttl:none, filler
+	wantKeys := int64(len(longKeys) + 1 + nfill) // long TTLs, ttl:none, filler
 
+	if got := dbsize(t, c); got != wantKeys+shortCold+shortHot {
+		t.Fatalf("DBSIZE = %d before the stop, want %d: short keys expired too early (slow machine?)", got, wantKeys+shortCold+shortHot)
+	}
 	s.Term()
-	time.Sleep(time.Until(shortSet.Add(1200 * time.Millisecond)))
+	time.Sleep(time.Until(shortSet.Add(4200 * time.Millisecond)))
 	s.Restart()
 	c = s.Conn(t)
 	// The sweeper must remove the expired keys without anyone reading them.
@@ -580,16 +591,16 @@ func TestTTLSurvivesRestart(t *testing.T) {
 	const sweep = 500
 	base := tierInfo(t, c).get(t, "expired_cold_keys")
 	pipe(t, c, sweep, 250, func(i int) []string { return []string{"SET", "sweep:" + strconv.Itoa(i), v, "PX", "4000"} }, wantOK)
-	loadValues(t, c, "ttlfill2:", 3000, 1024, 500) // pushes the sweep: keys out of the hot tier
-	if got := dbsize(t, c); got != wantKeys+sweep+3000 {
-		t.Fatalf("DBSIZE = %d, want %d", got, wantKeys+sweep+3000)
+	nfill2 := int64(fillPastBudget(t, c, "ttlfill2:")) // pushes the sweep: keys out of the hot tier
+	if got := dbsize(t, c); got != wantKeys+sweep+nfill2 {
+		t.Fatalf("DBSIZE = %d, want %d", got, wantKeys+sweep+nfill2)
 	}
 	deadline = time.Now().Add(9 * time.Second)
-	for dbsize(t, c) != wantKeys+3000 && time.Now().Before(deadline) {
+	for dbsize(t, c) != wantKeys+nfill2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := dbsize(t, c); got != wantKeys+3000 {
-		t.Errorf("DBSIZE = %d after the sweep: keys were set to expire, want %d", got, wantKeys+3000)
+	if got := dbsize(t, c); got != wantKeys+nfill2 {
+		t.Errorf("DBSIZE = %d after the sweep: keys were set to expire, want %d", got, wantKeys+nfill2)
 	}
 	if d := tierInfo(t, c).get(t, "expired_cold_keys") - base; d != sweep {
 		t.Errorf("expired_cold_keys grew by %d, want %d", d, sweep)

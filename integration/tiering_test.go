@@ -93,10 +93,11 @@ func TestPromoteMinHits(t *testing.T) {
 			args := append([]string{"--maxmemory", "4mb", "--loglevel", "warning"}, tc.args...)
 			s := harness.StartSpillway(t, "", args...)
 			c := s.Conn(t)
-			// 5 MB of values into a 1.5 MB hot tier: the first keys written
-			// are the least recently used, hence demoted.
-			const n, size = 5000, 1024
-			loadValues(t, c, "p:", n, size, 500)
+			// The first keys written are the least recently used, hence
+			// demoted by the filler.
+			const size = 1024
+			loadValues(t, c, "p:", 2, size, 2)
+			fillPastBudget(t, c, "pfill:")
 			for _, i := range []int{0, 1} {
 				key := "p:" + strconv.Itoa(i)
 				before := tierInfo(t, c)
@@ -153,7 +154,7 @@ func TestMetadataCommandsDoNotPromote(t *testing.T) {
 		}
 	}
 	setAt := time.Now().Unix()
-	loadValues(t, c, "mfill:", 5000, 1024, 500)
+	fillPastBudget(t, c, "mfill:")
 	dbs := dbsize(t, c)
 
 	intIn := func(lo, hi int64) func(harness.Reply) bool {
@@ -441,6 +442,16 @@ func checkValues(t testing.TB, c *harness.Conn, prefix string, n, size, batch in
 		}
 		return nil
 	})
+}
+
+// fillPastBudget writes 1 KB values prefix+i until they total twice the hot
+// budget plus 1 MB, so that every key written before them (and not read
+// since) is demoted, and returns how many it wrote.
+func fillPastBudget(t testing.TB, c *harness.Conn, prefix string) int {
+	t.Helper()
+	n := int((2*tierInfo(t, c).get(t, "hot_budget") + 1<<20) / 1024)
+	loadValues(t, c, prefix, n, 1024, 500)
+	return n
 }
 
 // tierFields holds the integer fields of INFO tiering.

@@ -54,6 +54,7 @@ func TestConcurrentSetGetDelete(t *testing.T) {
 				key := fmt.Sprint("k", r.IntN(nkeys))
 				tx := v.e.Begin()
 				var err error
+				var read []byte // a value read, re-checked after Commit
 				switch op := r.IntN(10); {
 				case op < 4:
 					var at int64
@@ -69,7 +70,8 @@ func TestConcurrentSetGetDelete(t *testing.T) {
 						e, err = tx.Peek(db, []byte(key))
 					}
 					if err == nil && e != nil {
-						err = checkValue(key, e.Str)
+						read = e.Str
+						err = checkValue(key, read)
 					}
 				default:
 					_, err = tx.Delete(db, []byte(key))
@@ -86,6 +88,14 @@ func TestConcurrentSetGetDelete(t *testing.T) {
 				if err != nil {
 					errc <- err
 					return
+				}
+				// Replies are written from the value after the lock is
+				// released: writers must replace values, never modify them.
+				if read != nil {
+					if err := checkValue(key, read); err != nil {
+						errc <- fmt.Errorf("worker %d op %d after commit: %w", w, i, err)
+						return
+					}
 				}
 			}
 		}(w)
@@ -113,8 +123,8 @@ func TestConcurrentSetGetDelete(t *testing.T) {
 	}
 }
 
-// INFO reads the hot tier's accounting (Hot().UsedBytes, Len) from other
-// connections while commands run; that must not race with the writers.
+// INFO reads the hot tier's accounting (HotStats) from other connections
+// while commands run; that must not race with the writers.
 // This test only fails under -race.
 func TestHotTierReadableWhileWriting(t *testing.T) {
 	o := defaultOpts()
@@ -130,8 +140,8 @@ func TestHotTierReadableWhileWriting(t *testing.T) {
 				return
 			default:
 			}
-			h := v.e.Hot()
-			_ = h.UsedBytes() + int64(h.Len()) + h.Budget()
+			n, used, budget := v.e.HotStats()
+			_ = used + int64(n) + budget
 			_ = v.e.KeysOnDisk()
 			time.Sleep(50 * time.Microsecond)
 		}

@@ -139,8 +139,6 @@ func (e *Engine) Close() {
 // Cold returns the cold store.
 func (e *Engine) Cold() *coldstore.Store { return e.cold }
 
-// Hot returns the hot tier.
-func (e *Engine) Hot() HotTier { return e.hot }
 
 // Databases returns the number of logical databases.
 func (e *Engine) Databases() int { return e.opts.Databases }
@@ -222,6 +220,17 @@ func (e *Engine) countKeys() error {
 	}
 	e.opts.Logger.Info("startup scan done", "keys_on_disk", n, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// Hot returns the hot tier. Its methods need the engine's lock (inside a
+// Tx); from elsewhere use HotStats.
+func (e *Engine) Hot() HotTier { return e.hot }
+
+// HotStats returns the hot tier's key count, used bytes and budget.
+func (e *Engine) HotStats() (keys int, used, budget int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hot.Len(), e.hot.UsedBytes(), e.hot.Budget()
 }
 
 // KeysOnDisk returns the number of keys stored, all databases.

@@ -413,3 +413,39 @@ func TestSetExpireMissingOrExpired(t *testing.T) {
 		t.Fatalf("DBSize %d Expires %d after expiring", tx.DBSize(0), tx.Expires(0))
 	}
 }
+
+// Any command that finds an expired key deletes it as an expiration first
+// (Redis's expireIfNeeded counts expired_keys even when SET then overwrites
+// the key). Whether the sweeper or the command gets there first, the key
+// counts as expired exactly once.
+func TestWriteOverExpiredCountsExpiry(t *testing.T) {
+	tests := []struct {
+		name string
+		hot  bool
+		op   func(tx *Tx) error
+	}{
+		{"set hot", true, func(tx *Tx) error { return tx.SetString(0, []byte("k"), []byte("new"), 0) }},
+		{"set cold", false, func(tx *Tx) error { return tx.SetString(0, []byte("k"), []byte("new"), 0) }},
+		{"delete hot", true, func(tx *Tx) error {
+			if ok, err := tx.Delete(0, []byte("k")); ok || err != nil {
+				return fmt.Errorf("Delete of an expired key = %v, %v", ok, err)
+			}
+			return nil
+		}},
+		{"delete cold", false, func(tx *Tx) error { _, err := tx.Delete(0, []byte("k")); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newEnv(t, defaultOpts())
+			v.set(0, "k", "old", v.now()-1)
+			if !tt.hot {
+				v.demoteAll()
+			}
+			v.do(tt.op)
+			if got := v.e.Stats.ExpiredKeys.Load(); got != 1 {
+				t.Fatalf("ExpiredKeys = %d, want 1", got)
+			}
+			v.checkInvariants()
+		})
+	}
+}

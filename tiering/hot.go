@@ -11,7 +11,8 @@ import (
 
 // HotTier is where hot keys live. Embedded mode uses the in-process LRU
 // below; upstream mode (a later issue) uses the upstream Redis, which keeps
-// the values itself and exposes the same accounting.
+// the values itself and exposes the same accounting. Callers hold the
+// engine's lock.
 type HotTier interface {
 	// Contains reports whether key (in physical database db) is hot, without
 	// touching its recency.

@@ -234,9 +234,16 @@ func (tx *Tx) Delete(db int, key []byte) (bool, error) {
 func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
-	old, _, err := tx.stored(pdb, key, tx.hk)
+	old, wasHot, err := tx.stored(pdb, key, tx.hk)
 	if err != nil {
 		return err
+	}
+	if old != nil && tx.expired(old) {
+		// Count the expiry, as Redis does when a write finds an expired key.
+		if err := tx.expire(pdb, key, old, wasHot); err != nil {
+			return err
+		}
+		old = nil
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
 	return tx.write(pdb, key, old, e)
