@@ -23,8 +23,8 @@
 //	expiry   'x' | expireAt(8) | db(1) | key...to end       empty
 //	garbage  'g' | seq(8)                                   db(1) | keylen(4) | key
 //	                                                          | version(8) | count(8)
-//	system   's' | name...to end                            uint64(8) ("format", "nextversion",
-//	                                                          "nextgarbage"); "dbmap": raw bytes
+//	system   's' | name...to end                            uint64(8) ("format", "nextversion");
+//	                                                          "dbmap": raw bytes
 //
 // Meta value, one per Redis key; its first byte is the format (FormatVersion).
 // Byte offsets on top:

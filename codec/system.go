@@ -12,8 +12,6 @@ const (
 	// SysNextVersion holds the next unused collection version. Versions come
 	// from this persisted counter, never from the clock.
 	SysNextVersion = "nextversion"
-	// SysNextGarbage holds the next unused garbage sequence number.
-	SysNextGarbage = "nextgarbage"
 	// SysDBMap maps logical databases (SELECT n) to the physical db byte
 	// in keys: byte i is logical database i's physical number. SWAPDB swaps
 	// two bytes. Its value is the raw map, not an integer.

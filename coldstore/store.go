@@ -90,8 +90,10 @@ type Store struct {
 
 	garbageSeq atomic.Uint64
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens (creating if needed) the store in opts.Dir, checks its format
@@ -186,7 +188,8 @@ func (s *Store) loadCounters() error {
 		s.nextVersion = n
 	}
 	s.versionLimit = s.nextVersion
-	// Garbage sequence: continue after the last garbage record.
+	// Garbage sequence: continue after the last garbage record (reclaimed
+	// records are gone, so reuse of their numbers is harmless).
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{codec.NSGarbage}, UpperBound: []byte{codec.NSGarbage + 1}})
 	if err != nil {
 		return fmt.Errorf("coldstore: scan garbage: %w", err)
@@ -251,14 +254,17 @@ func (s *Store) SyncWAL() error {
 }
 
 // Close syncs the WAL and closes the database. Nothing applied is lost.
+// Calling it again returns the first call's result.
 func (s *Store) Close() error {
-	close(s.stop)
-	s.wg.Wait()
-	syncErr := s.SyncWAL()
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("coldstore: close: %w", err)
-	}
-	return syncErr
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		s.closeErr = s.SyncWAL()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("coldstore: close: %w", err)
+		}
+	})
+	return s.closeErr
 }
 
 // Get copies the value stored under key into buf (reusing its capacity) and

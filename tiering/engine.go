@@ -84,8 +84,9 @@ type Engine struct {
 
 	Stats Stats
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // Open builds the engine over an open cold store: it loads the database map
@@ -132,13 +133,14 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 
 // Close stops the background work. The caller closes the cold store.
 func (e *Engine) Close() {
-	close(e.stop)
-	e.wg.Wait()
+	e.closeOnce.Do(func() {
+		close(e.stop)
+		e.wg.Wait()
+	})
 }
 
 // Cold returns the cold store.
 func (e *Engine) Cold() *coldstore.Store { return e.cold }
-
 
 // Databases returns the number of logical databases.
 func (e *Engine) Databases() int { return e.opts.Databases }
