@@ -57,7 +57,7 @@ func splitBudget(maxmemory, blockCache int64) budget {
 	b.memtable = min(max(maxmemory/16, 256<<10), 64*mb)
 	// The hot tier gets the rest; tiny budgets (tests) still get a few
 	// entries' worth so that demotion and promotion are exercised.
-	b.hot = max(maxmemory-b.cache-2*b.memtable, 16<<10)
+	b.hot = max(maxmemory-b.cache-2*b.memtable, 4<<10)
 	return b
 }
 

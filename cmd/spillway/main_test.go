@@ -13,7 +13,7 @@ func TestSplitBudget(t *testing.T) {
 		{"32mb default", 32 * mb, 0, 4 * mb, 2 * mb, 24 * mb},
 		{"1gb default", gb, 0, 128 * mb, 64 * mb, gb - 128*mb - 128*mb},
 		{"explicit cache", 64 * mb, 16 * mb, 16 * mb, 4 * mb, 40 * mb},
-		{"tiny budget keeps a floor", 256 * kb, 0, 256 * kb, 256 * kb, 16 * kb},
+		{"tiny budget keeps a floor", 256 * kb, 0, 256 * kb, 256 * kb, 4 * kb},
 		{"no limit", 0, 0, 64 * mb, 64 * mb, 1 << 62},
 	}
 	for _, tt := range tests {
@@ -23,7 +23,7 @@ func TestSplitBudget(t *testing.T) {
 				t.Fatalf("splitBudget(%d, %d) = %+v, want cache %d memtable %d hot %d",
 					tt.maxmemory, tt.cache, b, tt.wantCache, tt.wantTable, tt.wantHot)
 			}
-			if tt.maxmemory > 0 && b.hot > 16*kb && b.cache+2*b.memtable+b.hot > tt.maxmemory {
+			if tt.maxmemory > 0 && b.hot > 4*kb && b.cache+2*b.memtable+b.hot > tt.maxmemory {
 				t.Fatalf("split %+v exceeds maxmemory %d", b, tt.maxmemory)
 			}
 		})
