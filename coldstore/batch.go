@@ -136,49 +136,41 @@ func (b *Batch) DeleteRange(start, end []byte) error {
 	return nil
 }
 
-// Pending is a committed batch whose WAL sync may still be under way.
-type Pending struct{ b *pebble.Batch }
+// Pending is a committed write that may not be durable yet. Under
+// FsyncAlways it must be waited on before the write is acknowledged; one
+// Wait covers every write committed before it (the WAL is sequential), so a
+// connection waits once per pipeline and concurrent connections share
+// syncs.
+type Pending struct{ s *Store }
 
-// Wait blocks until the batch is durable (a no-op unless appendfsync is
-// always) and releases it. Wait must be called exactly once per non-zero
-// Pending.
+// Wait blocks until every write committed so far is durable. It is a no-op
+// for the zero Pending.
 func (p Pending) Wait() error {
-	if p.b == nil {
+	if p.s == nil {
 		return nil
 	}
-	err := p.b.SyncWait()
-	p.b.Close()
-	if err != nil {
-		return fmt.Errorf("coldstore: wal sync: %w", err)
-	}
-	return nil
+	return p.s.SyncWAL()
 }
 
 // Commit applies the batch; its writes are visible when Commit returns.
-// Under FsyncAlways the returned Pending must be waited on before the write is
-// acknowledged; under the other policies it is zero. The Batch is empty and
-// reusable afterwards, whatever the outcome.
+// Under FsyncAlways the returned Pending must be waited on before the write
+// is acknowledged; under the other policies it is zero. The Batch is empty
+// and reusable afterwards, whatever the outcome.
 func (b *Batch) Commit() (Pending, error) {
 	pb := b.b
 	b.b = nil
 	if pb == nil {
 		return Pending{}, nil
 	}
+	defer pb.Close()
 	if pb.Empty() {
-		pb.Close()
 		return Pending{}, nil
 	}
-	if b.s.FsyncPolicy() == FsyncAlways {
-		if err := b.s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
-			pb.Close()
-			return Pending{}, fmt.Errorf("coldstore: commit: %w", err)
-		}
-		return Pending{b: pb}, nil
-	}
-	err := pb.Commit(pebble.NoSync)
-	pb.Close()
-	if err != nil {
+	if err := pb.Commit(pebble.NoSync); err != nil {
 		return Pending{}, fmt.Errorf("coldstore: commit: %w", err)
+	}
+	if b.s.FsyncPolicy() == FsyncAlways {
+		return Pending{s: b.s}, nil
 	}
 	return Pending{}, nil
 }
@@ -271,4 +263,4 @@ func (s *Store) pointDeleteRange(b *pebble.Batch, lo, hi []byte) error {
 }
 
 // IsZero reports whether there is nothing to wait for.
-func (p Pending) IsZero() bool { return p.b == nil }
+func (p Pending) IsZero() bool { return p.s == nil }

@@ -278,7 +278,7 @@ func (w *crashWorker) verify(t *testing.T, c *harness.Conn) int {
 		cands := w.candidates(k)
 		if !slices.Contains(cands, got[i]) {
 			if bad++; bad <= 10 {
-				t.Errorf("after kill -9: %s is %v, want one of %v (acknowledged writes lost?)", name, got[i], cands)
+				t.Errorf("after restart: %s is %v, want one of %v (acknowledged writes lost?)", name, got[i], cands)
 			}
 		}
 		if got[i].exists {
@@ -306,61 +306,89 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	for i := range workers {
 		workers[i] = newCrashWorker(i, seed)
 	}
-	const cycles, maxOpsPerWorker = 3, 40_000
-	for cycle := 1; cycle <= cycles; cycle++ {
-		var total atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, len(workers))
-		deadline := time.Now().Add(20 * time.Second)
-		for _, w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := w.run(s.Addr(), maxOpsPerWorker, deadline, &total); err != nil {
-					errs <- err
-				}
-			}()
-		}
+	for cycle := 1; cycle <= 3; cycle++ {
 		// Kill at a random moment 1.5-3 s into the load.
-		killAt := time.Now().Add(1500*time.Millisecond + time.Duration(rng.IntN(1500))*time.Millisecond)
-		for time.Now().Before(killAt) && total.Load() < 3*maxOpsPerWorker {
-			time.Sleep(20 * time.Millisecond)
-		}
-		ti := tierInfo(t, s.Conn(t))
-		acked := total.Load()
-		s.Kill9()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		inflight := 0
-		for _, w := range workers {
-			inflight += len(w.log) - w.acked
-		}
-		t.Logf("cycle %d: killed after %d acknowledged writes (%d in flight); demotions %d, hot_keys %d, cold_keys %d, hot_bytes %d, hot_budget %d",
-			cycle, acked, inflight, ti.get(t, "demotions"), ti.get(t, "hot_keys"), ti.get(t, "cold_keys"),
-			ti.get(t, "hot_bytes"), ti.get(t, "hot_budget"))
-		if acked < 500 {
-			t.Errorf("cycle %d: only %d writes acknowledged before the kill: load too slow to test anything", cycle, acked)
-		}
-		if ti.get(t, "demotions") == 0 {
-			t.Errorf("cycle %d: no demotions during the load; the budget is too large for the test", cycle)
-		}
-
-		s.Restart()
-		c := s.Conn(t)
-		c.Timeout = 30 * time.Second
-		exist := 0
-		for _, w := range workers {
-			exist += w.verify(t, c)
-		}
-		if got := dbsize(t, c); got != int64(exist) {
-			t.Errorf("cycle %d: DBSIZE %d after restart, but %d keys exist", cycle, got, exist)
-		}
+		after := 1500*time.Millisecond + time.Duration(rng.IntN(1500))*time.Millisecond
+		stopUnderLoad(t, s, workers, loadStop{name: fmt.Sprintf("kill -9 #%d", cycle), after: after,
+			needDemotions: true, stop: s.Kill9})
 		if t.Failed() {
 			t.FailNow()
 		}
+	}
+}
+
+// loadStop says how stopUnderLoad stops the server.
+type loadStop struct {
+	name  string
+	after time.Duration // time from the start of the load to stop
+	stop  func()
+	// others is the number of keys in the database not owned by workers.
+	others int64
+	// needDemotions makes a load that demoted nothing an error.
+	needDemotions bool
+}
+
+// stopUnderLoad runs workers against s, calls ls.stop after ls.after,
+// restarts s on the same directory and checks every worker's keys against
+// its model: acknowledged writes are all there, in-flight ones may or may
+// not be.
+func stopUnderLoad(t *testing.T, s *harness.Server, workers []*crashWorker, ls loadStop) {
+	t.Helper()
+	name := ls.name
+	const maxOpsPerWorker = 40_000
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, len(workers))
+	deadline := time.Now().Add(ls.after + 20*time.Second)
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.run(s.Addr(), maxOpsPerWorker, deadline, &total); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	stopAt := time.Now().Add(ls.after)
+	for time.Now().Before(stopAt) && total.Load() < int64(len(workers))*maxOpsPerWorker {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ti := tierInfo(t, s.Conn(t))
+	acked := total.Load()
+	ls.stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	inflight := 0
+	for _, w := range workers {
+		inflight += len(w.log) - w.acked
+	}
+	t.Logf("%s: after %d acknowledged writes (%d in flight); demotions %d, hot_keys %d, cold_keys %d, hot_bytes %d, hot_budget %d",
+		name, acked, inflight, ti.get(t, "demotions"), ti.get(t, "hot_keys"), ti.get(t, "cold_keys"),
+		ti.get(t, "hot_bytes"), ti.get(t, "hot_budget"))
+	if acked < 500 {
+		t.Errorf("%s: only %d writes acknowledged before the stop: load too slow to test anything", name, acked)
+	}
+	if ls.needDemotions && ti.get(t, "demotions") == 0 {
+		t.Errorf("%s: no demotions during the load; the budget is too large for the test", name)
+	}
+
+	s.Restart()
+	c := s.Conn(t)
+	c.Timeout = 30 * time.Second
+	exist := 0
+	for _, w := range workers {
+		exist += w.verify(t, c)
+	}
+	want := ls.others + int64(exist)
+	if got := dbsize(t, c); got != want {
+		t.Errorf("%s: DBSIZE %d after restart, want %d", name, got, want)
+	}
+	if ti := tierInfo(t, c); ti.get(t, "hot_keys")+ti.get(t, "cold_keys") != want {
+		t.Errorf("%s: hot_keys %d + cold_keys %d != %d keys after restart", name,
+			ti.get(t, "hot_keys"), ti.get(t, "cold_keys"), want)
 	}
 }
 
@@ -430,6 +458,14 @@ func TestSigtermRestartLosesNothing(t *testing.T) {
 					t.FailNow()
 				}
 			}
+			// A graceful stop while clients write: every acknowledged
+			// write must survive, whatever the fsync policy.
+			workers := []*crashWorker{newCrashWorker(0, 1), newCrashWorker(1, 1)}
+			others := int64(len(stopMethods) * roundKeys)
+			stopUnderLoad(t, s, workers, loadStop{name: "SIGTERM under load", after: time.Second,
+				others: others, stop: s.Term})
+			stopUnderLoad(t, s, workers, loadStop{name: "SHUTDOWN under load", after: time.Second,
+				others: others, stop: func() { shutdown(t, s) }})
 		})
 	}
 }
@@ -587,10 +623,24 @@ func TestTTLSurvivesRestart(t *testing.T) {
 	}
 
 	// Keys expiring while cold and unread are swept: expired_cold_keys
-	// grows by their number and DBSIZE drops.
-	const sweep = 500
+	// grows by their number and DBSIZE drops. Keys whose expiry was
+	// removed or moved later (stale entries in the expiry index) stay.
+	const sweep, moved = 500, 100
 	base := tierInfo(t, c).get(t, "expired_cold_keys")
 	pipe(t, c, sweep, 250, func(i int) []string { return []string{"SET", "sweep:" + strconv.Itoa(i), v, "PX", "4000"} }, wantOK)
+	pipe(t, c, 2*moved, 100, func(i int) []string { return []string{"SET", "moved:" + strconv.Itoa(i), v, "PX", "3000"} }, wantOK)
+	pipe(t, c, 2*moved, 100, func(i int) []string {
+		if i < moved {
+			return []string{"SET", "moved:" + strconv.Itoa(i), v} // drops the TTL
+		}
+		return []string{"PEXPIRE", "moved:" + strconv.Itoa(i), "1000000"}
+	}, func(i int, r harness.Reply) error {
+		if (i < moved && r.Str != "OK") || (i >= moved && r.Int != 1) {
+			return fmt.Errorf("moved:%d: %s", i, r.String())
+		}
+		return nil
+	})
+	wantKeys += 2 * moved
 	nfill2 := int64(fillPastBudget(t, c, "ttlfill2:")) // pushes the sweep: keys out of the hot tier
 	if got := dbsize(t, c); got != wantKeys+sweep+nfill2 {
 		t.Fatalf("DBSIZE = %d, want %d", got, wantKeys+sweep+nfill2)
@@ -605,6 +655,13 @@ func TestTTLSurvivesRestart(t *testing.T) {
 	if d := tierInfo(t, c).get(t, "expired_cold_keys") - base; d != sweep {
 		t.Errorf("expired_cold_keys grew by %d, want %d", d, sweep)
 	}
+	pipe(t, c, 2*moved, 100, func(i int) []string { return []string{"PTTL", "moved:" + strconv.Itoa(i)} },
+		func(i int, r harness.Reply) error {
+			if (i < moved && r.Int != -1) || (i >= moved && (r.Int <= 0 || r.Int > 1000000)) {
+				return fmt.Errorf("PTTL moved:%d = %s after its first expiry time passed", i, r.String())
+			}
+			return nil
+		})
 }
 
 // wantOK is a pipe check expecting +OK.

@@ -20,7 +20,7 @@ import (
 // end of this file.
 
 // manyKeysRSSBound is the RSS TestManyKeysSmallBudget allows with
-// --maxmemory 16mb. Measured peak: about 75 MB. Keeping the 100 MB of values
+// --maxmemory 16mb. Measured peak: 77-78 MB. Keeping the 100 MB of values
 // in memory would need well over 150 MB, so the bound still catches a
 // budget that is not enforced.
 const manyKeysRSSBound = 120 << 20
@@ -30,7 +30,7 @@ const manyKeysRSSBound = 120 << 20
 // and the tiering counters are consistent.
 func TestManyKeysSmallBudget(t *testing.T) {
 	const n, size = 100_000, 1024
-	s := harness.StartSpillway(t, "", "--maxmemory", "16mb", "--loglevel", "warning")
+	s := harness.StartSpillway(t, "", "--maxmemory", "16mb", "--appendfsync", "no", "--loglevel", "warning")
 	c := s.Conn(t)
 	c.Timeout = 60 * time.Second
 
@@ -80,13 +80,16 @@ func TestPromoteMinHits(t *testing.T) {
 	cases := []struct {
 		name      string
 		args      []string
+		size      int
 		promoteAt int // read that promotes; 0: never
 		reads     int
 	}{
-		{"hits1", []string{"--promote-min-hits", "1"}, 1, 3},
-		{"hits2", []string{"--promote-min-hits", "2"}, 2, 4},
-		{"hits3", []string{"--promote-min-hits", "3"}, 3, 5},
-		{"over-cold-read-max", []string{"--promote-min-hits", "1", "--cold-read-max-bytes", "512"}, 0, 4},
+		{"hits1", []string{"--promote-min-hits", "1"}, 1024, 1, 3},
+		{"hits2", []string{"--promote-min-hits", "2"}, 1024, 2, 4},
+		{"hits3", []string{"--promote-min-hits", "3"}, 1024, 3, 5},
+		{"over-cold-read-max", []string{"--promote-min-hits", "1", "--cold-read-max-bytes", "512"}, 1024, 0, 4},
+		// 4mb gives a 3 MB hot tier: 500 KB is over an eighth of it.
+		{"over-eighth-of-budget", []string{"--promote-min-hits", "1"}, 500 << 10, 0, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,7 +98,7 @@ func TestPromoteMinHits(t *testing.T) {
 			c := s.Conn(t)
 			// The first keys written are the least recently used, hence
 			// demoted by the filler.
-			const size = 1024
+			size := tc.size
 			loadValues(t, c, "p:", 2, size, 2)
 			fillPastBudget(t, c, "pfill:")
 			for _, i := range []int{0, 1} {

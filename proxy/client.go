@@ -38,7 +38,9 @@ type Client struct {
 	db        int
 	authed    bool
 	replyMode replyMode
-	pending   []coldstore.Pending
+	// pending is the latest write awaiting a WAL sync (appendfsync always);
+	// waiting on it covers every earlier one.
+	pending coldstore.Pending
 	// mark is where the current command's reply starts in w.Buf.
 	mark  int
 	quit  bool
@@ -122,17 +124,11 @@ func (c *Client) serve() {
 	}
 }
 
-// waitPending waits for the WAL syncs of this client's writes.
+// waitPending waits until this client's writes are durable.
 func (c *Client) waitPending() error {
-	var first error
-	for i, p := range c.pending {
-		if err := p.Wait(); err != nil && first == nil {
-			first = err
-		}
-		c.pending[i] = coldstore.Pending{}
-	}
-	c.pending = c.pending[:0]
-	return first
+	p := c.pending
+	c.pending = coldstore.Pending{}
+	return p.Wait()
 }
 
 // flush makes the buffered writes durable (appendfsync always) and sends the

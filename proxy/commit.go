@@ -13,7 +13,7 @@ func (c *Client) commit(tx *tiering.Tx) bool {
 		return false
 	}
 	if !p.IsZero() {
-		c.pending = append(c.pending, p)
+		c.pending = p
 	}
 	return true
 }

@@ -7,7 +7,7 @@
 #
 # Environment: GO (default go), SPILLWAY_BIN (default bin/spillway, built by
 # `make build`), SPILLWAY_BENCH_RUNTIME (length of each redis-benchmark run,
-# a Go duration, default 1.5s).
+# a Go duration, default 1s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}

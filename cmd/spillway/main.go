@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +28,15 @@ func main() {
 		fmt.Printf("Spillway v=%s (Redis %s compatible)\n", proxy.Version, proxy.RedisVersion)
 		return
 	}
+	if path := os.Getenv("SPILLWAY_CPUPROFILE"); path != "" {
+		// A CPU profile of the whole run, for performance work.
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(os.Args[1:]); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "spillway:", err)
 		os.Exit(1)
 	}

@@ -151,7 +151,9 @@ func (c *Conn) Read() Reply {
 	if err := c.Flush(); err != nil {
 		return Reply{Err: err}
 	}
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.Timeout)); err != nil {
+	// A peer that already closed may still have left a reply in the buffer
+	// (net.Pipe refuses deadlines once either end is closed).
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.Timeout)); err != nil && c.br.Buffered() == 0 {
 		return Reply{Err: fmt.Errorf("read: %w", err)}
 	}
 	// A fresh buffer per reply: element Raw slices of earlier replies point
