@@ -300,7 +300,7 @@ func (w *crashWorker) verify(t *testing.T, c *harness.Conn) int {
 func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	s := harness.StartSpillway(t, "", "--appendfsync", "always", "--maxmemory", "4mb", "--loglevel", "warning")
+	s := harness.StartSpillway(t, "", "--appendfsync", "always", "--maxmemory", "1mb", "--loglevel", "warning")
 	rng := rand.New(rand.NewPCG(seed, 0))
 	workers := make([]*crashWorker, 4)
 	for i := range workers {
