@@ -40,7 +40,7 @@ const (
 
 // benchRunTime is how long each measured redis-benchmark run is sized to
 // take; SPILLWAY_BENCH_RUNTIME (a Go duration) overrides it for a smoke run.
-var benchRunTime = time.Second
+var benchRunTime = 1500 * time.Millisecond
 
 const benchSkip = "benchmark, not a test: run `make bench` " +
 	"(or SPILLWAY_BENCH=1 go test -count=1 -run TestBench -v -timeout 15m ./integration/)"
@@ -163,6 +163,8 @@ func TestBenchThroughput(t *testing.T) {
 	// Repetitions are interleaved across servers so that a noisy moment on
 	// the shared machine is spread over every column.
 	samples := map[cellKey][]benchSample{}
+	var raw strings.Builder
+	raw.WriteString("rep\tserver\tcommand\tP\tn\tops/s\tp50ms\tp99ms\n")
 	for rep := 1; rep <= benchReps; rep++ {
 		for _, tg := range targets {
 			for _, p := range benchPipelines {
@@ -173,6 +175,8 @@ func TestBenchThroughput(t *testing.T) {
 						t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
 					}
 					samples[k] = append(samples[k], s)
+					fmt.Fprintf(&raw, "%d\t%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\n",
+						rep, tg.name, c.label, p, sizes[k], s.rps, s.p50, s.p99)
 				}
 			}
 		}
@@ -190,6 +194,12 @@ func TestBenchThroughput(t *testing.T) {
 	out.WriteString(latencyTable(targets, samples))
 	fmt.Fprintf(&out, "Spread: %s\n", spreadNote(samples))
 	out.WriteString(tieringNote(t, map[string]*harness.Server{"spw-hot": hot, "spw-cold": cold}))
+	if path := os.Getenv("SPILLWAY_BENCH_RAW"); path != "" {
+		if err := os.WriteFile(path, []byte(raw.String()), 0o644); err != nil {
+			t.Errorf("SPILLWAY_BENCH_RAW: %v", err)
+		}
+		fmt.Fprintf(&out, "every run's numbers: %s\n", path)
+	}
 	fmt.Fprintf(&out, "(throughput section took %v)\n", time.Since(began).Round(time.Second))
 	fmt.Print(out.String())
 }
@@ -512,8 +522,10 @@ func tieringNote(t *testing.T, servers map[string]*harness.Server) string {
 // machineNotes describes where the numbers come from.
 func machineNotes() string {
 	ver, _ := exec.Command("redis-server", "--version").Output()
-	return fmt.Sprintf("machine: %d CPUs (shared; redis-benchmark/redis-cli run on the same cores), %s/%s, %s; %s",
-		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), bytes.TrimSpace(ver)) + "\n"
+	load, _ := os.ReadFile("/proc/loadavg")
+	return fmt.Sprintf("machine: %d CPUs (shared; redis-benchmark/redis-cli run on the same cores), %s/%s, %s; %s; loadavg %s\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), bytes.TrimSpace(ver),
+		strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
 }
 
 func medianOf(ss []benchSample, f func(benchSample) float64) float64 {

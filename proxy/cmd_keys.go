@@ -429,11 +429,16 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 
 func cmdObjectIdle(c *Client, args [][]byte) {
 	tx := c.s.engine.Begin()
-	e := objectLookup(c, tx, args[2])
-	if e == nil {
+	ms, ok, err := tx.IdleMillis(c.db, args[2])
+	if err != nil {
+		c.txErr(tx, err)
 		return
 	}
-	c.w.Int(0)
+	if !ok {
+		c.w.Null()
+	} else {
+		c.w.Int(ms / 1000)
+	}
 	c.commit(tx)
 }
 

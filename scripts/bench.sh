@@ -7,7 +7,8 @@
 #
 # Environment: GO (default go), SPILLWAY_BIN (default bin/spillway, built by
 # `make build`), SPILLWAY_BENCH_RUNTIME (length of each redis-benchmark run,
-# a Go duration, default 1s).
+# a Go duration, default 1.5s), SPILLWAY_BENCH_RAW (a file to write every
+# throughput run's numbers to, as TSV).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}

@@ -81,6 +81,8 @@ type Engine struct {
 	exps  []int64 // per physical db: keys with an expiry
 	ghost *simplelru.LRU[string, int]
 	tx    Tx
+	// started is when the engine opened (unix ms).
+	started int64
 
 	Stats Stats
 
@@ -119,6 +121,7 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 		stop:  make(chan struct{}),
 	}
 	e.tx = Tx{e: e, batch: cold.NewBatch()}
+	e.started = time.Now().UnixMilli()
 	if err := e.loadDBMap(); err != nil {
 		return nil, err
 	}

@@ -33,8 +33,11 @@ type Entry struct {
 	ExpireAt int64 // unix ms; 0 means no expiry
 	// Str is a string's value. It is never modified in place: writers
 	// replace it, so a reader holding the old slice sees a consistent value.
-	Str  []byte
-	size int64
+	Str []byte
+	// access is when the key was last read or written (unix ms), for
+	// OBJECT IDLETIME.
+	access int64
+	size   int64
 }
 
 // entryOverhead approximates the bytes a hot entry costs beyond its key and

@@ -150,6 +150,7 @@ func (tx *Tx) lookup(db int, key []byte, promote bool) (*Entry, error) {
 			return nil, tx.expire(pdb, key, e, true)
 		}
 		tx.e.Stats.KeyspaceHits.Add(1)
+		e.access = tx.now
 		return e, nil
 	}
 	e, err := tx.loadCold(pdb, key)
@@ -163,6 +164,7 @@ func (tx *Tx) lookup(db int, key []byte, promote bool) (*Entry, error) {
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
 	if promote && tx.e.admit(tx.hk, entrySize(key, e)) {
+		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 		tx.e.Stats.Promotions.Add(1)
 		return e, nil
@@ -268,6 +270,7 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 		return err
 	}
 	if tx.e.keepHot(entrySize(key, e)) {
+		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 	} else {
 		tx.e.hot.remove(tx.hk)
@@ -408,6 +411,26 @@ func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists
 	}
 	tx.hk = hotKey(tx.hk, psrc, src)
 	return true, true, tx.remove(psrc, src, e)
+}
+
+// IdleMillis returns how long key has gone untouched, without touching it:
+// exact for a hot key; for a cold key (whose access time is not kept) the
+// time since the engine started, a lower bound. It reports false if key
+// does not exist.
+func (tx *Tx) IdleMillis(db int, key []byte) (int64, bool, error) {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	e, wasHot, err := tx.stored(pdb, key, tx.hk)
+	if err != nil || e == nil {
+		return 0, false, err
+	}
+	if tx.expired(e) {
+		return 0, false, tx.expire(pdb, key, e, wasHot)
+	}
+	if wasHot {
+		return max(tx.now-e.access, 0), true, nil
+	}
+	return max(tx.now-tx.e.started, 0), true, nil
 }
 
 // DBSize returns the number of keys in db, hot and cold (keys that expired
