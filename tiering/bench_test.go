@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/spillway/spillway/coldstore"
@@ -9,11 +10,11 @@ import (
 
 func benchEngine(b *testing.B, budget int64) *Engine {
 	b.Helper()
-	cold, err := coldstore.Open(coldstore.Options{Dir: b.TempDir(), Fsync: coldstore.FsyncNo})
+	cold, err := coldstore.Open(coldstore.Options{Dir: b.TempDir(), Fsync: coldstore.FsyncNo, CacheBytes: 4 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := Open(cold, Options{Databases: 16, HotBudget: budget, PromoteMinHits: 2, ColdReadMaxBytes: 1 << 20})
+	e, err := Open(cold, Options{Databases: 16, HotBudget: budget, PromoteMinHits: 2, ColdReadMaxBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,6 +87,32 @@ func BenchmarkGetCold(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		tx := e.Begin()
 		if v, err := tx.Get(0, keys[(i*7919)%len(keys)]); err != nil || v == nil {
+			b.Fatal(err)
+		}
+		tx.Commit()
+	}
+}
+
+// BenchmarkGetMiss measures a GET of a key that does not exist, with many
+// keys on disk: a Pebble lookup that the bloom filters should answer.
+func BenchmarkGetMiss(b *testing.B) {
+	e := benchEngine(b, 4<<10)
+	keys := benchKeys(50000)
+	val := make([]byte, 500)
+	for _, k := range keys {
+		tx := e.Begin()
+		tx.SetString(0, k, val, 0)
+		tx.Commit()
+	}
+	if err := e.Cold().Flush(); err != nil {
+		b.Fatal(err)
+	}
+	missing := benchKeys(100000)[50000:]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tx := e.Begin()
+		if v, err := tx.Get(0, missing[i%len(missing)]); err != nil || v != nil {
 			b.Fatal(err)
 		}
 		tx.Commit()
