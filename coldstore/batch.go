@@ -1,7 +1,6 @@
 package coldstore
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -195,8 +194,6 @@ func (s *Store) GetMeta(db uint8, key []byte, m *codec.Meta, kbuf, buf []byte) (
 	}
 	return kbuf, buf, true, nil
 }
-
-var _ = binary.BigEndian
 
 // smallVersion is the record count under which a stale version is reclaimed
 // with point deletes rather than a range tombstone.

@@ -8,7 +8,6 @@
 package coldstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -334,5 +333,3 @@ func (p pebbleLogger) Fatalf(format string, args ...interface{}) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
 }
-
-var _ = bytes.Compare

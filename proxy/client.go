@@ -42,10 +42,8 @@ type Client struct {
 	// waiting on it covers every earlier one.
 	pending coldstore.Pending
 	// mark is where the current command's reply starts in w.Buf.
-	mark  int
-	quit  bool
-	keyIx []int
-	scr   []byte // scratch
+	mark int
+	quit bool
 
 	mu       sync.Mutex
 	name     string

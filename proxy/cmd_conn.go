@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -467,8 +466,6 @@ func cmdClientUnblock(c *Client, args [][]byte) {
 	// No command blocks yet (blocking list and zset pops come later).
 	c.w.Int(0)
 }
-
-var _ = bytes.Equal
 
 // cmdClientSetInfo implements Redis 7.2's CLIENT SETINFO LIB-NAME|LIB-VER,
 // which client libraries send when they connect. It is not in Redis 7.0's

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/strops"
 )
 
 // handlerFunc executes one command. args[0] is the command name. A handler
@@ -28,19 +29,9 @@ func register(name string, h handlerFunc) {
 // maxErrArgLen is how much of a name or argument Redis quotes in errors.
 const maxErrArgLen = 128
 
-// cstr returns b up to its first NUL byte: what Redis's C formatting prints.
-func cstr(b []byte) []byte {
-	for i, ch := range b {
-		if ch == 0 {
-			return b[:i]
-		}
-	}
-	return b
-}
-
 // trunc renders an argument as Redis's "%.128s" does.
 func trunc(b []byte) string {
-	b = cstr(b)
+	b = strops.CString(b)
 	if len(b) > maxErrArgLen {
 		b = b[:maxErrArgLen]
 	}
@@ -56,7 +47,7 @@ func unknownCommand(c *Client, args [][]byte) {
 		if len(list) >= maxErrArgLen {
 			break
 		}
-		a = cstr(a)
+		a = strops.CString(a)
 		if room := maxErrArgLen - len(list); len(a) > room {
 			a = a[:room]
 		}
@@ -102,7 +93,7 @@ func (c *Client) dispatch(args [][]byte) {
 			return
 		}
 		if cmd == nil {
-			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(cstr(args[0]))) + " HELP.")
+			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(strops.CString(args[0]))) + " HELP.")
 			return
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/spillway/spillway/coldstore"
 )
 
+// benchEngine opens an engine with the given hot budget over a 4 MB block
+// cache (what a 32 MB maxmemory gives).
 func benchEngine(b *testing.B, budget int64) *Engine {
 	b.Helper()
 	cold, err := coldstore.Open(coldstore.Options{Dir: b.TempDir(), Fsync: coldstore.FsyncNo, CacheBytes: 4 << 20})
@@ -22,6 +24,7 @@ func benchEngine(b *testing.B, budget int64) *Engine {
 	return e
 }
 
+// benchKeys returns the keys key:00000000 .. key:n-1.
 func benchKeys(n int) [][]byte {
 	keys := make([][]byte, n)
 	for i := range keys {
@@ -30,27 +33,44 @@ func benchKeys(n int) [][]byte {
 	return keys
 }
 
-// BenchmarkGetHot measures a GET of a hot key: no Pebble access.
-func BenchmarkGetHot(b *testing.B) {
-	e := benchEngine(b, 64<<20)
-	keys := benchKeys(1000)
-	val := make([]byte, 100)
+// benchLoad stores n keys with values of size bytes and returns the keys.
+func benchLoad(b *testing.B, e *Engine, n, size int) [][]byte {
+	b.Helper()
+	keys := benchKeys(n)
+	val := make([]byte, size)
 	for _, k := range keys {
 		tx := e.Begin()
 		if err := tx.SetString(0, k, val, 0); err != nil {
+			tx.Abort()
 			b.Fatal(err)
 		}
-		tx.Commit()
+		if _, err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
 	}
+	return keys
+}
+
+// benchGets times one GET per iteration over keys, visiting them with the
+// given stride, and fails if a key's presence is not found.
+func benchGets(b *testing.B, e *Engine, keys [][]byte, stride int, found bool) {
+	b.Helper()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		tx := e.Begin()
-		if v, err := tx.Get(0, keys[i%len(keys)]); err != nil || v == nil {
-			b.Fatal(err)
-		}
+		v, err := tx.Get(0, keys[(i*stride)%len(keys)])
 		tx.Commit()
+		if err != nil || (v != nil) != found {
+			b.Fatalf("Get: %v, found %v, want found %v", err, v != nil, found)
+		}
 	}
+}
+
+// BenchmarkGetHot measures a GET of a hot key: no Pebble access.
+func BenchmarkGetHot(b *testing.B) {
+	e := benchEngine(b, 64<<20)
+	benchGets(b, e, benchLoad(b, e, 1000, 100), 1, true)
 }
 
 // BenchmarkSetHot measures a SET of a hot key, written through to Pebble.
@@ -74,47 +94,18 @@ func BenchmarkSetHot(b *testing.B) {
 // BenchmarkGetCold measures a GET served from Pebble without promotion.
 func BenchmarkGetCold(b *testing.B) {
 	e := benchEngine(b, 4<<10)
-	keys := benchKeys(20000)
-	val := make([]byte, 100)
-	for _, k := range keys {
-		tx := e.Begin()
-		tx.SetString(0, k, val, 0)
-		tx.Commit()
-	}
+	keys := benchLoad(b, e, 20000, 100)
 	e.SetPolicy(1<<30, 1<<20)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		tx := e.Begin()
-		if v, err := tx.Get(0, keys[(i*7919)%len(keys)]); err != nil || v == nil {
-			b.Fatal(err)
-		}
-		tx.Commit()
-	}
+	benchGets(b, e, keys, 7919, true)
 }
 
 // BenchmarkGetMiss measures a GET of a key that does not exist, with many
 // keys on disk: a Pebble lookup that the bloom filters should answer.
 func BenchmarkGetMiss(b *testing.B) {
 	e := benchEngine(b, 4<<10)
-	keys := benchKeys(50000)
-	val := make([]byte, 500)
-	for _, k := range keys {
-		tx := e.Begin()
-		tx.SetString(0, k, val, 0)
-		tx.Commit()
-	}
+	benchLoad(b, e, 50000, 500)
 	if err := e.Cold().Flush(); err != nil {
 		b.Fatal(err)
 	}
-	missing := benchKeys(100000)[50000:]
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		tx := e.Begin()
-		if v, err := tx.Get(0, missing[i%len(missing)]); err != nil || v != nil {
-			b.Fatal(err)
-		}
-		tx.Commit()
-	}
+	benchGets(b, e, benchKeys(100000)[50000:], 1, false)
 }

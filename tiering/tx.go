@@ -109,6 +109,21 @@ func (tx *Tx) stored(pdb uint8, key, hk []byte) (*Entry, bool, error) {
 	return e, false, err
 }
 
+// live returns key's stored entry if it has not expired, setting tx.hk to
+// its hot key. An expired key found here is deleted and counted, as Redis
+// does when any command finds one, and reported as absent.
+func (tx *Tx) live(pdb uint8, key []byte) (*Entry, bool, error) {
+	tx.hk = hotKey(tx.hk, pdb, key)
+	e, wasHot, err := tx.stored(pdb, key, tx.hk)
+	if err != nil || e == nil {
+		return nil, wasHot, err
+	}
+	if tx.expired(e) {
+		return nil, wasHot, tx.expire(pdb, key, e, wasHot)
+	}
+	return e, wasHot, nil
+}
+
 // loadCold decodes key's meta record into a fresh Entry, or nil.
 func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 	buf, found, err := tx.batch.GetMeta(pdb, key, &tx.meta, tx.mbuf)
@@ -220,13 +235,9 @@ func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
 // Delete removes key; it reports whether a live key was removed.
 func (tx *Tx) Delete(db int, key []byte) (bool, error) {
 	pdb := tx.pdb(db)
-	tx.hk = hotKey(tx.hk, pdb, key)
-	old, wasHot, err := tx.stored(pdb, key, tx.hk)
+	old, _, err := tx.live(pdb, key)
 	if err != nil || old == nil {
 		return false, err
-	}
-	if tx.expired(old) {
-		return false, tx.expire(pdb, key, old, wasHot)
 	}
 	return true, tx.remove(pdb, key, old)
 }
@@ -235,17 +246,9 @@ func (tx *Tx) Delete(db int, key []byte) (bool, error) {
 // (unix ms, 0 for none), replacing whatever key held.
 func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 	pdb := tx.pdb(db)
-	tx.hk = hotKey(tx.hk, pdb, key)
-	old, wasHot, err := tx.stored(pdb, key, tx.hk)
+	old, _, err := tx.live(pdb, key)
 	if err != nil {
 		return err
-	}
-	if old != nil && tx.expired(old) {
-		// Count the expiry, as Redis does when a write finds an expired key.
-		if err := tx.expire(pdb, key, old, wasHot); err != nil {
-			return err
-		}
-		old = nil
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
 	return tx.write(pdb, key, old, e)
@@ -307,13 +310,9 @@ func (tx *Tx) moveExpiry(pdb uint8, key []byte, old *Entry, at int64) error {
 // reports whether the key exists. A cold key stays cold.
 func (tx *Tx) SetExpire(db int, key []byte, at int64) (bool, error) {
 	pdb := tx.pdb(db)
-	tx.hk = hotKey(tx.hk, pdb, key)
-	old, wasHot, err := tx.stored(pdb, key, tx.hk)
+	old, wasHot, err := tx.live(pdb, key)
 	if err != nil || old == nil {
 		return false, err
-	}
-	if tx.expired(old) {
-		return false, tx.expire(pdb, key, old, wasHot)
 	}
 	if old.ExpireAt == at {
 		return true, nil
@@ -358,16 +357,9 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 		return false, fmt.Errorf("tiering: copy of %s not supported yet", e.Type)
 	}
 	pdst := tx.pdb(dstDB)
-	tx.hk = hotKey(tx.hk, pdst, dst)
-	old, wasHot, err := tx.stored(pdst, dst, tx.hk)
+	old, _, err := tx.live(pdst, dst)
 	if err != nil {
 		return false, err
-	}
-	if old != nil && tx.expired(old) {
-		if err := tx.expire(pdst, dst, old, wasHot); err != nil {
-			return false, err
-		}
-		old = nil
 	}
 	if old != nil && !replace {
 		return false, nil
@@ -391,16 +383,9 @@ func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists
 	if e.Type != codec.TypeString {
 		return true, false, fmt.Errorf("tiering: rename of %s not supported yet", e.Type)
 	}
-	tx.hk = hotKey(tx.hk, pdst, dst)
-	old, wasHot, err := tx.stored(pdst, dst, tx.hk)
+	old, _, err := tx.live(pdst, dst)
 	if err != nil {
 		return true, false, err
-	}
-	if old != nil && tx.expired(old) {
-		if err := tx.expire(pdst, dst, old, wasHot); err != nil {
-			return true, false, err
-		}
-		old = nil
 	}
 	if old != nil && nx {
 		return true, false, nil
@@ -418,14 +403,9 @@ func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists
 // time since the engine started, a lower bound. It reports false if key
 // does not exist.
 func (tx *Tx) IdleMillis(db int, key []byte) (int64, bool, error) {
-	pdb := tx.pdb(db)
-	tx.hk = hotKey(tx.hk, pdb, key)
-	e, wasHot, err := tx.stored(pdb, key, tx.hk)
+	e, wasHot, err := tx.live(tx.pdb(db), key)
 	if err != nil || e == nil {
 		return 0, false, err
-	}
-	if tx.expired(e) {
-		return 0, false, tx.expire(pdb, key, e, wasHot)
 	}
 	if wasHot {
 		return max(tx.now-e.access, 0), true, nil

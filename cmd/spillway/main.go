@@ -70,6 +70,16 @@ func splitBudget(maxmemory, blockCache int64) budget {
 	return b
 }
 
+// setMemoryLimit keeps the Go heap near the budget (the hot tier, buffers
+// and Pebble's Go-side structures all live there); maxmemory 0 lifts it.
+func setMemoryLimit(maxmemory int64) {
+	if maxmemory <= 0 {
+		debug.SetMemoryLimit(math.MaxInt64)
+		return
+	}
+	debug.SetMemoryLimit(2*maxmemory + 64<<20)
+}
+
 func newLogger(cfg *config.Config) (*slog.Logger, io.Closer, error) {
 	var out io.Writer = os.Stderr
 	var closer io.Closer = io.NopCloser(nil)
@@ -100,11 +110,7 @@ func run(args []string) error {
 
 	maxmem := cfg.MaxMemory()
 	b := splitBudget(maxmem, cfg.BlockCache())
-	// Keep the Go heap near the budget: the hot tier, buffers and Pebble's
-	// Go-side structures all live there.
-	if maxmem > 0 {
-		debug.SetMemoryLimit(2*maxmem + 64<<20)
-	}
+	setMemoryLimit(maxmem)
 
 	dir := cfg.Dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -186,11 +192,7 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 	cfg.OnChange("maxmemory", func(string) {
 		b := splitBudget(cfg.MaxMemory(), cfg.BlockCache())
 		engine.SetHotBudget(b.hot)
-		if m := cfg.MaxMemory(); m > 0 {
-			debug.SetMemoryLimit(2*m + 64<<20)
-		} else {
-			debug.SetMemoryLimit(math.MaxInt64)
-		}
+		setMemoryLimit(cfg.MaxMemory())
 		log.Info("maxmemory changed", "maxmemory", cfg.MaxMemory(), "hot_budget", b.hot)
 	})
 	cfg.OnChange("appendfsync", func(v string) {

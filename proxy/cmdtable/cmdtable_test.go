@@ -1,11 +1,11 @@
 package cmdtable
 
 import (
-	"github.com/spillway/spillway/proxy/strops"
-
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/spillway/spillway/proxy/strops"
 )
 
 func TestLookup(t *testing.T) {

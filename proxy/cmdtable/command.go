@@ -1,9 +1,8 @@
 package cmdtable
 
 import (
-	"github.com/spillway/spillway/proxy/strops"
-
 	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/strops"
 )
 
 // Replies of the COMMAND family. Each helper takes the arguments that

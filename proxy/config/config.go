@@ -8,8 +8,6 @@
 package config
 
 import (
-	"github.com/spillway/spillway/proxy/strops"
-
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/spillway/spillway/proxy/strops"
 )
 
 // Config is the live configuration of one server.

@@ -1,14 +1,14 @@
 package config
 
 import (
-	"github.com/spillway/spillway/proxy/strops"
-
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/spillway/spillway/proxy/strops"
 )
 
 func get(c *Config, patterns ...string) map[string]string {

@@ -105,7 +105,7 @@ func ParseBitfield(args [][]byte, readOnly bool) ([]BitfieldOp, string) {
 // parseBitfieldType parses "i1".."i64" or "u1".."u63" (lower case only);
 // the number is read as a C string.
 func parseBitfieldType(t []byte) (signed bool, width int, err string) {
-	t = cstr(t)
+	t = CString(t)
 	if len(t) == 0 {
 		return false, 0, ErrBitfieldType
 	}

@@ -51,11 +51,12 @@ func ErrInvalidExpire(cmd string) string {
 // option, "ERR Unsupported option <opt>" (opt cut at its first NUL byte, as
 // Redis prints it as a C string).
 func ErrUnsupportedOption(opt []byte) string {
-	return errUnsupportedOpt + string(cstr(opt))
+	return errUnsupportedOpt + string(CString(opt))
 }
 
-// cstr returns b up to its first NUL byte: what C string functions see.
-func cstr(b []byte) []byte {
+// CString returns b up to its first NUL byte: what C string functions (and
+// Redis's "%s" formatting) see.
+func CString(b []byte) []byte {
 	for i, c := range b {
 		if c == 0 {
 			return b[:i]
@@ -67,7 +68,7 @@ func cstr(b []byte) []byte {
 // equalFold reports whether b equals the lower-case ASCII word w, ignoring
 // case, as strcasecmp on C strings does (b is cut at its first NUL).
 func equalFold(b []byte, w string) bool {
-	b = cstr(b)
+	b = CString(b)
 	if len(b) != len(w) {
 		return false
 	}

@@ -56,7 +56,7 @@ func ParseInt(b []byte) (int64, bool) {
 // else falls back to strtoull, which skips leading white space, takes an
 // optional sign (negating modulo 2^64) and allows leading zeros.
 func ParseUint(b []byte) (uint64, bool) {
-	b = cstr(b)
+	b = CString(b)
 	if v, ok := ParseInt(b); ok {
 		if v < 0 {
 			return 0, false
@@ -183,7 +183,7 @@ func (f *cfloat) scan(b []byte) bool {
 	}
 	rest := b[i:]
 	if equalFold(rest, "inf") || equalFold(rest, "infinity") {
-		if len(cstr(rest)) != len(rest) {
+		if len(CString(rest)) != len(rest) {
 			return false
 		}
 		f.inf = true
