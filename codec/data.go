@@ -1,6 +1,10 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
 
 // AppendDataPrefix appends the prefix shared by every data record of one
 // version of key: 'd' | db | keylen(4) | key | version(8). Because the key
@@ -22,9 +26,40 @@ func AppendFieldPrefix(dst []byte, db uint8, key []byte, version uint64) []byte 
 }
 
 // AppendFieldKey appends the key of one hash field, set member or zset
-// member: DataPrefix | 'f' | field.
+// member: DataPrefix | 'f' | FieldHash(field)(4) | field. Fields sort by
+// hash, so an HSCAN cursor can be the hash to resume from (stateless and
+// stable across tier moves, like SCAN's).
 func AppendFieldKey(dst []byte, db uint8, key []byte, version uint64, field []byte) []byte {
-	return append(AppendFieldPrefix(dst, db, key, version), field...)
+	dst = AppendFieldPrefix(dst, db, key, version)
+	dst = binary.BigEndian.AppendUint32(dst, FieldHash(field))
+	return append(dst, field...)
+}
+
+// AppendFieldHashKey appends DataPrefix | 'f' | hash(4): the first possible
+// field key of that version whose field hashes to hash or more.
+func AppendFieldHashKey(dst []byte, db uint8, key []byte, version uint64, hash uint32) []byte {
+	return binary.BigEndian.AppendUint32(AppendFieldPrefix(dst, db, key, version), hash)
+}
+
+// FieldHash is the 32-bit hash ordering the fields of a structure: the high
+// half of xxHash64 (fixed forever: it is part of the on-disk format).
+func FieldHash(field []byte) uint32 { return uint32(xxhash.Sum64(field) >> 32) }
+
+// fieldHashLen is the length of the hash before the field in a field key.
+const fieldHashLen = 4
+
+// ParseFieldRest splits what follows TagField in a data key into the
+// field's hash and the field (aliasing rest). A hash that is not
+// FieldHash(field) is corrupt: no lookup could reach the record.
+func ParseFieldRest(rest []byte) (hash uint32, field []byte, err error) {
+	if len(rest) < fieldHashLen {
+		return 0, nil, corrupt("field key", "length %d, want at least %d", len(rest), fieldHashLen)
+	}
+	hash, field = binary.BigEndian.Uint32(rest), rest[fieldHashLen:]
+	if hash != FieldHash(field) {
+		return 0, nil, corrupt("field key", "hash %#08x does not match field", hash)
+	}
+	return hash, field, nil
 }
 
 // AppendListPrefix appends DataPrefix | 'l', the prefix of all elements of
@@ -59,7 +94,7 @@ func AppendScoreKey(dst []byte, db uint8, key []byte, version uint64, score floa
 }
 
 // ParseDataKey splits a data key. key and rest alias b. rest is what follows
-// the tag: the field for TagField, the 8-byte index for TagList (see
+// the tag: hash and field for TagField (see ParseFieldRest), the 8-byte index for TagList (see
 // ParseListRest), score and member for TagScore (see ParseScoreRest). It
 // checks the tag is known and that rest is well-formed for it.
 func ParseDataKey(b []byte) (db uint8, key []byte, version uint64, tag byte, rest []byte, err error) {
@@ -78,6 +113,9 @@ func ParseDataKey(b []byte) (db uint8, key []byte, version uint64, tag byte, res
 	rest = tail[kl+9:]
 	switch tag {
 	case TagField:
+		if _, _, err = ParseFieldRest(rest); err != nil {
+			return 0, nil, 0, 0, nil, err
+		}
 	case TagList:
 		if _, err = ParseListRest(rest); err != nil {
 			return 0, nil, 0, 0, nil, err

@@ -19,7 +19,9 @@ func mustScoreKey(t testing.TB, db uint8, key []byte, version uint64, score floa
 
 func TestDataKeyLayout(t *testing.T) {
 	got := AppendFieldKey(nil, 3, []byte("ab"), 0x0102030405060708, []byte("f"))
-	want := "d\x03\x00\x00\x00\x02ab\x01\x02\x03\x04\x05\x06\x07\x08ff"
+	h := FieldHash([]byte("f"))
+	want := "d\x03\x00\x00\x00\x02ab\x01\x02\x03\x04\x05\x06\x07\x08f" +
+		string([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}) + "f"
 	if string(got) != want {
 		t.Fatalf("field key %q, want %q", got, want)
 	}
@@ -77,7 +79,11 @@ func TestDataKeyRoundTrip(t *testing.T) {
 					got.tag = tag
 					switch tag {
 					case TagField:
-						got.field = string(rest)
+						_, f, err := ParseFieldRest(rest)
+						if err != nil {
+							t.Fatalf("ParseFieldRest: %v", err)
+						}
+						got.field = string(f)
 						if !bytes.HasPrefix(c.b, AppendFieldPrefix(nil, db, []byte(k), v)) {
 							t.Fatalf("%q lacks field prefix", c.b)
 						}
@@ -128,9 +134,11 @@ func TestParseDataKeyMalformed(t *testing.T) {
 		{"wrong namespace", with(0, 'm')},
 		{"keylen too long", with(5, 6)},
 		{"keylen huge", with(2, 0xff)},
-		{"no tag", good[:len(good)-2]},
+		{"no tag", good[:len(good)-6]},
+		{"field hash short", good[:len(good)-3]},
+		{"field hash wrong", with(len(good)-2, good[len(good)-2]^1)},
 		{"no version", good[:9]},
-		{"unknown tag", with(len(good)-2, 'q')},
+		{"unknown tag", with(len(good)-6, 'q')},
 		{"list index short", list[:len(list)-1]},
 		{"list index long", append(bytes.Clone(list), 0)},
 		{"list no index", AppendListPrefix(nil, 0, []byte("key"), 1)},

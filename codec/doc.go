@@ -14,7 +14,7 @@
 //	-------  ---------------------------------------------  -----------------------------------
 //	meta     'm' | db(1) | hash(8) | key...to end           meta value (below)
 //	field    'd' | db(1) | keylen(4) | key | version(8)     hash: field value
-//	           | 'f' | field...to end                       set:  empty
+//	           | 'f' | fhash(4) | field...to end            set:  empty
 //	                                                        zset: score(8) (member -> score)
 //	list     'd' | db(1) | keylen(4) | key | version(8)     element
 //	           | 'l' | index(8)
@@ -29,17 +29,20 @@
 // Meta value, one per Redis key; its first byte is the format (FormatVersion).
 // Byte offsets on top:
 //
-//	           0        1      2             10           18          26         34         42
-//	           +--------+------+-------------+------------+-----------+----------+----------+
+//	           0        1      2             10           18          26         34         42         50
+//	           +--------+------+-------------+------------+-----------+----------+----------+----------+
 //	string     | format | type | expireAt(8) | value...to end
-//	           +--------+------+-------------+------------+-----------+
-//	hash, set, | format | type | expireAt(8) | version(8) | count(8)  |  exactly 26 bytes
-//	zset       +--------+------+-------------+------------+-----------+----------+----------+
-//	list       | format | type | expireAt(8) | version(8) | count(8)  | head(8)  | tail(8)  |  42
-//	           +--------+------+-------------+------------+-----------+----------+----------+
+//	           +--------+------+-------------+------------+-----------+----------+
+//	hash, set, | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) |  exactly 34 bytes
+//	zset       +--------+------+-------------+------------+-----------+----------+----------+----------+
+//	list       | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) | head(8)  | tail(8)  |  50
+//	           +--------+------+-------------+------------+-----------+----------+----------+----------+
 //
 // type: 1 string, 2 list, 3 set, 4 zset, 5 hash. expireAt: Unix milliseconds,
-// 0 for no expiry, never negative. A list's elements are at indexes
+// 0 for no expiry, never negative. bytes: total length of the fields and
+// values (members, elements), which the promotion policy weighs. fhash:
+// FieldHash(field), so a structure's fields sort by hash and HSCAN/SSCAN
+// cursors are hashes, like SCAN's. A list's elements are at indexes
 // head..tail-1 (count == tail-head; head == tail when empty); a new list
 // starts at head = tail = ListStartIndex (1<<63), LPUSH decrements head and
 // RPUSH increments tail.

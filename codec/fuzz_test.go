@@ -42,10 +42,10 @@ func FuzzScoreOrder(f *testing.F) {
 // FuzzMetaRoundTrip checks that a valid Meta survives encode/decode and that
 // an invalid one (bad type, negative expiry, inconsistent list) is refused.
 func FuzzMetaRoundTrip(f *testing.F) {
-	f.Add(uint8(TypeString), int64(0), uint64(0), uint64(0), uint64(0), uint64(0), []byte("v"))
-	f.Add(uint8(TypeList), int64(5), uint64(1), uint64(2), ListStartIndex-1, ListStartIndex+1, []byte(nil))
-	f.Fuzz(func(t *testing.T, typ uint8, expireAt int64, version, count, head, tail uint64, value []byte) {
-		in := Meta{Type: Type(typ), ExpireAt: expireAt, Version: version, Count: count, Head: head, Tail: tail, Value: value}
+	f.Add(uint8(TypeString), int64(0), uint64(0), uint64(0), uint64(0), uint64(0), uint64(0), []byte("v"))
+	f.Add(uint8(TypeList), int64(5), uint64(1), uint64(2), uint64(9), ListStartIndex-1, ListStartIndex+1, []byte(nil))
+	f.Fuzz(func(t *testing.T, typ uint8, expireAt int64, version, count, size, head, tail uint64, value []byte) {
+		in := Meta{Type: Type(typ), ExpireAt: expireAt, Version: version, Count: count, Bytes: size, Head: head, Tail: tail, Value: value}
 		want := Meta{Type: in.Type, ExpireAt: expireAt}
 		switch in.Type {
 		case TypeString:
@@ -54,7 +54,7 @@ func FuzzMetaRoundTrip(f *testing.F) {
 			want.Head, want.Tail = head, tail
 			fallthrough
 		case TypeHash, TypeSet, TypeZSet:
-			want.Version, want.Count = version, count
+			want.Version, want.Count, want.Bytes = version, count, size
 		}
 		valid := in.Type.Valid() && expireAt >= 0 &&
 			(in.Type != TypeList || (head <= tail && tail-head == count))
@@ -118,7 +118,11 @@ func FuzzParseDataKey(f *testing.F) {
 		var rebuilt []byte
 		switch tag {
 		case TagField:
-			rebuilt = AppendFieldKey(nil, db, key, version, rest)
+			_, field, err := ParseFieldRest(rest)
+			if err != nil {
+				t.Fatalf("ParseDataKey accepted a bad field: %v", err)
+			}
+			rebuilt = AppendFieldKey(nil, db, key, version, field)
 		case TagList:
 			idx, err := ParseListRest(rest)
 			if err != nil {

@@ -9,7 +9,7 @@ import (
 // Meta value sizes.
 const (
 	metaHeaderLen     = 1 + 1 + 8               // format | type | expireAt
-	metaCollectionLen = metaHeaderLen + 8 + 8   // + version | count
+	metaCollectionLen = metaHeaderLen + 8*3     // + version | count | bytes
 	metaListLen       = metaCollectionLen + 8*2 // + head | tail
 )
 
@@ -17,8 +17,11 @@ const (
 // depends on Type:
 //
 //	TypeString:                    Value
-//	TypeHash, TypeSet, TypeZSet:   Version, Count
-//	TypeList:                      Version, Count, Head, Tail (Count == Tail-Head)
+//	TypeHash, TypeSet, TypeZSet:   Version, Count, Bytes
+//	TypeList:                      Version, Count, Bytes, Head, Tail (Count == Tail-Head)
+//
+// Bytes is the total length of the structure's fields and values (members,
+// elements): what the promotion policy weighs a cold structure by.
 //
 // ExpireAt is the expiry time in Unix milliseconds, 0 for none; it is never
 // negative.
@@ -27,6 +30,7 @@ type Meta struct {
 	ExpireAt int64
 	Version  uint64
 	Count    uint64
+	Bytes    uint64
 	Head     uint64
 	Tail     uint64
 	Value    []byte
@@ -94,9 +98,11 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	case TypeHash, TypeSet, TypeZSet:
 		dst = binary.BigEndian.AppendUint64(dst, m.Version)
 		dst = binary.BigEndian.AppendUint64(dst, m.Count)
+		dst = binary.BigEndian.AppendUint64(dst, m.Bytes)
 	case TypeList:
 		dst = binary.BigEndian.AppendUint64(dst, m.Version)
 		dst = binary.BigEndian.AppendUint64(dst, m.Count)
+		dst = binary.BigEndian.AppendUint64(dst, m.Bytes)
 		dst = binary.BigEndian.AppendUint64(dst, m.Head)
 		dst = binary.BigEndian.AppendUint64(dst, m.Tail)
 	}
@@ -140,14 +146,15 @@ func DecodeMeta(b []byte, m *Meta) error {
 	}
 	version := binary.BigEndian.Uint64(b[10:])
 	count := binary.BigEndian.Uint64(b[18:])
+	size := binary.BigEndian.Uint64(b[26:])
 	var head, tail uint64
 	if t == TypeList {
-		head = binary.BigEndian.Uint64(b[26:])
-		tail = binary.BigEndian.Uint64(b[34:])
+		head = binary.BigEndian.Uint64(b[34:])
+		tail = binary.BigEndian.Uint64(b[42:])
 		if head > tail || tail-head != count {
 			return corrupt("meta value", "list head %d tail %d count %d", head, tail, count)
 		}
 	}
-	*m = Meta{Type: t, ExpireAt: expireAt, Version: version, Count: count, Head: head, Tail: tail}
+	*m = Meta{Type: t, ExpireAt: expireAt, Version: version, Count: count, Bytes: size, Head: head, Tail: tail}
 	return nil
 }

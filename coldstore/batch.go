@@ -42,7 +42,7 @@ func (b *Batch) getter() getter {
 // is copied into buf (returned for reuse) and m aliases it.
 func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte, bool, error) {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
-	buf, found, err := getInto(b.getter(), b.kbuf, buf)
+	buf, found, err := b.s.getInto(b.getter(), b.kbuf, buf)
 	if err != nil || !found {
 		return buf, false, err
 	}
@@ -54,12 +54,12 @@ func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte
 
 // GetData reads one data record (already encoded key), seeing this batch.
 func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
-	return getInto(b.getter(), key, buf)
+	return b.s.getInto(b.getter(), key, buf)
 }
 
 // NewIter returns an iterator over [lower, upper) that sees the committed
 // data and this batch's writes.
-func (b *Batch) NewIter(lower, upper []byte) (*pebble.Iterator, error) {
+func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {
 	if b.b == nil {
 		return b.s.NewIter(lower, upper)
 	}
@@ -67,7 +67,7 @@ func (b *Batch) NewIter(lower, upper []byte) (*pebble.Iterator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: batch iterator: %w", err)
 	}
-	return it, nil
+	return &Iter{Iterator: it, steps: &b.s.iterSteps}, nil
 }
 
 // PutMeta writes key's meta record.
@@ -185,7 +185,7 @@ func (b *Batch) Abort() {
 // GetMeta reads key's committed meta record into buf; m aliases buf.
 func (s *Store) GetMeta(db uint8, key []byte, m *codec.Meta, kbuf, buf []byte) ([]byte, []byte, bool, error) {
 	kbuf = codec.AppendMetaKey(kbuf[:0], db, key)
-	buf, found, err := getInto(s.db, kbuf, buf)
+	buf, found, err := s.getInto(s.db, kbuf, buf)
 	if err != nil || !found {
 		return kbuf, buf, false, err
 	}

@@ -89,6 +89,9 @@ type Store struct {
 
 	garbageSeq atomic.Uint64
 
+	gets      atomic.Int64 // point lookups (see ReadStats)
+	iterSteps atomic.Int64 // records visited by iterators
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -267,14 +270,15 @@ func (s *Store) Close() error {
 // Get copies the value stored under key into buf (reusing its capacity) and
 // reports whether the key exists.
 func (s *Store) Get(key, buf []byte) ([]byte, bool, error) {
-	return getInto(s.db, key, buf)
+	return s.getInto(s.db, key, buf)
 }
 
 type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)
 }
 
-func getInto(g getter, key, buf []byte) ([]byte, bool, error) {
+func (s *Store) getInto(g getter, key, buf []byte) ([]byte, bool, error) {
+	s.gets.Add(1)
 	v, closer, err := g.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return buf[:0], false, nil
@@ -288,12 +292,12 @@ func getInto(g getter, key, buf []byte) ([]byte, bool, error) {
 }
 
 // NewIter returns an iterator over [lower, upper) that sees committed data.
-func (s *Store) NewIter(lower, upper []byte) (*pebble.Iterator, error) {
+func (s *Store) NewIter(lower, upper []byte) (*Iter, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: iterator: %w", err)
 	}
-	return it, nil
+	return &Iter{Iterator: it, steps: &s.iterSteps}, nil
 }
 
 // DiskUsage estimates the bytes the store occupies on disk.

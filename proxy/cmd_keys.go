@@ -304,42 +304,17 @@ func cmdKeys(c *Client, args [][]byte) {
 }
 
 func cmdScan(c *Client, args [][]byte) {
-	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
-	if err != nil {
-		c.err("ERR invalid cursor")
+	cursor, ok := c.scanCursor(args[1])
+	if !ok {
 		return
 	}
-	opts := tiering.ScanOptions{Count: 10}
-	var typeName []byte
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.err(strops.ErrSyntax)
-			return
-		}
-		v := args[i+1]
-		switch {
-		case eqFold(args[i], "count"):
-			n, ok := strops.ParseInt(v)
-			if !ok {
-				c.err(strops.ErrNotInteger)
-				return
-			}
-			if n < 1 {
-				c.err(strops.ErrSyntax)
-				return
-			}
-			opts.Count = int(min(n, 1<<30))
-		case eqFold(args[i], "match"):
-			opts.Match = matcher(v)
-		case eqFold(args[i], "type"):
-			typeName = v
-		default:
-			c.err(strops.ErrSyntax)
-			return
-		}
+	o, ok := c.parseScanOpts(args[2:], true)
+	if !ok {
+		return
 	}
-	if typeName != nil {
-		opts.Type = typeByName(typeName)
+	opts := tiering.ScanOptions{Count: o.count, Match: o.match}
+	if o.typeName != nil {
+		opts.Type = typeByName(o.typeName)
 		if opts.Type == 0 {
 			// Redis returns nothing for a type name it does not know.
 			opts.Match = func([]byte) bool { return false }
@@ -421,6 +396,13 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 	switch e.Type {
 	case codec.TypeString:
 		c.w.BulkString(stringEncoding(e.Str))
+	case codec.TypeHash, codec.TypeSet:
+		enc, err := collEncoding(tx.PeekColl(c.db, args[2], e), e.Type)
+		if err != nil {
+			c.txErr(tx, err)
+			return
+		}
+		c.w.BulkString(enc)
 	default:
 		c.w.BulkString("hashtable")
 	}

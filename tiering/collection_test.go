@@ -77,24 +77,3 @@ func (v *env) peekEntry(db int, key string) (codec.Type, int64, bool) {
 	return typ, at, ok
 }
 
-// Renaming or copying a collection is refused cleanly for now, changing
-// nothing.
-func TestRenameCopyCollectionRefused(t *testing.T) {
-	v := newEnv(t, defaultOpts())
-	v.writeRaw(rawHash{db: 0, key: "h", version: 1 << 40, fields: 2})
-	tx := v.e.Begin()
-	if _, _, err := tx.Rename(0, []byte("h"), 0, []byte("x"), false); err == nil {
-		t.Error("Rename of a hash succeeded")
-	}
-	if _, err := tx.Copy(0, []byte("h"), 0, []byte("x"), false); err == nil {
-		t.Error("Copy of a hash succeeded")
-	}
-	tx.Abort()
-	if typ, _, ok := v.peekEntry(0, "h"); !ok || typ != codec.TypeHash {
-		t.Fatal("hash changed")
-	}
-	if _, _, ok := v.peekEntry(0, "x"); ok {
-		t.Fatal("destination created")
-	}
-	v.checkInvariants()
-}

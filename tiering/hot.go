@@ -34,6 +34,15 @@ type Entry struct {
 	// Str is a string's value. It is never modified in place: writers
 	// replace it, so a reader holding the old slice sees a consistent value.
 	Str []byte
+	// Version, Count and Bytes mirror a structure's meta record: the version
+	// its data records are written under, its field (member) count and the
+	// total length of its fields and values.
+	Version uint64
+	Count   int64
+	Bytes   int64
+	// fields is the decoded content of a hash or set held hot; nil for a
+	// cold entry (read from the store).
+	fields *fieldMap
 	// access is when the key was last read or written (unix ms), for
 	// OBJECT IDLETIME.
 	access int64
@@ -44,9 +53,18 @@ type Entry struct {
 // value: the map slot, the list element, the Entry and the key's header.
 const entryOverhead = 120
 
+// entrySize is what e costs (or would cost) in the hot tier. A cold
+// structure is weighed by its meta record's counts.
 func entrySize(key []byte, e *Entry) int64 {
-	return int64(len(key)) + 1 + int64(len(e.Str)) + entryOverhead
+	n := int64(len(key)) + 1 + int64(len(e.Str)) + entryOverhead
+	if e.Type != codec.TypeString {
+		n += e.Bytes + e.Count*fieldOverhead
+	}
+	return n
 }
+
+// resident reports whether e holds its structure's content in memory.
+func (e *Entry) resident() bool { return e.fields != nil }
 
 // LRU is the embedded hot tier: decoded values in least-recently-used order
 // under a byte budget. It is not safe for concurrent use; the Engine's lock

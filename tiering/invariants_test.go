@@ -43,6 +43,19 @@ func (v *env) checkInvariants() {
 		metas[string(hotKey(nil, db, key))] = m
 	}
 	it.Close()
+	for hk, m := range metas {
+		if m.Type == codec.TypeString {
+			continue
+		}
+		disk := v.fieldsOf(hk[0], []byte(hk[1:]), m.Version)
+		var size int64
+		for f, val := range disk {
+			size += int64(len(f) + len(val))
+		}
+		if int64(len(disk)) != int64(m.Count) || size != int64(m.Bytes) || m.Count == 0 {
+			v.t.Fatalf("structure %q: meta counts %d fields %d bytes, disk has %d and %d", hk, m.Count, m.Bytes, len(disk), size)
+		}
+	}
 	for db := 0; db < 256; db++ {
 		if e.keys[db] != keys[db] || e.exps[db] != exps[db] {
 			v.t.Fatalf("physical db %d: counters keys %d expires %d, disk has %d and %d", db, e.keys[db], e.exps[db], keys[db], exps[db])
@@ -63,6 +76,20 @@ func (v *env) checkInvariants() {
 		}
 		if he.Type != m.Type || he.ExpireAt != m.ExpireAt || (m.Type == codec.TypeString && !bytes.Equal(he.Str, m.Value)) {
 			v.t.Fatalf("hot key %q = %v/%d/%q, disk has %v/%d/%q", hk, he.Type, he.ExpireAt, he.Str, m.Type, m.ExpireAt, m.Value)
+		}
+		if m.Type != codec.TypeString {
+			if he.Version != m.Version || he.Count != int64(m.Count) || he.Bytes != int64(m.Bytes) || !he.resident() {
+				v.t.Fatalf("hot structure %q = v%d n%d b%d resident %v, meta has v%d n%d b%d", hk, he.Version, he.Count, he.Bytes, he.resident(), m.Version, m.Count, m.Bytes)
+			}
+			disk := v.fieldsOf(hk[0], []byte(hk[1:]), m.Version)
+			if len(disk) != he.fields.len() {
+				v.t.Fatalf("hot structure %q holds %d fields, disk %d", hk, he.fields.len(), len(disk))
+			}
+			for f, val := range disk {
+				if got, ok := he.fields.get([]byte(f)); !ok || got != val {
+					v.t.Fatalf("hot structure %q field %q = %q/%v, disk %q", hk, f, got, ok, val)
+				}
+			}
 		}
 		used += he.size
 	}
@@ -97,6 +124,9 @@ func (v *env) writeRaw(hashes ...rawHash) {
 	for _, h := range hashes {
 		k := []byte(h.key)
 		m := codec.Meta{Type: codec.TypeHash, ExpireAt: h.expireAt, Version: h.version, Count: uint64(h.fields)}
+		for i := 0; i < h.fields; i++ {
+			m.Bytes += uint64(len(fmt.Sprint("f", i)) + len("val"))
+		}
 		if err := b.PutMeta(h.db, k, &m); err != nil {
 			v.t.Fatal(err)
 		}
@@ -134,4 +164,24 @@ func (v *env) dataRecords(db uint8, key string) int {
 		n++
 	}
 	return n
+}
+
+// fieldsOf reads the field records of one version of a structure.
+func (v *env) fieldsOf(db uint8, key []byte, version uint64) map[string]string {
+	v.t.Helper()
+	lo := codec.AppendFieldPrefix(nil, db, key, version)
+	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer it.Close()
+	out := map[string]string{}
+	for valid := it.First(); valid; valid = it.Next() {
+		_, f, err := codec.ParseFieldRest(it.Key()[len(lo):])
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		out[string(f)] = string(it.Value())
+	}
+	return out
 }

@@ -138,6 +138,8 @@ func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 	e := &Entry{Type: m.Type, ExpireAt: m.ExpireAt}
 	if m.Type == codec.TypeString {
 		e.Str = append([]byte(nil), m.Value...)
+	} else {
+		e.Version, e.Count, e.Bytes = m.Version, int64(m.Count), int64(m.Bytes)
 	}
 	return e, nil
 }
@@ -147,16 +149,19 @@ func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 // marked recently used; a cold one is promoted if the policy admits it,
 // otherwise it is served from disk and counted as a cold read.
 func (tx *Tx) Get(db int, key []byte) (*Entry, error) {
-	return tx.lookup(db, key, true)
+	return tx.lookup(db, key, codec.TypeString)
 }
 
 // Peek is Get for commands that need only metadata (TYPE, TTL, EXISTS...):
 // a cold key is answered from its meta record and never promoted.
 func (tx *Tx) Peek(db int, key []byte) (*Entry, error) {
-	return tx.lookup(db, key, false)
+	return tx.lookup(db, key, codec.TypeNone)
 }
 
-func (tx *Tx) lookup(db int, key []byte, promote bool) (*Entry, error) {
+// lookup finds key's live entry. A cold key of type promote (TypeNone: none)
+// is promoted if the policy admits it; a command that finds another type
+// only needs the type (for WRONGTYPE), so that key stays cold.
+func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
 	if e, ok := tx.e.hot.get(tx.hk); ok {
@@ -178,7 +183,12 @@ func (tx *Tx) lookup(db int, key []byte, promote bool) (*Entry, error) {
 		return nil, tx.expire(pdb, key, e, false)
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
-	if promote && tx.e.admit(tx.hk, entrySize(key, e)) {
+	if promote != codec.TypeNone && e.Type == promote && tx.e.admit(tx.hk, entrySize(key, e)) {
+		if e.Type != codec.TypeString {
+			if err := tx.loadFields(pdb, key, e); err != nil {
+				return nil, err
+			}
+		}
 		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 		tx.e.Stats.Promotions.Add(1)
@@ -217,19 +227,14 @@ func (tx *Tx) remove(pdb uint8, key []byte, old *Entry) error {
 	return nil
 }
 
-// dropData schedules the data records of a structure for reclamation.
-// Strings have none: their value is in the meta record.
+// dropData schedules the data records of a structure for reclamation, in
+// O(1): a garbage record the background reclaimer acts on. Strings have
+// none: their value is in the meta record.
 func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
-	if old.Type == codec.TypeString {
+	if old.Type == codec.TypeString || old.Count == 0 {
 		return nil
 	}
-	m := &tx.meta
-	buf, found, err := tx.batch.GetMeta(pdb, key, m, tx.mbuf)
-	tx.mbuf = buf
-	if err != nil || !found {
-		return err
-	}
-	return tx.batch.DropVersion(pdb, key, m.Version, m.Count)
+	return tx.batch.DropVersion(pdb, key, old.Version, uint64(old.Count))
 }
 
 // Delete removes key; it reports whether a live key was removed.
@@ -259,7 +264,7 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	if old == nil {
 		tx.addKeys(pdb, 1)
-	} else if old.Type != e.Type {
+	} else if old.Type != codec.TypeString && (old.Type != e.Type || old.Version != e.Version) {
 		if err := tx.dropData(pdb, key, old); err != nil {
 			return err
 		}
@@ -267,12 +272,10 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	if err := tx.moveExpiry(pdb, key, old, e.ExpireAt); err != nil {
 		return err
 	}
-	m := &tx.meta
-	*m = codec.Meta{Type: e.Type, ExpireAt: e.ExpireAt, Value: e.Str}
-	if err := tx.batch.PutMeta(pdb, key, m); err != nil {
+	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
-	if tx.e.keepHot(entrySize(key, e)) {
+	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident()) {
 		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 	} else {
@@ -331,17 +334,22 @@ func (tx *Tx) SetExpire(db int, key []byte, at int64) (bool, error) {
 
 // rewriteMeta rewrites key's meta record with a new expiry.
 func (tx *Tx) rewriteMeta(pdb uint8, key []byte, old *Entry, at int64) error {
+	was := old.ExpireAt
+	old.ExpireAt = at
+	err := tx.putMeta(pdb, key, old)
+	old.ExpireAt = was
+	return err
+}
+
+// putMeta writes e's meta record (e mirrors it exactly).
+func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 	m := &tx.meta
-	if old.Type == codec.TypeString {
-		*m = codec.Meta{Type: old.Type, ExpireAt: at, Value: old.Str}
-		return tx.batch.PutMeta(pdb, key, m)
+	*m = codec.Meta{Type: e.Type, ExpireAt: e.ExpireAt}
+	if e.Type == codec.TypeString {
+		m.Value = e.Str
+	} else {
+		m.Version, m.Count, m.Bytes = e.Version, uint64(e.Count), uint64(e.Bytes)
 	}
-	buf, found, err := tx.batch.GetMeta(pdb, key, m, tx.mbuf)
-	tx.mbuf = buf
-	if err != nil || !found {
-		return err
-	}
-	m.ExpireAt = at
 	return tx.batch.PutMeta(pdb, key, m)
 }
 
@@ -353,10 +361,7 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 	if err != nil || e == nil {
 		return false, err
 	}
-	if e.Type != codec.TypeString {
-		return false, fmt.Errorf("tiering: copy of %s not supported yet", e.Type)
-	}
-	pdst := tx.pdb(dstDB)
+	psrc, pdst := tx.pdb(db), tx.pdb(dstDB)
 	old, _, err := tx.live(pdst, dst)
 	if err != nil {
 		return false, err
@@ -364,7 +369,11 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 	if old != nil && !replace {
 		return false, nil
 	}
-	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Str: e.Str}
+	ne, err := tx.duplicate(psrc, src, e, pdst, dst)
+	if err != nil {
+		return false, err
+	}
+	tx.hk = hotKey(tx.hk, pdst, dst)
 	return true, tx.write(pdst, dst, old, ne)
 }
 
@@ -380,9 +389,6 @@ func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists
 	if psrc == pdst && string(src) == string(dst) {
 		return true, !nx, nil
 	}
-	if e.Type != codec.TypeString {
-		return true, false, fmt.Errorf("tiering: rename of %s not supported yet", e.Type)
-	}
 	old, _, err := tx.live(pdst, dst)
 	if err != nil {
 		return true, false, err
@@ -390,7 +396,11 @@ func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists
 	if old != nil && nx {
 		return true, false, nil
 	}
-	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Str: e.Str}
+	ne, err := tx.duplicate(psrc, src, e, pdst, dst)
+	if err != nil {
+		return true, false, err
+	}
+	tx.hk = hotKey(tx.hk, pdst, dst)
 	if err := tx.write(pdst, dst, old, ne); err != nil {
 		return true, false, err
 	}

@@ -204,3 +204,17 @@ func formatLongDoubleHuman(dst []byte, x *big.Float) []byte {
 	}
 	return dst
 }
+
+// CheckFloatIncrement validates HINCRBYFLOAT's increment before the key is
+// looked up, as Redis does: ErrNotFloat if it is not a long double (NaN
+// included), "value is NaN or Infinity" for an infinity.
+func CheckFloatIncrement(incr []byte) string {
+	d, ok := parseLongDouble(incr)
+	if !ok {
+		return ErrNotFloat
+	}
+	if d.inf {
+		return "ERR value is NaN or Infinity"
+	}
+	return ""
+}

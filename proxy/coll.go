@@ -1,0 +1,216 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/tiering"
+)
+
+// Helpers shared by the hash and set commands.
+
+// maxRandomCount bounds HRANDFIELD/SRANDMEMBER counts, whose reply is built
+// in memory: Redis 7.0 tries any count and dies of it.
+const maxRandomCount = 1 << 24
+
+// errRandomCount is the reply to a count over maxRandomCount.
+const errRandomCount = "ERR value is out of range"
+
+// openColl opens key as a structure of type t (see Tx.OpenColl). On
+// WRONGTYPE or a store error it replies, ends tx and returns ok false.
+func (c *Client) openColl(tx *tiering.Tx, key []byte, t codec.Type, create bool) (*tiering.Coll, bool) {
+	coll, err := tx.OpenColl(c.db, key, t, create)
+	if err != nil {
+		c.collErr(tx, err)
+		return nil, false
+	}
+	return coll, true
+}
+
+// collErr ends tx with err's reply: WRONGTYPE as Redis sends it, anything
+// else as a server error.
+func (c *Client) collErr(tx *tiering.Tx, err error) {
+	if errors.Is(err, tiering.ErrWrongType) {
+		c.txFail(tx, errWrongType)
+		return
+	}
+	c.txErr(tx, err)
+}
+
+// closeAndCommit stores coll's writes and commits tx; on error the reply
+// is replaced by the error.
+func (c *Client) closeAndCommit(tx *tiering.Tx, colls ...*tiering.Coll) {
+	for _, coll := range colls {
+		if coll == nil {
+			continue
+		}
+		if err := coll.Close(); err != nil {
+			c.txErr(tx, err)
+			return
+		}
+	}
+	c.commit(tx)
+}
+
+// streamed checks that a reply streamed from a structure had as many
+// elements as its header announced (the meta record's count); if not, the
+// store is inconsistent and the reply is replaced by an error.
+func (c *Client) streamed(tx *tiering.Tx, key []byte, want, got int64, err error) bool {
+	if err == nil && want != got {
+		err = fmt.Errorf("%w: %q counts %d fields, %d stored", tiering.ErrCorrupt, key, want, got)
+	}
+	if err != nil {
+		c.txErr(tx, err)
+		return false
+	}
+	return true
+}
+
+// scanCursor parses a SCAN-family cursor as Redis does (an unsigned 64-bit
+// decimal), replying "invalid cursor" if it is not one.
+func (c *Client) scanCursor(arg []byte) (uint64, bool) {
+	cursor, err := strconv.ParseUint(string(arg), 10, 64)
+	if err != nil {
+		c.err("ERR invalid cursor")
+		return 0, false
+	}
+	return cursor, true
+}
+
+// scanOpts are the parsed options of SCAN, HSCAN and SSCAN.
+type scanOpts struct {
+	count    int
+	match    func([]byte) bool
+	typeName []byte
+}
+
+// parseScanOpts parses COUNT, MATCH and (for SCAN only) TYPE, replying and
+// returning false on a bad option as Redis does.
+func (c *Client) parseScanOpts(args [][]byte, allowType bool) (scanOpts, bool) {
+	o := scanOpts{count: 10}
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.err(strops.ErrSyntax)
+			return o, false
+		}
+		v := args[i+1]
+		switch {
+		case eqFold(args[i], "count"):
+			n, ok := strops.ParseInt(v)
+			if !ok {
+				c.err(strops.ErrNotInteger)
+				return o, false
+			}
+			if n < 1 {
+				c.err(strops.ErrSyntax)
+				return o, false
+			}
+			o.count = int(min(n, 1<<30))
+		case eqFold(args[i], "match"):
+			o.match = matcher(v)
+		case allowType && eqFold(args[i], "type"):
+			o.typeName = v
+		default:
+			c.err(strops.ErrSyntax)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// cmdCollScan is HSCAN and SSCAN: args are key, cursor, options. Pairs
+// replies field and value (HSCAN).
+func cmdCollScan(c *Client, args [][]byte, t codec.Type, pairs bool) {
+	cursor, ok := c.scanCursor(args[2])
+	if !ok {
+		return
+	}
+	tx := c.s.engine.Begin()
+	coll, ok := c.openColl(tx, args[1], t, false)
+	if !ok {
+		return
+	}
+	if coll == nil {
+		c.w.Array(2)
+		c.w.BulkString("0")
+		c.w.Array(0)
+		c.commit(tx)
+		return
+	}
+	o, ok := c.parseScanOpts(args[3:], false)
+	if !ok {
+		c.commit(tx)
+		return
+	}
+	var out [][]byte
+	next, err := coll.Scan(cursor, o.count, func(f, v []byte) {
+		if o.match != nil && !o.match(f) {
+			return
+		}
+		out = append(out, append([]byte(nil), f...))
+		if pairs {
+			out = append(out, append([]byte(nil), v...))
+		}
+	})
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatUint(next, 10))
+	c.w.Array(len(out))
+	for _, b := range out {
+		c.w.Bulk(b)
+	}
+	c.commit(tx)
+}
+
+// parseRandomCount parses HRANDFIELD/SRANDMEMBER's count: it returns how
+// many to draw and whether they must be distinct (count >= 0).
+func (c *Client) parseRandomCount(arg []byte) (n int64, distinct bool, ok bool) {
+	l, ok := strops.ParseInt(arg)
+	if !ok {
+		c.err(strops.ErrNotInteger)
+		return 0, false, false
+	}
+	if l == -1<<63 {
+		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return 0, false, false
+	}
+	if l >= 0 {
+		return l, true, true
+	}
+	return -l, false, true
+}
+
+// collEncoding is the encoding Redis 7.0 reports for a hash or set of the
+// same content: its compact encoding (listpack for hashes of at most 128
+// fields of at most 64 bytes; intset for sets of at most 512 integers)
+// else hashtable. Redis never converts back after a structure shrinks;
+// this reports the encoding of the current content.
+func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
+	compact, limit := "listpack", int64(128)
+	if t == codec.TypeSet {
+		compact, limit = "intset", 512
+	}
+	if coll.Len() > limit {
+		return "hashtable", nil
+	}
+	fits := true
+	err := coll.Each(func(f, v []byte) bool {
+		if t == codec.TypeSet {
+			_, isInt := strops.ParseInt(f)
+			fits = isInt
+		} else {
+			fits = len(f) <= 64 && len(v) <= 64
+		}
+		return fits
+	})
+	if !fits {
+		return "hashtable", err
+	}
+	return compact, err
+}

@@ -1,0 +1,470 @@
+package tiering
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"unsafe"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+)
+
+// ErrWrongType is returned when a key holds another type than the command
+// works on. Its text is Redis's reply.
+var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+
+// Coll is a live hash or set opened by a Tx: one record per field in the
+// cold store, and, when the structure is hot, a decoded copy in memory.
+//
+// Reads of a hot structure never touch the store. Reads of a cold one are
+// point lookups or bounded iterations of its field records: the structure
+// is never loaded to answer them. Writes go through to the store field by
+// field (so they cost in proportion to the fields touched, hot or cold) and
+// update the hot copy when there is one. After writing, Close must be
+// called to store the meta record (count, bytes) or delete the emptied key.
+//
+// A Coll is valid until its Tx ends. Byte slices it returns alias its
+// buffers or the hot copy: read them before the next call, never modify
+// them.
+type Coll struct {
+	tx      *Tx
+	pdb     uint8
+	key     []byte
+	hk      []byte
+	e       *Entry
+	created bool // not stored yet: created by this open
+	dirty   bool
+	fk      []byte
+	vb      []byte
+}
+
+// OpenColl opens key (database db) as a structure of type t. A cold
+// structure is promoted if the promotion policy admits it. If key does not
+// exist it returns nil, unless create is set, in which case it returns an
+// empty structure that is stored on Close if anything was added. A key of
+// another type yields ErrWrongType.
+func (tx *Tx) OpenColl(db int, key []byte, t codec.Type, create bool) (*Coll, error) {
+	e, err := tx.lookup(db, key, t)
+	if err != nil {
+		return nil, err
+	}
+	pdb := tx.pdb(db)
+	c := &Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(nil, pdb, key), e: e}
+	switch {
+	case e != nil && e.Type != t:
+		return nil, ErrWrongType
+	case e != nil:
+		return c, nil
+	case !create:
+		return nil, nil
+	}
+	return tx.newColl(c, t)
+}
+
+// PeekColl wraps an entry returned by Peek (a hash or set) for reading
+// without promotion.
+func (tx *Tx) PeekColl(db int, key []byte, e *Entry) *Coll {
+	pdb := tx.pdb(db)
+	return &Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(nil, pdb, key), e: e}
+}
+
+// newColl makes c a fresh, empty structure of type t under a new version.
+func (tx *Tx) newColl(c *Coll, t codec.Type) (*Coll, error) {
+	v, err := tx.e.cold.NextVersion()
+	if err != nil {
+		return nil, fmt.Errorf("tiering: new %s: %w", t, err)
+	}
+	c.e = &Entry{Type: t, Version: v, fields: newFieldMap(0)}
+	c.created = true
+	return c, nil
+}
+
+// CreateColl replaces whatever key holds (any type, its expiry included)
+// with an empty structure of type t, for commands that store a result
+// (SINTERSTORE...). Fill it, then Close it: an empty result deletes key.
+func (tx *Tx) CreateColl(db int, key []byte, t codec.Type) (*Coll, error) {
+	pdb := tx.pdb(db)
+	old, _, err := tx.live(pdb, key)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil {
+		if err := tx.remove(pdb, key, old); err != nil {
+			return nil, err
+		}
+	}
+	return tx.newColl(&Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(nil, pdb, key)}, t)
+}
+
+// Len returns the number of fields.
+func (c *Coll) Len() int64 { return c.e.Count }
+
+// Resident reports whether the structure is held hot.
+func (c *Coll) Resident() bool { return c.e.resident() }
+
+// ExpireAt returns the structure's expiry (unix ms, 0 for none).
+func (c *Coll) ExpireAt() int64 { return c.e.ExpireAt }
+
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+func (c *Coll) fieldKey(field []byte) []byte {
+	c.fk = codec.AppendFieldKey(c.fk[:0], c.pdb, c.key, c.e.Version, field)
+	return c.fk
+}
+
+// Get returns field's value and whether it exists.
+func (c *Coll) Get(field []byte) ([]byte, bool, error) {
+	if f := c.e.fields; f != nil {
+		v, ok := f.get(field)
+		return bytesOf(v), ok, nil
+	}
+	if c.created {
+		return nil, false, nil
+	}
+	buf, found, err := c.tx.batch.GetData(c.fieldKey(field), c.vb)
+	c.vb = buf
+	if err != nil {
+		return nil, false, fmt.Errorf("tiering: read field of %q: %w", c.key, err)
+	}
+	return buf, found, nil
+}
+
+// Has reports whether field exists.
+func (c *Coll) Has(field []byte) (bool, error) {
+	_, ok, err := c.Get(field)
+	return ok, err
+}
+
+// Set stores field = val (sets: val nil) and reports whether field is new.
+func (c *Coll) Set(field, val []byte) (bool, error) {
+	e := c.e
+	var created bool
+	if f := e.fields; f != nil {
+		created = f.set(field, val)
+		e.Count, e.Bytes = int64(f.len()), f.bytes
+	} else {
+		old, found, err := c.Get(field)
+		if err != nil {
+			return false, err
+		}
+		created = !found
+		if found {
+			e.Bytes -= int64(len(old))
+		} else {
+			e.Count++
+			e.Bytes += int64(len(field))
+		}
+		e.Bytes += int64(len(val))
+	}
+	c.dirty = true
+	if err := c.tx.batch.Set(c.fieldKey(field), val); err != nil {
+		return false, err
+	}
+	return created, nil
+}
+
+// Del removes field and reports whether it existed.
+func (c *Coll) Del(field []byte) (bool, error) {
+	e := c.e
+	if f := e.fields; f != nil {
+		if !f.del(field) {
+			return false, nil
+		}
+		e.Count, e.Bytes = int64(f.len()), f.bytes
+	} else {
+		old, found, err := c.Get(field)
+		if err != nil || !found {
+			return false, err
+		}
+		e.Count--
+		e.Bytes -= int64(len(field) + len(old))
+	}
+	c.dirty = true
+	if err := c.tx.batch.Delete(c.fieldKey(field)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Close stores the structure's meta record after writes, or deletes the key
+// if it was emptied (Redis never keeps an empty hash or set). It keeps the
+// hot tier's accounting right, and demotes a structure that outgrew the
+// hot tier.
+func (c *Coll) Close() error {
+	if !c.dirty {
+		return nil
+	}
+	c.dirty = false
+	tx, e := c.tx, c.e
+	tx.hk = append(tx.hk[:0], c.hk...)
+	if e.Count == 0 {
+		if c.created {
+			return nil
+		}
+		c.created = true // the key is gone; a later write recreates it
+		return tx.remove(c.pdb, c.key, e)
+	}
+	if err := tx.putMeta(c.pdb, c.key, e); err != nil {
+		return err
+	}
+	if c.created {
+		c.created = false
+		tx.addKeys(c.pdb, 1)
+		if tx.e.keepHot(entrySize(c.key, e)) {
+			e.access = tx.now
+			tx.e.hot.put(c.hk, e)
+		} else {
+			e.fields = nil
+		}
+		return nil
+	}
+	if e.resident() {
+		if !tx.e.keepHot(entrySize(c.key, e)) {
+			tx.e.hot.remove(c.hk)
+			e.fields = nil
+			tx.e.Stats.Demotions.Add(1)
+		} else {
+			tx.e.hot.resize(c.hk, e)
+		}
+	}
+	return nil
+}
+
+// iter returns an iterator over the structure's field records, in hash
+// order, seeing the transaction's writes.
+func (c *Coll) iter() (*coldstore.Iter, []byte, error) {
+	lo := codec.AppendFieldPrefix(nil, c.pdb, c.key, c.e.Version)
+	it, err := c.tx.batch.NewIter(lo, codec.PrefixEnd(lo))
+	return it, lo, err
+}
+
+// fieldOf splits the current record of a field iterator.
+func fieldOf(it *coldstore.Iter, prefixLen int) (hash uint32, field, val []byte, err error) {
+	hash, field, err = codec.ParseFieldRest(it.Key()[prefixLen:])
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	val, err = it.ValueAndErr()
+	return hash, field, val, err
+}
+
+// Each calls fn for every field until fn returns false: from memory for a
+// hot structure, streamed from the store for a cold one. fn must not write
+// to the structure.
+func (c *Coll) Each(fn func(field, val []byte) bool) error {
+	if f := c.e.fields; f != nil {
+		for i := range f.names {
+			if !fn(bytesOf(f.names[i]), bytesOf(f.vals[i])) {
+				return nil
+			}
+		}
+		return nil
+	}
+	if c.created {
+		return nil
+	}
+	it, lo, err := c.iter()
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		_, field, val, err := fieldOf(it, len(lo))
+		if err != nil {
+			return fmt.Errorf("tiering: %q: %w", c.key, err)
+		}
+		if !fn(field, val) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+// smallScan is the size up to which a hot structure is returned whole by
+// one HSCAN/SSCAN call, as Redis does for its compact encodings.
+const smallScan = 128
+
+// Scan visits about count fields from cursor, in field-hash order, always
+// finishing a run of fields with the same hash, and returns the cursor to
+// continue from (0 when done). The cursor is a field hash, so it stays
+// valid across writes and tier moves: a field present for a whole
+// iteration is returned at least once. A small hot structure is visited
+// whole in one call.
+func (c *Coll) Scan(cursor uint64, count int, fn func(field, val []byte)) (uint64, error) {
+	if c.e.resident() && c.e.Count <= smallScan || c.created {
+		return 0, c.Each(func(f, v []byte) bool { fn(f, v); return true })
+	}
+	if cursor > 0xffffffff {
+		return 0, nil
+	}
+	if count <= 0 {
+		count = 10
+	}
+	it, lo, err := c.iter()
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	seek := codec.AppendFieldHashKey(nil, c.pdb, c.key, c.e.Version, uint32(cursor))
+	visited := 0
+	var last uint32
+	for valid := it.SeekGE(seek); valid; valid = it.Next() {
+		h, field, val, err := fieldOf(it, len(lo))
+		if err != nil {
+			return 0, fmt.Errorf("tiering: %q: %w", c.key, err)
+		}
+		if visited >= count && h != last {
+			return uint64(h), nil
+		}
+		visited++
+		last = h
+		fn(field, val)
+	}
+	return 0, it.Error()
+}
+
+// Random calls fn for n fields chosen at random: distinct ones (all of
+// them if n >= Len) when distinct is set, otherwise n independent draws
+// that may repeat. For a cold structure, a distinct sample is a run of n
+// consecutive fields from a random point of the hash order (the
+// structure is not loaded), and each independent draw is one seek.
+func (c *Coll) Random(n int64, distinct bool, fn func(field, val []byte)) error {
+	if n <= 0 || c.e.Count == 0 {
+		return nil
+	}
+	if distinct && n >= c.e.Count {
+		return c.Each(func(f, v []byte) bool { fn(f, v); return true })
+	}
+	if f := c.e.fields; f != nil {
+		return c.randomHot(f, n, distinct, fn)
+	}
+	it, lo, err := c.iter()
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	seek := func() (bool, error) {
+		k := codec.AppendFieldHashKey(nil, c.pdb, c.key, c.e.Version, rand.Uint32())
+		if it.SeekGE(k) {
+			return true, nil
+		}
+		return it.First(), it.Error()
+	}
+	emit := func() error {
+		_, field, val, err := fieldOf(it, len(lo))
+		if err != nil {
+			return fmt.Errorf("tiering: %q: %w", c.key, err)
+		}
+		fn(field, val)
+		return nil
+	}
+	valid, err := seek()
+	for i := int64(0); i < n; i++ {
+		if err != nil {
+			return err
+		}
+		if !valid {
+			return fmt.Errorf("tiering: %q: %d fields counted, none found", c.key, c.e.Count)
+		}
+		if err := emit(); err != nil {
+			return err
+		}
+		if distinct {
+			if valid = it.Next(); !valid {
+				valid = it.First()
+			}
+			err = it.Error()
+		} else {
+			valid, err = seek()
+		}
+	}
+	return err
+}
+
+func (c *Coll) randomHot(f *fieldMap, n int64, distinct bool, fn func(field, val []byte)) error {
+	size := int64(f.len())
+	if !distinct {
+		for range n {
+			i := f.random()
+			fn(bytesOf(f.names[i]), bytesOf(f.vals[i]))
+		}
+		return nil
+	}
+	if n*3 > size {
+		// A partial Fisher-Yates shuffle of the positions.
+		perm := make([]int32, size)
+		for i := range perm {
+			perm[i] = int32(i)
+		}
+		for i := int64(0); i < n; i++ {
+			j := i + rand.Int64N(size-i)
+			perm[i], perm[j] = perm[j], perm[i]
+			p := perm[i]
+			fn(bytesOf(f.names[p]), bytesOf(f.vals[p]))
+		}
+		return nil
+	}
+	seen := make(map[int]struct{}, n)
+	for int64(len(seen)) < n {
+		i := f.random()
+		if _, dup := seen[i]; dup {
+			continue
+		}
+		seen[i] = struct{}{}
+		fn(bytesOf(f.names[i]), bytesOf(f.vals[i]))
+	}
+	return nil
+}
+
+// loadFields reads a cold structure's fields into memory, making e
+// resident. The caller puts e in the hot tier.
+func (tx *Tx) loadFields(pdb uint8, key []byte, e *Entry) error {
+	c := &Coll{tx: tx, pdb: pdb, key: key, e: e}
+	f := newFieldMap(int(e.Count))
+	err := c.Each(func(field, val []byte) bool {
+		f.set(field, val)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if int64(f.len()) != e.Count {
+		return fmt.Errorf("%w: %q counts %d fields, %d stored", ErrCorrupt, key, e.Count, f.len())
+	}
+	e.fields, e.Bytes = f, f.bytes
+	return nil
+}
+
+// duplicate returns a copy of src's entry e to be stored as dst: the same
+// string, or the same fields written under a new version of dst.
+func (tx *Tx) duplicate(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte) (*Entry, error) {
+	if e.Type == codec.TypeString {
+		return &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Str: e.Str}, nil
+	}
+	v, err := tx.e.cold.NextVersion()
+	if err != nil {
+		return nil, fmt.Errorf("tiering: copy %s: %w", e.Type, err)
+	}
+	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Version: v, Count: e.Count, Bytes: e.Bytes}
+	if e.resident() {
+		ne.fields = newFieldMap(int(e.Count))
+	}
+	from := &Coll{tx: tx, pdb: psrc, key: src, e: e}
+	var kbuf []byte
+	var werr error
+	err = from.Each(func(field, val []byte) bool {
+		kbuf = codec.AppendFieldKey(kbuf[:0], pdst, dst, v, field)
+		if werr = tx.batch.Set(kbuf, val); werr != nil {
+			return false
+		}
+		if ne.fields != nil {
+			ne.fields.set(field, val)
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return ne, err
+}
