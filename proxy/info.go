@@ -169,9 +169,13 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string) {
 		field(sb, "cold_bytes_on_disk", e.Cold().DiskUsage())
 		field(sb, "demotions", st.Demotions.Load())
 		field(sb, "promotions", st.Promotions.Load())
+		field(sb, "promotions_in_steps", st.SteppedPromotions.Load())
 		field(sb, "cold_reads", st.ColdReads.Load())
 		field(sb, "expired_cold_keys", st.ExpiredColdKeys.Load())
 		field(sb, "reclaimed_versions", st.ReclaimedVers.Load())
+		rs := e.Cold().ReadStats()
+		field(sb, "cold_store_gets", rs.Gets)
+		field(sb, "cold_store_iter_steps", rs.IterSteps)
 	case "keyspace":
 		sb.WriteString("# Keyspace\r\n")
 		tx := e.Begin()

@@ -115,7 +115,7 @@ func (c *Coll) fieldKey(field []byte) []byte {
 
 // Get returns field's value and whether it exists.
 func (c *Coll) Get(field []byte) ([]byte, bool, error) {
-	if f := c.e.fields; f != nil {
+	if f := c.e.fields; f != nil && c.e.loading == nil {
 		v, ok := f.get(field)
 		return bytesOf(v), ok, nil
 	}
@@ -140,10 +140,13 @@ func (c *Coll) Has(field []byte) (bool, error) {
 func (c *Coll) Set(field, val []byte) (bool, error) {
 	e := c.e
 	var created bool
-	if f := e.fields; f != nil {
+	if f := e.fields; f != nil && e.loading == nil {
 		created = f.set(field, val)
 		e.Count, e.Bytes = int64(f.len()), f.bytes
 	} else {
+		if e.loading != nil && e.loading.covers(field) {
+			e.fields.set(field, val)
+		}
 		old, found, err := c.Get(field)
 		if err != nil {
 			return false, err
@@ -167,12 +170,15 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 // Del removes field and reports whether it existed.
 func (c *Coll) Del(field []byte) (bool, error) {
 	e := c.e
-	if f := e.fields; f != nil {
+	if f := e.fields; f != nil && e.loading == nil {
 		if !f.del(field) {
 			return false, nil
 		}
 		e.Count, e.Bytes = int64(f.len()), f.bytes
 	} else {
+		if e.loading != nil && e.loading.covers(field) {
+			e.fields.del(field)
+		}
 		old, found, err := c.Get(field)
 		if err != nil || !found {
 			return false, err
@@ -219,10 +225,10 @@ func (c *Coll) Close() error {
 		}
 		return nil
 	}
-	if e.resident() {
+	if e.fields != nil { // resident or being promoted
 		if !tx.e.keepHot(entrySize(c.key, e)) {
 			tx.e.hot.remove(c.hk)
-			e.fields = nil
+			e.fields, e.loading = nil, nil
 			tx.e.Stats.Demotions.Add(1)
 		} else {
 			tx.e.hot.resize(c.hk, e)
@@ -253,7 +259,7 @@ func fieldOf(it *coldstore.Iter, prefixLen int) (hash uint32, field, val []byte,
 // hot structure, streamed from the store for a cold one. fn must not write
 // to the structure.
 func (c *Coll) Each(fn func(field, val []byte) bool) error {
-	if f := c.e.fields; f != nil {
+	if f := c.e.fields; f != nil && c.e.loading == nil {
 		for i := range f.names {
 			if !fn(bytesOf(f.names[i]), bytesOf(f.vals[i])) {
 				return nil
@@ -336,7 +342,7 @@ func (c *Coll) Random(n int64, distinct bool, fn func(field, val []byte)) error 
 	if distinct && n >= c.e.Count {
 		return c.Each(func(f, v []byte) bool { fn(f, v); return true })
 	}
-	if f := c.e.fields; f != nil {
+	if f := c.e.fields; f != nil && c.e.loading == nil {
 		return c.randomHot(f, n, distinct, fn)
 	}
 	it, lo, err := c.iter()

@@ -76,4 +76,3 @@ func (v *env) peekEntry(db int, key string) (codec.Type, int64, bool) {
 	})
 	return typ, at, ok
 }
-

@@ -46,20 +46,24 @@ type Options struct {
 
 // Stats are the engine's counters, readable without the lock.
 type Stats struct {
-	Demotions       atomic.Int64
-	Promotions      atomic.Int64
-	ColdReads       atomic.Int64
-	ExpiredKeys     atomic.Int64
-	ExpiredColdKeys atomic.Int64
-	KeyspaceHits    atomic.Int64
-	KeyspaceMisses  atomic.Int64
-	ReclaimedVers   atomic.Int64
+	Demotions  atomic.Int64
+	Promotions atomic.Int64
+	// SteppedPromotions counts the promotions done in steps (big
+	// structures), a subset of Promotions.
+	SteppedPromotions atomic.Int64
+	ColdReads         atomic.Int64
+	ExpiredKeys       atomic.Int64
+	ExpiredColdKeys   atomic.Int64
+	KeyspaceHits      atomic.Int64
+	KeyspaceMisses    atomic.Int64
+	ReclaimedVers     atomic.Int64
 }
 
 // ResetStats zeroes the resettable counters (CONFIG RESETSTAT).
 func (s *Stats) ResetStats() {
 	s.Demotions.Store(0)
 	s.Promotions.Store(0)
+	s.SteppedPromotions.Store(0)
 	s.ColdReads.Store(0)
 	s.ExpiredKeys.Store(0)
 	s.ExpiredColdKeys.Store(0)
@@ -81,6 +85,8 @@ type Engine struct {
 	exps  []int64 // per physical db: keys with an expiry
 	ghost *simplelru.LRU[string, int]
 	tx    Tx
+	// promoteQ feeds the stepwise promoter (big structures).
+	promoteQ chan promoteJob
 	// started is when the engine opened (unix ms).
 	started int64
 
@@ -112,13 +118,14 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("tiering: admission filter: %w", err)
 	}
 	e := &Engine{
-		cold:  cold,
-		hot:   NewLRU(opts.HotBudget),
-		opts:  opts,
-		keys:  make([]int64, 256),
-		exps:  make([]int64, 256),
-		ghost: ghost,
-		stop:  make(chan struct{}),
+		cold:     cold,
+		hot:      NewLRU(opts.HotBudget),
+		opts:     opts,
+		keys:     make([]int64, 256),
+		exps:     make([]int64, 256),
+		ghost:    ghost,
+		stop:     make(chan struct{}),
+		promoteQ: make(chan promoteJob, promoteQueueLen),
 	}
 	e.tx = Tx{e: e, batch: cold.NewBatch()}
 	e.started = time.Now().UnixMilli()
@@ -128,9 +135,10 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 	if err := e.countKeys(); err != nil {
 		return nil, err
 	}
-	e.wg.Add(2)
+	e.wg.Add(3)
 	go e.sweepLoop()
 	go e.reclaimLoop()
+	go e.promoteLoop()
 	return e, nil
 }
 

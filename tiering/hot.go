@@ -43,6 +43,10 @@ type Entry struct {
 	// fields is the decoded content of a hash or set held hot; nil for a
 	// cold entry (read from the store).
 	fields *fieldMap
+	// loading is set while a big structure is promoted in steps: fields
+	// then holds only the fields up to loading's cursor, and reads are
+	// served from the store.
+	loading *loadState
 	// access is when the key was last read or written (unix ms), for
 	// OBJECT IDLETIME.
 	access int64
@@ -57,14 +61,17 @@ const entryOverhead = 120
 // structure is weighed by its meta record's counts.
 func entrySize(key []byte, e *Entry) int64 {
 	n := int64(len(key)) + 1 + int64(len(e.Str)) + entryOverhead
-	if e.Type != codec.TypeString {
+	switch {
+	case e.fields != nil:
+		n += e.fields.size()
+	case e.Type != codec.TypeString:
 		n += e.Bytes + e.Count*fieldOverhead
 	}
 	return n
 }
 
-// resident reports whether e holds its structure's content in memory.
-func (e *Entry) resident() bool { return e.fields != nil }
+// resident reports whether e holds its whole structure in memory.
+func (e *Entry) resident() bool { return e.fields != nil && e.loading == nil }
 
 // LRU is the embedded hot tier: decoded values in least-recently-used order
 // under a byte budget. It is not safe for concurrent use; the Engine's lock

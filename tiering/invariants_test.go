@@ -77,7 +77,16 @@ func (v *env) checkInvariants() {
 		if he.Type != m.Type || he.ExpireAt != m.ExpireAt || (m.Type == codec.TypeString && !bytes.Equal(he.Str, m.Value)) {
 			v.t.Fatalf("hot key %q = %v/%d/%q, disk has %v/%d/%q", hk, he.Type, he.ExpireAt, he.Str, m.Type, m.ExpireAt, m.Value)
 		}
-		if m.Type != codec.TypeString {
+		if m.Type != codec.TypeString && he.loading != nil {
+			// A stepwise promotion: the partial copy holds exactly the
+			// stored fields up to its cursor.
+			for f, val := range v.fieldsOf(hk[0], []byte(hk[1:]), m.Version) {
+				got, ok := he.fields.get([]byte(f))
+				if he.loading.covers([]byte(f)) != ok || (ok && got != val) {
+					v.t.Fatalf("partial structure %q field %q = %q/%v, disk %q, covered %v", hk, f, got, ok, val, he.loading.covers([]byte(f)))
+				}
+			}
+		} else if m.Type != codec.TypeString {
 			if he.Version != m.Version || he.Count != int64(m.Count) || he.Bytes != int64(m.Bytes) || !he.resident() {
 				v.t.Fatalf("hot structure %q = v%d n%d b%d resident %v, meta has v%d n%d b%d", hk, he.Version, he.Count, he.Bytes, he.resident(), m.Version, m.Count, m.Bytes)
 			}

@@ -171,6 +171,9 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 		}
 		tx.e.Stats.KeyspaceHits.Add(1)
 		e.access = tx.now
+		if e.loading != nil {
+			tx.e.Stats.ColdReads.Add(1)
+		}
 		return e, nil
 	}
 	e, err := tx.loadCold(pdb, key)
@@ -185,6 +188,12 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 	tx.e.Stats.KeyspaceHits.Add(1)
 	if promote != codec.TypeNone && e.Type == promote && tx.e.admit(tx.hk, entrySize(key, e)) {
 		if e.Type != codec.TypeString {
+			if needsSteps(e) {
+				// Served from disk this time; loaded in the background.
+				tx.startPromotion(pdb, key, e)
+				tx.e.Stats.ColdReads.Add(1)
+				return e, nil
+			}
 			if err := tx.loadFields(pdb, key, e); err != nil {
 				return nil, err
 			}
