@@ -73,6 +73,10 @@ type Options struct {
 	Logger        *slog.Logger
 }
 
+// memTableCount is how many memtables Pebble may hold (one mutable, one
+// flushing) before it stalls writes.
+const memTableCount = 2
+
 // versionBlock is how many versions are reserved per persisted counter write.
 const versionBlock = 1 << 16
 
@@ -110,12 +114,16 @@ func Open(opts Options) (*Store, error) {
 	if opts.MemTableBytes <= 0 {
 		opts.MemTableBytes = 4 << 20
 	}
-	cache := pebble.NewCache(opts.CacheBytes)
+	// Pebble charges its memtables to the block cache (a reservation that
+	// shrinks it), so the cache is sized for both: with only CacheBytes, a
+	// small budget leaves no room for blocks at all and every read
+	// decompresses its index and data blocks again.
+	cache := pebble.NewCache(opts.CacheBytes + memTableCount*opts.MemTableBytes)
 	defer cache.Unref()
 	po := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                uint64(opts.MemTableBytes),
-		MemTableStopWritesThreshold: 2,
+		MemTableStopWritesThreshold: memTableCount,
 		MaxOpenFiles:                1000,
 		Logger:                      pebbleLogger{opts.Logger},
 	}
