@@ -6,6 +6,7 @@ package integration
 // a tool or server does not work (an error reply, a wrong key count).
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -36,6 +37,12 @@ const (
 	benchReps     = 3       // measurements per cell; the median is reported
 	loadKeys      = 100_000 // redis-cli --pipe load: keys of loadValue bytes
 	loadValue     = 1024
+	// benchCollFields is the field count of myhash and the member count of
+	// myset, the keys redis-benchmark's HSET and SADD tests write, and their
+	// -r: the hash (about 30 MB) fits in an eighth of spw-hot's budget, so
+	// it stays in the hot tier.
+	benchCollFields = 50_000
+	benchCollBatch  = 1000 // fields per HSET / members per SADD in load files
 )
 
 // benchRunTime is how long each measured redis-benchmark run is sized to
@@ -45,27 +52,42 @@ var benchRunTime = 1500 * time.Millisecond
 const benchSkip = "benchmark, not a test: run `make bench` " +
 	"(or SPILLWAY_BENCH=1 go test -count=1 -run TestBench -v -timeout 15m ./integration/)"
 
-// benchCommands are the redis-benchmark runs measured, in table order: a
-// -t test, or a custom command (GET(miss) reads keys that do not exist).
-var benchCommands = []struct {
-	label string
-	args  []string
-}{
-	{"SET", []string{"-t", "set"}},
-	{"GET", []string{"-t", "get"}},
-	{"GET(miss)", []string{"GET", "miss:__rand_int__"}},
-	{"INCR", []string{"-t", "incr"}},
-	{"MSET(10)", []string{"-t", "mset"}},
+// benchCmd is one redis-benchmark run: a -t test or a custom command.
+type benchCmd struct {
+	label    string
+	args     []string
+	keyspace int  // redis-benchmark -r
+	coll     bool // on myhash/myset: hot path only, not run against spw-cold
+}
+
+// benchCommands are the redis-benchmark runs measured, in table order
+// (GET(miss) reads keys that do not exist). The dataset holds every key,
+// field and member the others touch, so HSET and SADD update, HGET and
+// SISMEMBER hit.
+var benchCommands = []benchCmd{
+	{"SET", []string{"-t", "set"}, benchKeys, false},
+	{"GET", []string{"-t", "get"}, benchKeys, false},
+	{"GET(miss)", []string{"GET", "miss:__rand_int__"}, benchKeys, false},
+	{"INCR", []string{"-t", "incr"}, benchKeys, false},
+	{"MSET(10)", []string{"-t", "mset"}, benchKeys, false},
+	{"HSET", []string{"-t", "hset"}, benchCollFields, true},
+	{"HGET", []string{"HGET", "myhash", "element:__rand_int__"}, benchCollFields, true},
+	{"SADD", []string{"-t", "sadd"}, benchCollFields, true},
+	{"SISMEMBER", []string{"SISMEMBER", "myset", "element:__rand_int__"}, benchCollFields, true},
 }
 
 var benchPipelines = []int{1, 16}
 
 // benchTarget is one server column of the throughput table.
 type benchTarget struct {
-	name string // column header
-	addr string
-	desc string // how it was started, for the legend
+	name   string // column header
+	addr   string
+	desc   string // how it was started, for the legend
+	noColl bool   // the hash and set commands are not run against it
 }
+
+// runs reports whether command c is measured against the target.
+func (tg benchTarget) runs(c benchCmd) bool { return !(c.coll && tg.noColl) }
 
 // benchSample is one redis-benchmark result line.
 type benchSample struct{ rps, p50, p99 float64 }
@@ -95,9 +117,11 @@ func needBench(t *testing.T) {
 	}
 }
 
-// TestBenchThroughput measures SET/GET/INCR/MSET with redis-benchmark against
-// redis-server (without and with AOF), twemproxy in front of redis-server
-// when nutcracker is installed, and Spillway with the dataset hot and cold.
+// TestBenchThroughput measures SET/GET/INCR/MSET and HSET/HGET/SADD/SISMEMBER
+// with redis-benchmark against redis-server (without and with AOF),
+// twemproxy in front of redis-server when nutcracker is installed, and
+// Spillway with the dataset hot and cold (strings only: cold hashes and sets
+// are TestBenchColdCollections').
 func TestBenchThroughput(t *testing.T) {
 	needBench(t)
 	began := time.Now()
@@ -121,7 +145,7 @@ func TestBenchThroughput(t *testing.T) {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Go(func() { _, errs[i] = pipeLoad(s.Addr(), dataset, 2*benchKeys) })
+		wg.Go(func() { _, errs[i] = pipeLoad(s.Addr(), dataset, datasetCommands) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -129,20 +153,21 @@ func TestBenchThroughput(t *testing.T) {
 	}
 	loader.Term()
 	cold := harness.StartSpillway(t, coldDir, "--maxmemory", "4mb", "--promote-min-hits", "1000000")
-	t.Logf("dataset (%d keys of %d-%d bytes, %d counters) loaded in %v", benchKeys,
-		benchValueMin, benchValueMax, benchKeys, time.Since(began).Round(time.Millisecond))
+	t.Logf("dataset (%d keys of %d-%d bytes, %d counters, a hash and a set of %d) loaded in %v", benchKeys,
+		benchValueMin, benchValueMax, benchKeys, benchCollFields, time.Since(began).Round(time.Millisecond))
 
 	targets := []benchTarget{
-		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no"},
-		{"redis+aof", aof.Addr(), "redis-server 7.0, --appendonly yes --appendfsync everysec"},
+		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no", false},
+		{"redis+aof", aof.Addr(), "redis-server 7.0, --appendonly yes --appendfsync everysec", false},
 	}
 	if tw := startTwemproxy(t, redis.Addr()); tw != nil {
 		targets = append(targets, benchTarget{"twemproxy", tw.Addr(),
-			"nutcracker 0.5 (1 server connection) in front of the 'redis' server"})
+			"nutcracker 0.5 (1 server connection) in front of the 'redis' server", false})
 	}
 	targets = append(targets,
-		benchTarget{"spw-hot", hot.Addr(), "spillway --maxmemory 512mb (appendfsync everysec): dataset fits in the hot tier"},
-		benchTarget{"spw-cold", cold.Addr(), "spillway --maxmemory 4mb --promote-min-hits 1000000, restarted after the load: reads served from disk"})
+		benchTarget{"spw-hot", hot.Addr(), "spillway --maxmemory 512mb (appendfsync everysec): dataset fits in the hot tier", false},
+		benchTarget{"spw-cold", cold.Addr(), "spillway --maxmemory 4mb --promote-min-hits 1000000, restarted after the load: " +
+			"reads served from disk (strings only; see the cold hash and set section)", true})
 
 	// Calibrate: short runs per cell (also a warm-up) size -n so that each
 	// measured run takes about benchRunTime.
@@ -150,7 +175,10 @@ func TestBenchThroughput(t *testing.T) {
 	for _, tg := range targets {
 		for _, p := range benchPipelines {
 			for _, c := range benchCommands {
-				n, err := calibrate(tg.addr, c.args, p)
+				if !tg.runs(c) {
+					continue
+				}
+				n, err := calibrate(tg.addr, c, p)
 				if err != nil {
 					t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
 				}
@@ -169,8 +197,11 @@ func TestBenchThroughput(t *testing.T) {
 		for _, tg := range targets {
 			for _, p := range benchPipelines {
 				for _, c := range benchCommands {
+					if !tg.runs(c) {
+						continue
+					}
 					k := cellKey{tg.name, c.label, p}
-					s, err := runRedisBenchmark(tg.addr, c.args, p, sizes[k])
+					s, err := runRedisBenchmark(tg.addr, c, p, sizes[k])
 					if err != nil {
 						t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
 					}
@@ -184,14 +215,14 @@ func TestBenchThroughput(t *testing.T) {
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Throughput: redis-benchmark -c %d -r %d -d %d, median of %d runs of ~%v each ==\n",
-		benchClients, benchKeys, benchDataSize, benchReps, benchRunTime)
+	fmt.Fprintf(&out, "\n== Throughput: redis-benchmark -c %d -r %d (hashes and sets: %d) -d %d, median of %d runs of ~%v each ==\n",
+		benchClients, benchKeys, benchCollFields, benchDataSize, benchReps, benchRunTime)
 	out.WriteString(machineNotes())
 	for _, tg := range targets {
 		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
 	}
-	out.WriteString(throughputTable(targets, samples))
-	out.WriteString(latencyTable(targets, samples))
+	out.WriteString(throughputTable(targets, benchCommands, samples))
+	out.WriteString(latencyTable(targets, benchCommands, samples))
 	fmt.Fprintf(&out, "Spread: %s\n", spreadNote(samples))
 	out.WriteString(tieringNote(t, map[string]*harness.Server{"spw-hot": hot, "spw-cold": cold}))
 	if path := os.Getenv("SPILLWAY_BENCH_RAW"); path != "" {
@@ -202,6 +233,14 @@ func TestBenchThroughput(t *testing.T) {
 	}
 	fmt.Fprintf(&out, "(throughput section took %v)\n", time.Since(began).Round(time.Second))
 	fmt.Print(out.String())
+}
+
+// TestBenchColdCollections measures HGET and SISMEMBER on a hash and a set
+// of a million fields each, cold in a Spillway with a small budget and in
+// memory in redis-server (see bench_coll_test.go).
+func TestBenchColdCollections(t *testing.T) {
+	needBench(t)
+	benchColdCollections(t)
 }
 
 // TestBenchLoad times `redis-cli --pipe` loading loadKeys keys of loadValue
@@ -304,10 +343,10 @@ func startTwemproxy(t *testing.T, backend string) *harness.Proc {
 // calibrate returns the request count (-n) that makes one run of the
 // command take about benchRunTime, from runs of growing size until one takes
 // an eighth of it.
-func calibrate(addr string, test []string, pipeline int) (int, error) {
+func calibrate(addr string, c benchCmd, pipeline int) (int, error) {
 	goal := benchRunTime.Seconds()
 	for n := 100 * pipeline; ; n *= 4 {
-		s, err := runRedisBenchmark(addr, test, pipeline, n)
+		s, err := runRedisBenchmark(addr, c, pipeline, n)
 		if err != nil {
 			return 0, err
 		}
@@ -317,14 +356,15 @@ func calibrate(addr string, test []string, pipeline int) (int, error) {
 	}
 }
 
-// runRedisBenchmark runs redis-benchmark once (test: "-t NAME" or a custom
-// command) and parses its --csv line.
-func runRedisBenchmark(addr string, test []string, pipeline, n int) (benchSample, error) {
+// runRedisBenchmark runs redis-benchmark once (c.args: "-t NAME" or a
+// custom command) and parses its --csv line.
+func runRedisBenchmark(addr string, c benchCmd, pipeline, n int) (benchSample, error) {
 	host, port, _ := strings.Cut(addr, ":")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	test := c.args
 	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n),
-		"-r", strconv.Itoa(benchKeys), "-d", strconv.Itoa(benchDataSize), "-P", strconv.Itoa(pipeline), "--csv"}
+		"-r", strconv.Itoa(c.keyspace), "-d", strconv.Itoa(benchDataSize), "-P", strconv.Itoa(pipeline), "--csv"}
 	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, test...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -379,31 +419,67 @@ func pipeLoad(addr, file string, want int) (time.Duration, error) {
 	return d, nil
 }
 
-// writeDataset writes SETs of redis-benchmark's key names for the whole -r
-// keyspace, with a fixed seed: key:%012d with values of
+// datasetCommands is the number of commands writeDataset writes.
+const datasetCommands = 2*benchKeys + 2*benchCollFields/benchCollBatch
+
+// writeDataset writes, with a fixed seed, redis-benchmark's key names for
+// the whole -r keyspace: SETs of key:%012d to values of
 // benchValueMin..benchValueMax random letters, then counter:%012d = 0 (so
-// that INCR measures increments, not key creation).
+// that INCR measures increments, not key creation), then HSETs filling
+// myhash with element:%012d fields of benchDataSize-byte values (the size
+// redis-benchmark's HSET writes, so the hash does not grow) and SADDs
+// filling myset with element:%012d, benchCollBatch at a time.
 func writeDataset(path string) error {
 	r := rand.New(rand.NewPCG(1, 2))
 	pool := randomLetters(r, 1<<20)
 	zero := []byte("0")
-	return writeSets(path, 2*benchKeys, func(i int) (string, []byte) {
-		if i >= benchKeys {
-			return fmt.Sprintf("counter:%012d", i-benchKeys), zero
+	return writeRESP(path, func(w *respWriter) {
+		for i := 0; i < benchKeys; i++ {
+			n := benchValueMin + r.IntN(benchValueMax-benchValueMin+1)
+			off := r.IntN(len(pool) - n)
+			w.command([]byte("SET"), fmt.Appendf(nil, "key:%012d", i), pool[off:off+n])
 		}
-		n := benchValueMin + r.IntN(benchValueMax-benchValueMin+1)
-		off := r.IntN(len(pool) - n)
-		return fmt.Sprintf("key:%012d", i), pool[off : off+n]
+		for i := 0; i < benchKeys; i++ {
+			w.command([]byte("SET"), fmt.Appendf(nil, "counter:%012d", i), zero)
+		}
+		writeCollBatches(w, "myhash", "myset", "element:%012d", "element:%012d", benchCollFields,
+			func(int) []byte {
+				off := r.IntN(len(pool) - benchDataSize)
+				return pool[off : off+benchDataSize]
+			})
 	})
+}
+
+// writeCollBatches writes HSETs filling hash with fields fieldFmt % i (i
+// below n) set to value(i), then SADDs filling set with members memberFmt %
+// i, benchCollBatch fields or members a command.
+func writeCollBatches(w *respWriter, hash, set, fieldFmt, memberFmt string, n int, value func(i int) []byte) {
+	args := make([][]byte, 0, 2+2*benchCollBatch)
+	for lo := 0; lo < n; lo += benchCollBatch {
+		args = append(args[:0], []byte("HSET"), []byte(hash))
+		for i := lo; i < min(lo+benchCollBatch, n); i++ {
+			args = append(args, fmt.Appendf(nil, fieldFmt, i), value(i))
+		}
+		w.command(args...)
+	}
+	for lo := 0; lo < n; lo += benchCollBatch {
+		args = append(args[:0], []byte("SADD"), []byte(set))
+		for i := lo; i < min(lo+benchCollBatch, n); i++ {
+			args = append(args, fmt.Appendf(nil, memberFmt, i))
+		}
+		w.command(args...)
+	}
 }
 
 // writeLoadFile writes loadKeys SETs of loadValue-byte values.
 func writeLoadFile(path string) error {
 	r := rand.New(rand.NewPCG(3, 4))
 	pool := randomLetters(r, 1<<20)
-	return writeSets(path, loadKeys, func(i int) (string, []byte) {
-		off := r.IntN(len(pool) - loadValue)
-		return fmt.Sprintf("load:%08d", i), pool[off : off+loadValue]
+	return writeRESP(path, func(w *respWriter) {
+		for i := 0; i < loadKeys; i++ {
+			off := r.IntN(len(pool) - loadValue)
+			w.command([]byte("SET"), fmt.Appendf(nil, "load:%08d", i), pool[off:off+loadValue])
+		}
 	})
 }
 
@@ -415,47 +491,98 @@ func randomLetters(r *rand.Rand, n int) []byte {
 	return b
 }
 
-// writeSets writes n RESP-encoded SET commands produced by kv to path.
-func writeSets(path string, n int, kv func(i int) (string, []byte)) error {
-	var buf bytes.Buffer
-	for i := 0; i < n; i++ {
-		k, v := kv(i)
-		fmt.Fprintf(&buf, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", len(k), k, len(v))
-		buf.Write(v)
-		buf.WriteString("\r\n")
+// respWriter buffers RESP-encoded commands on their way to a file.
+type respWriter struct {
+	w   *bufio.Writer
+	num []byte
+}
+
+// command writes args as one RESP array of bulk strings.
+func (w *respWriter) command(args ...[]byte) {
+	w.header('*', len(args))
+	for _, a := range args {
+		w.header('$', len(a))
+		w.w.Write(a)
+		w.w.WriteString("\r\n")
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+}
+
+func (w *respWriter) header(kind byte, n int) {
+	w.num = strconv.AppendInt(append(w.num[:0], kind), int64(n), 10)
+	w.w.Write(append(w.num, '\r', '\n'))
+}
+
+// writeRESP creates path and writes the commands emit produces to it.
+func writeRESP(path string, emit func(w *respWriter)) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	w := &respWriter{w: bufio.NewWriterSize(f, 1<<20)}
+	emit(w)
+	err = w.w.Flush() // a bufio.Writer keeps its first error
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-func throughputTable(targets []benchTarget, samples map[cellKey][]benchSample) string {
+// throughputTable prints the median ops/s of each cell, "-" for a cell not
+// measured, and ratios of the spw-* columns to the redis ones present.
+func throughputTable(targets []benchTarget, cmds []benchCmd, samples map[cellKey][]benchSample) string {
 	var b strings.Builder
-	b.WriteString("\nops/s (MSET(10): commands/s, 10 keys each; GET(miss): keys that do not exist)\n")
+	b.WriteString("\nops/s (MSET(10): commands/s, 10 keys each; GET(miss): keys that do not exist; " +
+		"HSET/SADD update existing fields/members; -: not run)\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	type ratio struct{ label, num, den string }
+	var ratios []ratio
+	for _, num := range []string{"spw-hot", "spw-cold"} {
+		for _, den := range []string{"redis", "redis+aof"} {
+			if slices.ContainsFunc(targets, func(tg benchTarget) bool { return tg.name == num }) &&
+				slices.ContainsFunc(targets, func(tg benchTarget) bool { return tg.name == den }) {
+				ratios = append(ratios, ratio{strings.TrimPrefix(num, "spw-") + "/" + strings.TrimPrefix(den, "redis+"), num, den})
+			}
+		}
+	}
 	fmt.Fprint(w, "command\tP\t")
 	for _, tg := range targets {
 		fmt.Fprintf(w, "%s\t", tg.name)
 	}
-	fmt.Fprintln(w, "hot/redis\thot/aof\tcold/redis\tcold/aof\t")
+	for _, r := range ratios {
+		fmt.Fprintf(w, "%s\t", r.label)
+	}
+	fmt.Fprintln(w)
 	for _, p := range benchPipelines {
-		for _, c := range benchCommands {
+		for _, c := range cmds {
 			fmt.Fprintf(w, "%s\t%d\t", c.label, p)
 			rps := map[string]float64{}
 			for _, tg := range targets {
-				rps[tg.name] = medianOf(samples[cellKey{tg.name, c.label, p}], func(s benchSample) float64 { return s.rps })
+				ss := samples[cellKey{tg.name, c.label, p}]
+				if len(ss) == 0 {
+					fmt.Fprint(w, "-\t")
+					continue
+				}
+				rps[tg.name] = medianOf(ss, func(s benchSample) float64 { return s.rps })
 				fmt.Fprintf(w, "%s\t", thousands(rps[tg.name]))
 			}
-			fmt.Fprintf(w, "%.2fx\t%.2fx\t%.2fx\t%.2fx\t\n", rps["spw-hot"]/rps["redis"], rps["spw-hot"]/rps["redis+aof"],
-				rps["spw-cold"]/rps["redis"], rps["spw-cold"]/rps["redis+aof"])
+			for _, r := range ratios {
+				if rps[r.num] == 0 || rps[r.den] == 0 {
+					fmt.Fprint(w, "-\t")
+					continue
+				}
+				fmt.Fprintf(w, "%.2fx\t", rps[r.num]/rps[r.den])
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	w.Flush()
 	return b.String()
 }
 
-func latencyTable(targets []benchTarget, samples map[cellKey][]benchSample) string {
+func latencyTable(targets []benchTarget, cmds []benchCmd, samples map[cellKey][]benchSample) string {
 	var b strings.Builder
 	b.WriteString("\nlatency p50/p99 ms (redis-benchmark's, per request; with -P 16 a request waits for its whole batch)\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -465,10 +592,14 @@ func latencyTable(targets []benchTarget, samples map[cellKey][]benchSample) stri
 	}
 	fmt.Fprintln(w)
 	for _, p := range benchPipelines {
-		for _, c := range benchCommands {
+		for _, c := range cmds {
 			fmt.Fprintf(w, "%s\t%d\t", c.label, p)
 			for _, tg := range targets {
 				ss := samples[cellKey{tg.name, c.label, p}]
+				if len(ss) == 0 {
+					fmt.Fprint(w, "-\t")
+					continue
+				}
 				fmt.Fprintf(w, "%.3f/%.3f\t", medianOf(ss, func(s benchSample) float64 { return s.p50 }),
 					medianOf(ss, func(s benchSample) float64 { return s.p99 }))
 			}
@@ -506,17 +637,26 @@ func spreadNote(samples map[cellKey][]benchSample) string {
 func tieringNote(t *testing.T, servers map[string]*harness.Server) string {
 	var b strings.Builder
 	for _, name := range []string{"spw-hot", "spw-cold"} {
-		info := servers[name].Conn(t).Do("INFO", "tiering").Str
+		info := tieringInfo(t, servers[name])
 		var fields []string
-		for _, line := range strings.Split(info, "\r\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if ok && slices.Contains([]string{"hot_keys", "cold_keys", "hot_budget", "promotions", "demotions", "cold_reads"}, k) {
-				fields = append(fields, k+"="+v)
-			}
+		for _, k := range []string{"hot_keys", "cold_keys", "hot_budget", "promotions", "demotions", "cold_reads"} {
+			fields = append(fields, k+"="+info[k])
 		}
 		fmt.Fprintf(&b, "%s after the run: %s\n", name, strings.Join(fields, " "))
 	}
 	return b.String()
+}
+
+// tieringInfo returns the fields of a Spillway server's INFO tiering.
+func tieringInfo(t *testing.T, s *harness.Server) map[string]string {
+	info := s.Conn(t).Do("INFO", "tiering").Str
+	m := map[string]string{}
+	for _, line := range strings.Split(info, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // machineNotes describes where the numbers come from.

@@ -69,20 +69,36 @@ func TestDifferentialRedisVsRedis(t *testing.T) {
 			})
 		}
 	}
+	// The hash and set generator, likewise.
+	for _, proto := range []int{2, 3} {
+		for _, seed := range seeds(t) {
+			t.Run(fmt.Sprintf("hashes-sets/resp%d/seed=%d", proto, seed), func(t *testing.T) {
+				runDiff(t, diffRun{
+					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
+					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
+					cfg: genConfig{Lists: true, Collections: true}, testName: "TestDifferentialRedisVsRedis",
+				})
+			})
+		}
+	}
 }
 
 // TestDifferentialStrings compares Spillway with Redis 7.0 on random string
 // and keyspace traffic over RESP2, with a 256 KB maxmemory (a 4 KB hot tier).
 func TestDifferentialStrings(t *testing.T) {
-	testDifferentialSpillway(t, 2, "TestDifferentialStrings")
+	testDifferentialSpillway(t, 2, "TestDifferentialStrings", genConfig{})
 }
 
 // TestDifferentialStringsRESP3 is TestDifferentialStrings after HELLO 3.
 func TestDifferentialStringsRESP3(t *testing.T) {
-	testDifferentialSpillway(t, 3, "TestDifferentialStringsRESP3")
+	testDifferentialSpillway(t, 3, "TestDifferentialStringsRESP3", genConfig{})
 }
 
-func testDifferentialSpillway(t *testing.T, proto int, name string) {
+// testDifferentialSpillway runs the generator configured by cfg (lists as
+// listsForSpillway says) against Redis and Spillway, then checks that the
+// runs exercised tiering.
+func testDifferentialSpillway(t *testing.T, proto int, name string, cfg genConfig) {
+	cfg.Lists = listsForSpillway(t)
 	ref := harness.StartRedis(t)
 	subAddr, subName := subject(t)
 	for _, seed := range seeds(t) {
@@ -90,7 +106,7 @@ func testDifferentialSpillway(t *testing.T, proto int, name string) {
 			runDiff(t, diffRun{
 				refAddr: ref.Addr(), subAddr: subAddr, subName: subName,
 				proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
-				cfg: genConfig{Lists: listsForSpillway(t)}, testName: name,
+				cfg: cfg, testName: name,
 			})
 		})
 	}
@@ -157,13 +173,30 @@ func runDiff(t *testing.T, d diffRun) {
 			hist.add("#%d (sleep %v)", i, o.Sleep)
 			continue
 		}
-		a, b := exchange(ref, sub, o.Args)
-		if ok, why := compareReplies(o.Args, a, b); !ok {
+		var a, b harness.Reply
+		var ok bool
+		var why, note string
+		switch o.Kind {
+		case opScan:
+			var ia, ib scanIter
+			ia, ib, ok, why = scanUnion(ref, sub, o.Args, d.subName)
+			a, b = ia.first, ib.first
+			note = fmt.Sprintf(" (iterated to cursor 0: redis %d calls, %d items; %s %d calls, %d items)",
+				ia.calls, len(ia.items), d.subName, ib.calls, len(ib.items))
+		case opRandom:
+			a, b = exchange(ref, sub, o.Args)
+			hist.add("#%d %s -> %s (random reply)", i, fmtArgs(o.Args), fmtRaw(a.Raw))
+			ok, why = randomCheck{ref: ref, sub: sub, subName: d.subName, hist: hist}.check(o.Args, a, b)
+		default:
+			a, b = exchange(ref, sub, o.Args)
+			ok, why = compareReplies(o.Args, a, b)
+		}
+		if !ok {
 			t.Fatalf("differential mismatch (%s): seed=%d resp%d op #%d db=%d\n"+
-				"command:  %s\nredis:    %s\n%-9s %s\nredis reply:\n%s\n%s reply:\n%s\n"+
+				"command:  %s%s\nredis:    %s\n%-9s %s\nredis reply:\n%s\n%s reply:\n%s\n"+
 				"last commands:\n%s"+
 				"reproduce: SPILLWAY_DIFF_SEED=%d SPILLWAY_DIFF_OPS=%d go test ./integration -run '^%s$'",
-				why, d.seed, d.proto, i, g.db, fmtArgs(o.Args), errOr(a), d.subName+":", errOr(b),
+				why, d.seed, d.proto, i, g.db, fmtArgs(o.Args), note, errOr(a), d.subName+":", errOr(b),
 				a.String(), d.subName, b.String(), hist, d.seed, i+1, d.testName)
 		}
 		total++
@@ -171,7 +204,9 @@ func runDiff(t *testing.T, d diffRun) {
 		if a.IsError() {
 			errs++
 		}
-		hist.add("#%d %s -> %s", i, fmtArgs(o.Args), fmtRaw(a.Raw))
+		if o.Kind != opRandom {
+			hist.add("#%d %s -> %s%s", i, fmtArgs(o.Args), fmtRaw(a.Raw), note)
+		}
 	}
 	// The generator must mostly produce commands that succeed, or the run
 	// compares little more than error texts.

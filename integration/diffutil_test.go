@@ -13,10 +13,13 @@ import (
 )
 
 // unorderedCommands are commands whose array replies Redis leaves in an
-// unspecified order; their replies are compared after sorting.
+// unspecified order; their replies are compared after sorting. (SRANDMEMBER,
+// SPOP and HRANDFIELD, see canonicalFor, return random elements in random
+// order: sorted, equal replies mean the same elements; the random runs check
+// differing ones with randomCheck.)
 var unorderedCommands = map[string]bool{
 	"keys": true, "smembers": true, "sinter": true, "sunion": true, "sdiff": true,
-	"hkeys": true, "hvals": true,
+	"hkeys": true, "hvals": true, "srandmember": true, "spop": true,
 }
 
 // pairCommands reply with flat (field, value) arrays in unspecified order.
@@ -55,16 +58,28 @@ func compareReplies(args []string, a, b harness.Reply) (bool, string) {
 		}
 		return false, fmt.Sprintf("TTL values differ by %d (tolerance %d)", d, tol)
 	}
-	ca, cb := canonicalFor(name, a), canonicalFor(name, b)
+	ca, cb := canonicalFor(args, a), canonicalFor(args, b)
 	if string(ca.Raw) == string(cb.Raw) {
 		return true, ""
 	}
 	return false, "bytes differ"
 }
 
-func canonicalFor(name string, r harness.Reply) harness.Reply {
+func canonicalFor(args []string, r harness.Reply) harness.Reply {
+	name := ""
+	if len(args) > 0 {
+		name = strings.ToLower(args[0])
+	}
 	switch {
 	case r.Type == '~' || r.Type == '%':
+		return harness.Canonical(r)
+	case name == "hrandfield" && r.Type == '*':
+		// With WITHVALUES (a valid reply means args[3] was it), RESP2
+		// sends flat field/value pairs, which must stay paired; RESP3
+		// sends [field, value] arrays, which Canonical keeps whole.
+		if len(args) == 4 && len(r.Elems) > 0 && r.Elems[0].Type != '*' {
+			return harness.CanonicalPairs(r)
+		}
 		return harness.Canonical(r)
 	case unorderedCommands[name]:
 		return harness.Canonical(r)

@@ -12,14 +12,35 @@ type genConfig struct {
 	// Lists lets the generator create lists with RPUSH so WRONGTYPE paths
 	// are exercised. Off until the subject implements lists.
 	Lists bool
+	// Collections switches the generator to hash and set traffic
+	// (gen_coll_test.go) instead of string traffic.
+	Collections bool
 }
 
 // op is one generated step: a command, or a pause (Sleep > 0, Args nil)
-// that lets short expiries pass.
+// that lets short expiries pass. Kind says how the runner compares the
+// command's replies.
 type op struct {
 	Args  []string
 	Sleep time.Duration
+	Kind  opKind
 }
+
+type opKind int
+
+const (
+	// opCommand: send once to both servers, compare the replies
+	// (compareReplies).
+	opCommand opKind = iota
+	// opScan: Args is the first call of a SCAN, HSCAN or SSCAN iteration
+	// (cursor "0"); the runner iterates each server to cursor 0 on its own
+	// and compares the de-duplicated union of what they returned
+	// (scanUnion).
+	opScan
+	// opRandom: HRANDFIELD, SRANDMEMBER or SPOP, whose replies are random;
+	// checked by randomCheck.
+	opRandom
+)
 
 // arity is Redis 7.0's COMMAND arity (name included; negative = at least).
 var arity = map[string]int{
@@ -100,6 +121,11 @@ func (g *gen) next() op {
 }
 
 func (g *gen) emit(args ...string) { g.queue = append(g.queue, op{Args: args}) }
+
+// emitKind queues a command compared the way kind says.
+func (g *gen) emitKind(kind opKind, args ...string) {
+	g.queue = append(g.queue, op{Args: args, Kind: kind})
+}
 
 func (g *gen) pick(s []string) string { return s[g.r.Intn(len(s))] }
 
@@ -204,6 +230,10 @@ func (g *gen) expiryOpt(keepTTL bool) []string {
 
 // produce appends the next command (or group of commands) to the queue.
 func (g *gen) produce() {
+	if g.cfg.Collections {
+		g.produceColl()
+		return
+	}
 	n := g.r.Intn(1000)
 	switch {
 	case n < 70:
@@ -500,8 +530,10 @@ func (g *gen) genBitField() {
 // genExpire emits a relative or absolute expire. GT/LT are used only with
 // absolute grid times or non-positive relative ones, whose comparison with
 // any TTL the generator can create does not depend on timing.
-func (g *gen) genExpire() {
-	k := g.key()
+func (g *gen) genExpire() { g.genExpireOn(g.key()) }
+
+// genExpireOn is genExpire on key k.
+func (g *gen) genExpireOn(k string) {
 	flag := func(withOrder bool) []string {
 		if !g.chance(0.4) {
 			return nil

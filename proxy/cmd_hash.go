@@ -342,7 +342,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 	}
 	if len(args) == 4 {
 		withValues = true
-		if n > (1<<63-1)/2 && !distinct {
+		if n > (1<<63-1)/2 {
 			c.err("ERR value is out of range")
 			return
 		}

@@ -171,11 +171,7 @@ func cmdSPop(c *Client, args [][]byte) {
 	n := int64(1)
 	if len(args) == 3 {
 		l, ok := strops.ParseInt(args[2])
-		if !ok {
-			c.err(strops.ErrNotInteger)
-			return
-		}
-		if l < 0 {
+		if !ok || l < 0 {
 			c.err("ERR value is out of range, must be positive")
 			return
 		}

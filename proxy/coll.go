@@ -187,12 +187,13 @@ func (c *Client) parseRandomCount(arg []byte) (n int64, distinct bool, ok bool) 
 }
 
 // collEncoding is the encoding Redis 7.0 reports for a hash or set of the
-// same content: its compact encoding (listpack for hashes of at most 128
-// fields of at most 64 bytes; intset for sets of at most 512 integers)
+// same content: its compact encoding (listpack for hashes of at most 512
+// fields of at most 64 bytes, Redis 7.0's built-in defaults; intset for
+// sets of at most 512 integers)
 // else hashtable. Redis never converts back after a structure shrinks;
 // this reports the encoding of the current content.
 func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
-	compact, limit := "listpack", int64(128)
+	compact, limit := "listpack", int64(512)
 	if t == codec.TypeSet {
 		compact, limit = "intset", 512
 	}
