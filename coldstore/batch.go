@@ -57,6 +57,12 @@ func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
 	return b.s.getInto(b.getter(), key, buf)
 }
 
+// ProbeData is GetData for a record that probably does not exist: it
+// consults every level's bloom filter first (see probeInto).
+func (b *Batch) ProbeData(key, buf []byte) ([]byte, bool, error) {
+	return b.s.probeInto(b.getter(), key, buf)
+}
+
 // NewIter returns an iterator over [lower, upper) that sees the committed
 // data and this batch's writes.
 func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {

