@@ -663,19 +663,7 @@ func (g *gen) genCollRename() {
 	}
 }
 
-func (g *gen) genCollCopy() {
-	args := []string{"COPY", g.collKey(), g.collKey()}
-	if g.chance(0.4) {
-		args = append(args, "DB", g.pick([]string{"0", "1", "2", "2", "16", "-1", "x"}))
-	}
-	if g.chance(0.4) {
-		args = append(args, "REPLACE")
-	}
-	if g.chance(0.03) {
-		args = append(args, "FOO")
-	}
-	g.emit(args...)
-}
+func (g *gen) genCollCopy() { g.genCopyOf(g.collKey) }
 
 // genFlushDB empties a database now and then; db 0, where the big
 // structures mostly live, only rarely.

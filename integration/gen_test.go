@@ -567,8 +567,12 @@ func (g *gen) genExpireOn(k string) {
 	g.emit(args...)
 }
 
-func (g *gen) genCopy() {
-	args := []string{"COPY", g.key(), g.key()}
+func (g *gen) genCopy() { g.genCopyOf(g.key) }
+
+// genCopyOf emits a COPY between two keys drawn by key, with or without
+// DB, REPLACE and a bad option.
+func (g *gen) genCopyOf(key func() string) {
+	args := []string{"COPY", key(), key()}
 	if g.chance(0.4) {
 		args = append(args, "DB", g.pick([]string{"0", "1", "2", "2", "16", "-1", "x"}))
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/tiering"
 )
 
 func init() {
@@ -13,12 +14,12 @@ func init() {
 	register("hsetnx", cmdHSetNX)
 	register("hget", cmdHGet)
 	register("hmget", cmdHMGet)
-	register("hgetall", func(c *Client, a [][]byte) { cmdHGetAll(c, a, true, true) })
-	register("hkeys", func(c *Client, a [][]byte) { cmdHGetAll(c, a, true, false) })
-	register("hvals", func(c *Client, a [][]byte) { cmdHGetAll(c, a, false, true) })
-	register("hdel", cmdHDel)
-	register("hexists", cmdHExists)
-	register("hlen", cmdHLen)
+	register("hgetall", func(c *Client, a [][]byte) { cmdCollAll(c, a, codec.TypeHash, replyMap, true, true) })
+	register("hkeys", func(c *Client, a [][]byte) { cmdCollAll(c, a, codec.TypeHash, replyArray, true, false) })
+	register("hvals", func(c *Client, a [][]byte) { cmdCollAll(c, a, codec.TypeHash, replyArray, false, true) })
+	register("hdel", func(c *Client, a [][]byte) { cmdCollDel(c, a, codec.TypeHash) })
+	register("hexists", func(c *Client, a [][]byte) { cmdCollHas(c, a, codec.TypeHash) })
+	register("hlen", func(c *Client, a [][]byte) { cmdCollLen(c, a, codec.TypeHash) })
 	register("hstrlen", cmdHStrlen)
 	register("hincrby", cmdHIncrBy)
 	register("hincrbyfloat", cmdHIncrByFloat)
@@ -77,35 +78,12 @@ func cmdHSetNX(c *Client, args [][]byte) {
 	c.closeAndCommit(tx, h)
 }
 
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func cmdHGet(c *Client, args [][]byte) {
 	tx := c.s.engine.Begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
-	if !ok {
-		return
-	}
-	if h == nil {
-		c.w.Null()
+	if ok && c.replyField(tx, h, args[2]) {
 		c.commit(tx)
-		return
 	}
-	v, found, err := h.Get(args[2])
-	if err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	if found {
-		c.w.Bulk(v)
-	} else {
-		c.w.Null()
-	}
-	c.commit(tx)
 }
 
 func cmdHMGet(c *Client, args [][]byte) {
@@ -116,118 +94,31 @@ func cmdHMGet(c *Client, args [][]byte) {
 	}
 	c.w.Array(len(args) - 2)
 	for _, f := range args[2:] {
-		if h == nil {
-			c.w.Null()
-			continue
-		}
-		v, found, err := h.Get(f)
-		if err != nil {
-			c.txErr(tx, err)
+		if !c.replyField(tx, h, f) {
 			return
-		}
-		if found {
-			c.w.Bulk(v)
-		} else {
-			c.w.Null()
 		}
 	}
 	c.commit(tx)
 }
 
-// cmdHGetAll is HGETALL (keys and vals), HKEYS and HVALS. A cold hash is
-// streamed from the store into the reply, never loaded.
-func cmdHGetAll(c *Client, args [][]byte, keys, vals bool) {
-	tx := c.s.engine.Begin()
-	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
-	if !ok {
-		return
-	}
-	var n int64
-	if h != nil {
-		n = h.Len()
-	}
-	if keys && vals {
-		c.w.Map(int(n))
-	} else {
-		c.w.Array(int(n))
-	}
+// replyField writes the value of field in h (nil: a missing key), or a null.
+// On a store error it ends tx with the error and returns false.
+func (c *Client) replyField(tx *tiering.Tx, h *tiering.Coll, field []byte) bool {
 	if h == nil {
-		c.commit(tx)
-		return
-	}
-	var got int64
-	err := h.Each(func(f, v []byte) bool {
-		if keys {
-			c.w.Bulk(f)
-		}
-		if vals {
-			c.w.Bulk(v)
-		}
-		got++
+		c.w.Null()
 		return true
-	})
-	if c.streamed(tx, args[1], n, got, err) {
-		c.commit(tx)
 	}
-}
-
-func cmdHDel(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
-	if !ok {
-		return
-	}
-	var deleted int64
-	for _, f := range args[2:] {
-		if h == nil || h.Len() == 0 {
-			break
-		}
-		ok, err := h.Del(f)
-		if err != nil {
-			c.txErr(tx, err)
-			return
-		}
-		deleted += b2i(ok)
-	}
-	c.w.Int(deleted)
-	c.closeAndCommit(tx, h)
-}
-
-func cmdHExists(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
-	if !ok {
-		return
-	}
-	var found bool
-	if h != nil {
-		var err error
-		if found, err = h.Has(args[2]); err != nil {
-			c.txErr(tx, err)
-			return
-		}
-	}
-	c.w.Int(b2i(found))
-	c.commit(tx)
-}
-
-func cmdHLen(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	e, err := tx.Peek(c.db, args[1])
+	v, found, err := h.Get(field)
 	if err != nil {
 		c.txErr(tx, err)
-		return
+		return false
 	}
-	switch {
-	case e == nil:
-		c.w.Int(0)
-	case e.Type != codec.TypeHash:
-		c.txFail(tx, errWrongType)
-		return
-	default:
-		c.w.Int(e.Count)
+	if found {
+		c.w.Bulk(v)
+	} else {
+		c.w.Null()
 	}
-	c.commit(tx)
+	return true
 }
 
 func cmdHStrlen(c *Client, args [][]byte) {

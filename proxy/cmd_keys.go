@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strconv"
-
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
@@ -326,12 +324,7 @@ func cmdScan(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
-	c.w.Array(2)
-	c.w.BulkString(strconv.FormatUint(next, 10))
-	c.w.Array(len(keys))
-	for _, k := range keys {
-		c.w.Bulk(k)
-	}
+	c.scanReply(next, keys)
 	c.commit(tx)
 }
 

@@ -11,11 +11,11 @@ import (
 
 func init() {
 	register("sadd", cmdSAdd)
-	register("srem", cmdSRem)
-	register("smembers", cmdSMembers)
-	register("sismember", cmdSIsMember)
+	register("srem", func(c *Client, a [][]byte) { cmdCollDel(c, a, codec.TypeSet) })
+	register("smembers", func(c *Client, a [][]byte) { cmdCollAll(c, a, codec.TypeSet, replySet, true, false) })
+	register("sismember", func(c *Client, a [][]byte) { cmdCollHas(c, a, codec.TypeSet) })
 	register("smismember", cmdSMIsMember)
-	register("scard", cmdSCard)
+	register("scard", func(c *Client, a [][]byte) { cmdCollLen(c, a, codec.TypeSet) })
 	register("spop", cmdSPop)
 	register("srandmember", cmdSRandMember)
 	register("smove", cmdSMove)
@@ -48,71 +48,6 @@ func cmdSAdd(c *Client, args [][]byte) {
 	c.closeAndCommit(tx, s)
 }
 
-func cmdSRem(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
-	if !ok {
-		return
-	}
-	var removed int64
-	for _, m := range args[2:] {
-		if s == nil || s.Len() == 0 {
-			break
-		}
-		ok, err := s.Del(m)
-		if err != nil {
-			c.txErr(tx, err)
-			return
-		}
-		removed += b2i(ok)
-	}
-	c.w.Int(removed)
-	c.closeAndCommit(tx, s)
-}
-
-// cmdSMembers streams a set into the reply; a cold set is not loaded.
-func cmdSMembers(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
-	if !ok {
-		return
-	}
-	if s == nil {
-		c.w.Set(0)
-		c.commit(tx)
-		return
-	}
-	n := s.Len()
-	c.w.Set(int(n))
-	var got int64
-	err := s.Each(func(m, _ []byte) bool {
-		c.w.Bulk(m)
-		got++
-		return true
-	})
-	if c.streamed(tx, args[1], n, got, err) {
-		c.commit(tx)
-	}
-}
-
-func cmdSIsMember(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
-	if !ok {
-		return
-	}
-	var found bool
-	if s != nil {
-		var err error
-		if found, err = s.Has(args[2]); err != nil {
-			c.txErr(tx, err)
-			return
-		}
-	}
-	c.w.Int(b2i(found))
-	c.commit(tx)
-}
-
 func cmdSMIsMember(c *Client, args [][]byte) {
 	tx := c.s.engine.Begin()
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
@@ -130,25 +65,6 @@ func cmdSMIsMember(c *Client, args [][]byte) {
 			}
 		}
 		c.w.Int(b2i(found))
-	}
-	c.commit(tx)
-}
-
-func cmdSCard(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
-	e, err := tx.Peek(c.db, args[1])
-	if err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	switch {
-	case e == nil:
-		c.w.Int(0)
-	case e.Type != codec.TypeSet:
-		c.txFail(tx, errWrongType)
-		return
-	default:
-		c.w.Int(e.Count)
 	}
 	c.commit(tx)
 }

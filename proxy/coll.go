@@ -134,9 +134,7 @@ func cmdCollScan(c *Client, args [][]byte, t codec.Type, pairs bool) {
 		return
 	}
 	if coll == nil {
-		c.w.Array(2)
-		c.w.BulkString("0")
-		c.w.Array(0)
+		c.scanReply(0, nil)
 		c.commit(tx)
 		return
 	}
@@ -159,13 +157,18 @@ func cmdCollScan(c *Client, args [][]byte, t codec.Type, pairs bool) {
 		c.txErr(tx, err)
 		return
 	}
+	c.scanReply(next, out)
+	c.commit(tx)
+}
+
+// scanReply writes a SCAN-family reply: the next cursor and the items.
+func (c *Client) scanReply(next uint64, items [][]byte) {
 	c.w.Array(2)
 	c.w.BulkString(strconv.FormatUint(next, 10))
-	c.w.Array(len(out))
-	for _, b := range out {
+	c.w.Array(len(items))
+	for _, b := range items {
 		c.w.Bulk(b)
 	}
-	c.commit(tx)
 }
 
 // parseRandomCount parses HRANDFIELD/SRANDMEMBER's count: it returns how
@@ -214,4 +217,125 @@ func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
 		return "hashtable", err
 	}
 	return compact, err
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// cmdCollLen is HLEN and SCARD: the count comes from the meta record, so a
+// cold structure is not read.
+func cmdCollLen(c *Client, args [][]byte, t codec.Type) {
+	tx := c.s.engine.Begin()
+	e, err := tx.Peek(c.db, args[1])
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	switch {
+	case e == nil:
+		c.w.Int(0)
+	case e.Type != t:
+		c.txFail(tx, errWrongType)
+		return
+	default:
+		c.w.Int(e.Count)
+	}
+	c.commit(tx)
+}
+
+// cmdCollHas is HEXISTS and SISMEMBER.
+func cmdCollHas(c *Client, args [][]byte, t codec.Type) {
+	tx := c.s.engine.Begin()
+	coll, ok := c.openColl(tx, args[1], t, false)
+	if !ok {
+		return
+	}
+	var found bool
+	if coll != nil {
+		var err error
+		if found, err = coll.Has(args[2]); err != nil {
+			c.txErr(tx, err)
+			return
+		}
+	}
+	c.w.Int(b2i(found))
+	c.commit(tx)
+}
+
+// cmdCollDel is HDEL and SREM: it deletes the named fields (members), and
+// the key once it is empty.
+func cmdCollDel(c *Client, args [][]byte, t codec.Type) {
+	tx := c.s.engine.Begin()
+	coll, ok := c.openColl(tx, args[1], t, false)
+	if !ok {
+		return
+	}
+	var deleted int64
+	for _, f := range args[2:] {
+		if coll == nil || coll.Len() == 0 {
+			break
+		}
+		ok, err := coll.Del(f)
+		if err != nil {
+			c.txErr(tx, err)
+			return
+		}
+		deleted += b2i(ok)
+	}
+	c.w.Int(deleted)
+	c.closeAndCommit(tx, coll)
+}
+
+// replyKind is the aggregate a whole-structure reply is sent as.
+type replyKind int
+
+const (
+	replyArray replyKind = iota
+	replyMap             // field-value pairs (HGETALL): a RESP3 map
+	replySet             // members (SMEMBERS): a RESP3 set
+)
+
+// cmdCollAll is HGETALL, HKEYS, HVALS and SMEMBERS: the whole structure,
+// fields and/or values, as a kind reply. A cold structure is streamed from
+// the store into the reply, never loaded.
+func cmdCollAll(c *Client, args [][]byte, t codec.Type, kind replyKind, fields, vals bool) {
+	tx := c.s.engine.Begin()
+	coll, ok := c.openColl(tx, args[1], t, false)
+	if !ok {
+		return
+	}
+	var n int64
+	if coll != nil {
+		n = coll.Len()
+	}
+	switch kind {
+	case replyMap:
+		c.w.Map(int(n))
+	case replySet:
+		c.w.Set(int(n))
+	default:
+		c.w.Array(int(n))
+	}
+	if coll == nil {
+		c.commit(tx)
+		return
+	}
+	var got int64
+	err := coll.Each(func(f, v []byte) bool {
+		if fields {
+			c.w.Bulk(f)
+		}
+		if vals {
+			c.w.Bulk(v)
+		}
+		got++
+		return true
+	})
+	if c.streamed(tx, args[1], n, got, err) {
+		c.commit(tx)
+	}
 }

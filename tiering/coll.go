@@ -115,28 +115,30 @@ func (c *Coll) fieldKey(field []byte) []byte {
 
 // Get returns field's value and whether it exists.
 func (c *Coll) Get(field []byte) ([]byte, bool, error) {
-	if f := c.e.fields; f != nil && c.e.loading == nil {
-		v, ok := f.get(field)
+	if c.e.resident() {
+		v, ok := c.e.fields.get(field)
 		return bytesOf(v), ok, nil
 	}
-	if c.created {
-		return nil, false, nil
-	}
-	buf, found, err := c.tx.batch.GetData(c.fieldKey(field), c.vb)
-	c.vb = buf
-	if err != nil {
-		return nil, false, fmt.Errorf("tiering: read field of %q: %w", c.key, err)
-	}
-	return buf, found, nil
+	return c.readStored(field, false)
 }
 
-// probe is Get for a write, whose field is often new: it lets the store
-// rule a missing field out by its bloom filters.
+// probe is Get's store read for a write, whose field is often new: it lets
+// the store rule a missing field out by its bloom filters.
 func (c *Coll) probe(field []byte) ([]byte, bool, error) {
+	return c.readStored(field, true)
+}
+
+// readStored reads field's record from the store, probing (ProbeData)
+// when a miss is likely.
+func (c *Coll) readStored(field []byte, probe bool) ([]byte, bool, error) {
 	if c.created {
 		return nil, false, nil
 	}
-	buf, found, err := c.tx.batch.ProbeData(c.fieldKey(field), c.vb)
+	read := c.tx.batch.GetData
+	if probe {
+		read = c.tx.batch.ProbeData
+	}
+	buf, found, err := read(c.fieldKey(field), c.vb)
 	c.vb = buf
 	if err != nil {
 		return nil, false, fmt.Errorf("tiering: read field of %q: %w", c.key, err)
@@ -154,7 +156,8 @@ func (c *Coll) Has(field []byte) (bool, error) {
 func (c *Coll) Set(field, val []byte) (bool, error) {
 	e := c.e
 	var created bool
-	if f := e.fields; f != nil && e.loading == nil {
+	if e.resident() {
+		f := e.fields
 		created = f.set(field, val)
 		e.Count, e.Bytes = int64(f.len()), f.bytes
 	} else {
@@ -184,7 +187,8 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 // Del removes field and reports whether it existed.
 func (c *Coll) Del(field []byte) (bool, error) {
 	e := c.e
-	if f := e.fields; f != nil && e.loading == nil {
+	if e.resident() {
+		f := e.fields
 		if !f.del(field) {
 			return false, nil
 		}
@@ -273,7 +277,8 @@ func fieldOf(it *coldstore.Iter, prefixLen int) (hash uint32, field, val []byte,
 // hot structure, streamed from the store for a cold one. fn must not write
 // to the structure.
 func (c *Coll) Each(fn func(field, val []byte) bool) error {
-	if f := c.e.fields; f != nil && c.e.loading == nil {
+	if c.e.resident() {
+		f := c.e.fields
 		for i := range f.names {
 			if !fn(bytesOf(f.names[i]), bytesOf(f.vals[i])) {
 				return nil
@@ -356,8 +361,8 @@ func (c *Coll) Random(n int64, distinct bool, fn func(field, val []byte)) error 
 	if distinct && n >= c.e.Count {
 		return c.Each(func(f, v []byte) bool { fn(f, v); return true })
 	}
-	if f := c.e.fields; f != nil && c.e.loading == nil {
-		return c.randomHot(f, n, distinct, fn)
+	if c.e.resident() {
+		return c.randomHot(c.e.fields, n, distinct, fn)
 	}
 	it, lo, err := c.iter()
 	if err != nil {
