@@ -50,7 +50,7 @@ func (tx *Tx) OpenColl(db int, key []byte, t codec.Type, create bool) (*Coll, er
 		return nil, err
 	}
 	pdb := tx.pdb(db)
-	c := &Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(nil, pdb, key), e: e}
+	c := tx.coll(pdb, key, e)
 	switch {
 	case e != nil && e.Type != t:
 		return nil, ErrWrongType
@@ -66,7 +66,20 @@ func (tx *Tx) OpenColl(db int, key []byte, t codec.Type, create bool) (*Coll, er
 // without promotion.
 func (tx *Tx) PeekColl(db int, key []byte, e *Entry) *Coll {
 	pdb := tx.pdb(db)
-	return &Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(nil, pdb, key), e: e}
+	return tx.coll(pdb, key, e)
+}
+
+// coll returns a Coll for key from the transaction's pool: handles and
+// their buffers are reused across commands, so opening a hot structure
+// allocates nothing. The pool is rewound when the next transaction begins.
+func (tx *Tx) coll(pdb uint8, key []byte, e *Entry) *Coll {
+	if tx.collsUsed == len(tx.colls) {
+		tx.colls = append(tx.colls, new(Coll))
+	}
+	c := tx.colls[tx.collsUsed]
+	tx.collsUsed++
+	*c = Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(c.hk, pdb, key), e: e, fk: c.fk[:0], vb: c.vb[:0]}
+	return c
 }
 
 // newColl makes c a fresh, empty structure of type t under a new version.
@@ -94,7 +107,7 @@ func (tx *Tx) CreateColl(db int, key []byte, t codec.Type) (*Coll, error) {
 			return nil, err
 		}
 	}
-	return tx.newColl(&Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(nil, pdb, key)}, t)
+	return tx.newColl(tx.coll(pdb, key, nil), t)
 }
 
 // Len returns the number of fields.

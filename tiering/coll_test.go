@@ -216,3 +216,29 @@ func maps(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Opening a hot structure and reading a field allocates nothing: handles
+// come from the transaction's pool.
+func TestHotCollReadAllocatesNothing(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	v.withColl("h", codec.TypeHash, true, func(c *Coll) {
+		if _, err := c.Set([]byte("f"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	key, field := []byte("h"), []byte("f")
+	allocs := testing.AllocsPerRun(200, func() {
+		tx := v.e.Begin()
+		c, err := tx.OpenColl(0, key, codec.TypeHash, false)
+		if err != nil || c == nil {
+			t.Fatalf("OpenColl: %v %v", c, err)
+		}
+		if got, ok, err := c.Get(field); err != nil || !ok || string(got) != "v" {
+			t.Fatalf("Get = %q %v %v", got, ok, err)
+		}
+		tx.Abort()
+	})
+	if allocs != 0 {
+		t.Fatalf("hot HGET path allocates %.1f times", allocs)
+	}
+}

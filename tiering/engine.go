@@ -263,6 +263,7 @@ func (e *Engine) Begin() *Tx {
 	e.mu.Lock()
 	tx := &e.tx
 	tx.now = time.Now().UnixMilli()
+	tx.collsUsed = 0
 	return tx
 }
 

@@ -25,6 +25,9 @@ type Tx struct {
 	expDelta map[uint8]int64
 	// swaps are the SWAPDBs applied to the engine's map by this transaction
 	swaps [][2]int
+	// colls is the pool of structure handles (see Tx.coll).
+	colls     []*Coll
+	collsUsed int
 }
 
 // Now returns the transaction's clock, unix milliseconds.
