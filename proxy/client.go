@@ -32,8 +32,10 @@ type Client struct {
 	s  *Server
 	id int64
 	nc net.Conn
-	rd *resp.Reader
-	w  resp.Writer
+	// src feeds rd: the socket, after what arrived while blocked.
+	src *connSource
+	rd  *resp.Reader
+	w   resp.Writer
 
 	db        int
 	authed    bool
@@ -54,16 +56,19 @@ type Client struct {
 	created  time.Time
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool
+	blocked  atomic.Bool // waiting in a blocking pop
 	dbShown  atomic.Int32
 	protoVer atomic.Int32
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
+	src := &connSource{nc: nc}
 	c := &Client{
 		s:       s,
 		id:      s.nextID.Add(1),
 		nc:      nc,
-		rd:      resp.NewReader(nc, 16<<10),
+		src:     src,
+		rd:      resp.NewReader(src, 16<<10),
 		created: time.Now(),
 		user:    "default",
 	}

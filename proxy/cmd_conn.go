@@ -241,7 +241,11 @@ func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	sb.WriteString(" name=" + name)
 	sb.WriteString(" age=" + strconv.FormatInt(age, 10))
 	sb.WriteString(" idle=" + strconv.FormatInt(idle, 10))
-	sb.WriteString(" flags=N db=" + strconv.Itoa(int(c.dbShown.Load())))
+	flags := " flags=N"
+	if c.blocked.Load() {
+		flags = " flags=b"
+	}
+	sb.WriteString(flags + " db=" + strconv.Itoa(int(c.dbShown.Load())))
 	sb.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	sb.WriteString(" cmd=" + cmd)
 	sb.WriteString(" user=" + user)
@@ -455,16 +459,23 @@ func cmdClientOnOff(c *Client, args [][]byte) {
 }
 
 func cmdClientUnblock(c *Client, args [][]byte) {
-	if _, ok := strops.ParseInt(args[2]); !ok {
+	withError := false
+	if len(args) == 4 {
+		switch {
+		case eqFold(args[3], "timeout"):
+		case eqFold(args[3], "error"):
+			withError = true
+		default:
+			c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := strops.ParseInt(args[2])
+	if !ok {
 		c.err("ERR value is not an integer or out of range")
 		return
 	}
-	if len(args) == 4 && !eqFold(args[3], "timeout") && !eqFold(args[3], "error") {
-		c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
-		return
-	}
-	// No command blocks yet (blocking list and zset pops come later).
-	c.w.Int(0)
+	c.w.Int(b2i(c.s.blocking.unblock(id, withError)))
 }
 
 // cmdClientSetInfo implements Redis 7.2's CLIENT SETINFO LIB-NAME|LIB-VER,

@@ -396,6 +396,8 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 			return
 		}
 		c.w.BulkString(enc)
+	case codec.TypeList:
+		c.w.BulkString("quicklist") // Redis 7.0's only list encoding
 	default:
 		c.w.BulkString("hashtable")
 	}

@@ -102,6 +102,7 @@ func cmdSwapDB(c *Client, args [][]byte) {
 		c.replyError(err)
 		return
 	}
+	c.s.blocking.noteBlockedKeys(tx, int(a), int(b))
 	c.w.OK()
 	c.commit(tx)
 }

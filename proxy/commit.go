@@ -7,7 +7,9 @@ import "github.com/spillway/spillway/tiering"
 // is acknowledged (appendfsync always), the sync is awaited before the
 // connection's replies are flushed, so one sync covers a whole pipeline.
 func (c *Client) commit(tx *tiering.Tx) bool {
+	served := c.s.blocking.serveReady(tx)
 	p, err := tx.Commit()
+	deliver(served, err)
 	if err != nil {
 		c.replyError(err)
 		return false

@@ -104,7 +104,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string) {
 		field(sb, "connected_clients", n)
 		field(sb, "cluster_connections", 0)
 		field(sb, "maxclients", s.cfg.MaxClients())
-		field(sb, "blocked_clients", 0)
+		field(sb, "blocked_clients", s.blocking.count())
 		field(sb, "tracking_clients", 0)
 	case "memory":
 		sb.WriteString("# Memory\r\n")

@@ -25,9 +25,10 @@ const RedisVersion = "7.0.15"
 
 // Server serves the RESP protocol on one or more listeners.
 type Server struct {
-	cfg    *config.Config
-	engine *tiering.Engine
-	log    *slog.Logger
+	cfg      *config.Config
+	engine   *tiering.Engine
+	log      *slog.Logger
+	blocking *blockRegistry
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -71,6 +72,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger) *Se
 		done:        make(chan struct{}),
 		started:     time.Now(),
 		shutdownReq: make(chan struct{}),
+		blocking:    newBlockRegistry(engine),
 	}
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())

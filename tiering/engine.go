@@ -89,6 +89,9 @@ type Engine struct {
 	promoteQ chan promoteJob
 	// started is when the engine opened (unix ms).
 	started int64
+	// blockedClients is how many clients wait for a list (see
+	// SetBlockedClients).
+	blockedClients atomic.Int64
 
 	Stats Stats
 
@@ -263,9 +266,15 @@ func (e *Engine) Begin() *Tx {
 	e.mu.Lock()
 	tx := &e.tx
 	tx.now = time.Now().UnixMilli()
-	tx.collsUsed = 0
+	tx.collsUsed, tx.listsUsed = 0, 0
+	tx.ready = tx.ready[:0]
 	return tx
 }
+
+// AddBlockedClients tells the engine that n more (or, negative, fewer)
+// clients are blocked waiting for lists. While any are, transactions note
+// the lists they create (Tx.TakeReady); otherwise they skip that work.
+func (e *Engine) AddBlockedClients(n int64) { e.blockedClients.Add(n) }
 
 // SetHotBudget changes the hot tier's budget and demotes down to it.
 func (e *Engine) SetHotBudget(b int64) {

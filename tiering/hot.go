@@ -40,6 +40,11 @@ type Entry struct {
 	Version uint64
 	Count   int64
 	Bytes   int64
+	// Head and Tail mirror a list's meta record: its elements are at
+	// indexes Head..Tail-1.
+	Head, Tail uint64
+	// list is the hot part of a list (nil for a cold one).
+	list *listCache
 	// fields is the decoded content of a hash or set held hot; nil for a
 	// cold entry (read from the store).
 	fields *fieldMap
@@ -64,6 +69,8 @@ func entrySize(key []byte, e *Entry) int64 {
 	switch {
 	case e.fields != nil:
 		n += e.fields.size()
+	case e.list != nil:
+		n += e.list.size()
 	case e.Type != codec.TypeString:
 		n += e.Bytes + e.Count*fieldOverhead
 	}

@@ -28,6 +28,34 @@ type Tx struct {
 	// colls is the pool of structure handles (see Tx.coll).
 	colls     []*Coll
 	collsUsed int
+	lists     []*List
+	listsUsed int
+	// ready are the lists created by this transaction while clients were
+	// blocked (see Engine.SetBlockedClients).
+	ready []ReadyKey
+}
+
+// ReadyKey names a key that became a list (or a sorted set): clients
+// blocked on it may now be served.
+type ReadyKey struct {
+	DB  int
+	Key []byte
+}
+
+// NoteReady records that key (logical database db) may now hold a list,
+// if any client is blocked (otherwise nobody needs to know).
+func (tx *Tx) NoteReady(db int, key []byte) {
+	if tx.e.blockedClients.Load() == 0 {
+		return
+	}
+	tx.ready = append(tx.ready, ReadyKey{DB: db, Key: append([]byte(nil), key...)})
+}
+
+// TakeReady returns and forgets the keys noted ready so far.
+func (tx *Tx) TakeReady() []ReadyKey {
+	r := tx.ready
+	tx.ready = nil
+	return r
 }
 
 // Now returns the transaction's clock, unix milliseconds.
@@ -143,6 +171,7 @@ func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 		e.Str = append([]byte(nil), m.Value...)
 	} else {
 		e.Version, e.Count, e.Bytes = m.Version, int64(m.Count), int64(m.Bytes)
+		e.Head, e.Tail = m.Head, m.Tail
 	}
 	return e, nil
 }
@@ -189,8 +218,13 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 		return nil, tx.expire(pdb, key, e, false)
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
-	if promote != codec.TypeNone && e.Type == promote && tx.e.admit(tx.hk, entrySize(key, e)) {
-		if e.Type != codec.TypeString {
+	if promote != codec.TypeNone && e.Type == promote && tx.e.admit(tx.hk, tx.promotedSize(key, e)) {
+		switch {
+		case e.Type == codec.TypeList:
+			if err := tx.cacheList(pdb, key, e); err != nil {
+				return nil, err
+			}
+		case e.Type != codec.TypeString:
 			if needsSteps(e) {
 				// Served from disk this time; loaded in the background.
 				tx.startPromotion(pdb, key, e)
@@ -287,7 +321,7 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
-	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident()) {
+	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil) {
 		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 	} else {
@@ -386,7 +420,27 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 		return false, err
 	}
 	tx.hk = hotKey(tx.hk, pdst, dst)
-	return true, tx.write(pdst, dst, old, ne)
+	if err := tx.write(pdst, dst, old, ne); err != nil {
+		return false, err
+	}
+	tx.noteWritten(dstDB, dst, ne)
+	return true, nil
+}
+
+// noteWritten notes a key that a copy or a move made a list as ready.
+func (tx *Tx) noteWritten(db int, key []byte, e *Entry) {
+	if e.Type == codec.TypeList {
+		tx.NoteReady(db, key)
+	}
+}
+
+// promotedSize is what promoting cold entry e would cost the hot tier: a
+// list too big to be held whole is held by its ends.
+func (tx *Tx) promotedSize(key []byte, e *Entry) int64 {
+	if e.Type == codec.TypeList && !tx.e.fitsWhole(key, e) {
+		return listEndsSize(key)
+	}
+	return entrySize(key, e)
 }
 
 // Rename moves src (db) to dst (dstDB), overwriting dst unless nx, in which
@@ -416,6 +470,7 @@ func (tx *Tx) Rename(db int, src []byte, dstDB int, dst []byte, nx bool) (exists
 	if err := tx.write(pdst, dst, old, ne); err != nil {
 		return true, false, err
 	}
+	tx.noteWritten(dstDB, dst, ne)
 	tx.hk = hotKey(tx.hk, psrc, src)
 	return true, true, tx.remove(psrc, src, e)
 }

@@ -1,0 +1,721 @@
+package tiering
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// A list is stored as one record per element, keyed by an absolute index:
+// the elements are at Head..Tail-1 (meta record), LPUSH writes at Head-1
+// and RPUSH at Tail. Pushes and pops at either end therefore cost one
+// record each, and element i is one point read, however long the list.
+//
+// In memory a list is held in one of two ways (listCache):
+//
+//   - whole, when it is small (listWholeElems, listWholeBytes and the
+//     promotion policy's size limits): every element, in a deque;
+//   - by its ends, when it is bigger: a window of at most listWindowElems
+//     elements at each end, refilled from the store listRefill elements at
+//     a time. A queue (pushed at one end, popped at the other) is served
+//     from memory at both ends while its middle stays on disk, however long
+//     it grows.
+const (
+	listWholeElems  = 4096
+	listWholeBytes  = 1 << 20
+	listWindowElems = 256
+	listWindowBytes = 32 << 10
+	listRefill      = 128
+)
+
+// listCache is the hot part of a list. When whole, front holds every
+// element and back is empty. Otherwise front holds the elements at
+// Head..Head+front.len()-1 and back those at Tail-back.len()..Tail-1, and
+// together they hold fewer than Count elements (the windows never meet:
+// when they would, they are merged into a whole list).
+type listCache struct {
+	whole bool
+	front deque
+	back  deque
+}
+
+func (lc *listCache) size() int64 { return lc.front.size() + lc.back.size() }
+
+// trimWindows drops elements from the inner side of windows over their
+// limits: they are in the store.
+func (lc *listCache) trimWindows() {
+	if lc.whole {
+		return
+	}
+	for lc.front.len() > listWindowElems || lc.front.len() > 1 && lc.front.bytes > listWindowBytes {
+		lc.front.popBack()
+	}
+	for lc.back.len() > listWindowElems || lc.back.len() > 1 && lc.back.bytes > listWindowBytes {
+		lc.back.popFront()
+	}
+}
+
+// fitsWhole reports whether a list of e's counts may be held whole.
+func (e *Engine) fitsWhole(key []byte, l *Entry) bool {
+	if l.Count > listWholeElems || l.Bytes > listWholeBytes {
+		return false
+	}
+	size := int64(len(key)) + entryOverhead + l.Bytes + l.Count*32
+	return size <= e.opts.ColdReadMaxBytes && size <= e.hot.budget/8
+}
+
+// listEndsSize is what a list held by its ends is weighed at when it is
+// promoted (its windows are empty then and fill as it is used).
+func listEndsSize(key []byte) int64 { return int64(len(key)) + entryOverhead }
+
+// cacheList gives a cold list entry its hot part: the whole list if it is
+// small, otherwise empty windows. The caller puts e in the hot tier.
+func (tx *Tx) cacheList(pdb uint8, key []byte, e *Entry) error {
+	lc := &listCache{}
+	if tx.e.fitsWhole(key, e) {
+		l := &List{tx: tx, pdb: pdb, key: key, e: e}
+		err := l.scanStore(0, e.Count-1, false, func(_ int64, v []byte) bool {
+			lc.front.pushBack(string(v))
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		lc.whole = true
+	}
+	e.list = lc
+	return nil
+}
+
+// List is a live list opened by a Tx. Indexes are positions from the head,
+// 0..Len()-1; callers normalise Redis's negative indexes. Writes go
+// through to the store and update the hot part when there is one; after
+// writing, Close must be called to store the meta record or delete the
+// emptied key.
+//
+// A List is valid until its Tx ends. Byte slices it returns alias its
+// buffers or the hot copy: read them before the next call, never modify
+// them.
+type List struct {
+	tx      *Tx
+	db      int
+	pdb     uint8
+	key     []byte
+	hk      []byte
+	e       *Entry
+	created bool // not stored yet: created by this open
+	dirty   bool
+	kb      []byte
+	vb      []byte
+}
+
+// OpenList opens key (database db) as a list. A cold list gets a hot part
+// if the promotion policy admits it. If key does not exist it returns nil,
+// unless create is set, in which case it returns an empty list that is
+// stored on Close if anything was pushed. A key of another type yields
+// ErrWrongType.
+func (tx *Tx) OpenList(db int, key []byte, create bool) (*List, error) {
+	e, err := tx.lookup(db, key, codec.TypeList)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case e != nil && e.Type != codec.TypeList:
+		return nil, ErrWrongType
+	case e == nil && !create:
+		return nil, nil
+	}
+	l := tx.list(db, key, e)
+	if e == nil {
+		v, err := tx.e.cold.NextVersion()
+		if err != nil {
+			return nil, fmt.Errorf("tiering: new list: %w", err)
+		}
+		l.e = &Entry{Type: codec.TypeList, Version: v, Head: codec.ListStartIndex,
+			Tail: codec.ListStartIndex, list: &listCache{whole: true}}
+		l.created = true
+	}
+	return l, nil
+}
+
+// PeekList wraps an entry returned by Peek (a list) for reading without
+// promotion.
+func (tx *Tx) PeekList(db int, key []byte, e *Entry) *List { return tx.list(db, key, e) }
+
+// list returns a List for key from the transaction's pool (see Tx.coll).
+func (tx *Tx) list(db int, key []byte, e *Entry) *List {
+	if tx.listsUsed == len(tx.lists) {
+		tx.lists = append(tx.lists, new(List))
+	}
+	l := tx.lists[tx.listsUsed]
+	tx.listsUsed++
+	pdb := tx.pdb(db)
+	*l = List{tx: tx, db: db, pdb: pdb, key: key, hk: hotKey(l.hk, pdb, key), e: e, kb: l.kb[:0], vb: l.vb[:0]}
+	return l
+}
+
+// Len returns the number of elements.
+func (l *List) Len() int64 { return l.e.Count }
+
+// Whole reports whether every element is held in memory.
+func (l *List) Whole() bool { return l.e.list != nil && l.e.list.whole }
+
+func (l *List) elemKey(i int64) []byte {
+	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, l.e.Version, l.e.Head+uint64(i))
+	return l.kb
+}
+
+// cached returns element i from the hot part, if it holds it.
+func (l *List) cached(i int64) (string, bool) {
+	lc := l.e.list
+	if lc == nil {
+		return "", false
+	}
+	if i < int64(lc.front.len()) {
+		return lc.front.at(int(i)), true
+	}
+	if j := i - (l.e.Count - int64(lc.back.len())); j >= 0 {
+		return lc.back.at(int(j)), true
+	}
+	return "", false
+}
+
+// Index returns element i (0 <= i < Len).
+func (l *List) Index(i int64) ([]byte, error) {
+	if v, ok := l.cached(i); ok {
+		return bytesOf(v), nil
+	}
+	l.countColdRead()
+	buf, found, err := l.tx.batch.GetData(l.elemKey(i), l.vb)
+	l.vb = buf
+	if err != nil {
+		return nil, fmt.Errorf("tiering: read element of %q: %w", l.key, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: %q has no element %d of %d", ErrCorrupt, l.key, i, l.e.Count)
+	}
+	return buf, nil
+}
+
+// countColdRead counts a store read of a list held hot by its ends (reads
+// of cold keys are counted by lookup).
+func (l *List) countColdRead() {
+	if l.e.list != nil {
+		l.tx.e.Stats.ColdReads.Add(1)
+	}
+}
+
+// Range calls fn for elements from..to (0 <= from <= to < Len) in order,
+// or in reverse order if reverse is set, until fn returns false: from
+// memory when the hot part holds them, otherwise as one seek and a scan of
+// the store.
+func (l *List) Range(from, to int64, reverse bool, fn func(i int64, v []byte) bool) error {
+	if from > to {
+		return nil
+	}
+	if lc := l.e.list; lc != nil {
+		var d *deque
+		var off int64
+		switch {
+		case to < int64(lc.front.len()):
+			d = &lc.front
+		case from >= l.e.Count-int64(lc.back.len()):
+			d, off = &lc.back, l.e.Count-int64(lc.back.len())
+		}
+		if d != nil {
+			for k := range to - from + 1 {
+				i := from + k
+				if reverse {
+					i = to - k
+				}
+				if !fn(i, bytesOf(d.at(int(i-off)))) {
+					return nil
+				}
+			}
+			return nil
+		}
+	}
+	l.countColdRead()
+	return l.scanStore(from, to, reverse, fn)
+}
+
+// scanStore is Range served from the store.
+func (l *List) scanStore(from, to int64, reverse bool, fn func(i int64, v []byte) bool) error {
+	lo := codec.AppendListKey(nil, l.pdb, l.key, l.e.Version, l.e.Head+uint64(from))
+	hi := codec.AppendListKey(nil, l.pdb, l.key, l.e.Version, l.e.Head+uint64(to)+1)
+	it, err := l.tx.batch.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	step, valid, i := it.Next, it.First(), from
+	if reverse {
+		step, valid, i = it.Prev, it.Last(), to
+	}
+	n := int64(0)
+	for ; valid; valid = step() {
+		idx, err := codec.ParseListRest(it.Key()[len(lo)-8:])
+		if err != nil {
+			return fmt.Errorf("tiering: %q: %w", l.key, err)
+		}
+		if idx != l.e.Head+uint64(i) {
+			return fmt.Errorf("%w: %q element %d is missing", ErrCorrupt, l.key, i)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		n++
+		if !fn(i, v) {
+			return nil
+		}
+		if reverse {
+			i--
+		} else {
+			i++
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if n != to-from+1 {
+		return fmt.Errorf("%w: %q counts %d elements, %d of %d..%d stored", ErrCorrupt, l.key, l.e.Count, n, from, to)
+	}
+	return nil
+}
+
+// Push adds val at the head (left) or the tail.
+func (l *List) Push(left bool, val []byte) error {
+	e := l.e
+	var idx uint64
+	if left {
+		e.Head--
+		idx = e.Head
+	} else {
+		idx = e.Tail
+		e.Tail++
+	}
+	e.Count++
+	e.Bytes += int64(len(val))
+	l.dirty = true
+	if lc := e.list; lc != nil {
+		s := string(val)
+		switch {
+		case lc.whole && left:
+			lc.front.pushFront(s)
+		case lc.whole:
+			lc.front.pushBack(s)
+		case left:
+			lc.front.pushFront(s)
+		default:
+			lc.back.pushBack(s)
+		}
+		lc.trimWindows()
+	}
+	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
+	return l.tx.batch.Set(l.kb, val)
+}
+
+// Pop removes up to n elements from the head (left) or the tail and calls
+// fn with each, in pop order. It returns how many it popped.
+func (l *List) Pop(left bool, n int64, fn func(v []byte)) (int64, error) {
+	e := l.e
+	var popped int64
+	for popped < n && e.Count > 0 {
+		if lc := e.list; lc != nil {
+			if err := l.refill(left); err != nil {
+				return popped, err
+			}
+			var s string
+			switch {
+			case left:
+				s = lc.front.popFront()
+			case lc.whole:
+				s = lc.front.popBack()
+			default:
+				s = lc.back.popBack()
+			}
+			if err := l.dropEnd(left, int64(len(s))); err != nil {
+				return popped, err
+			}
+			fn(bytesOf(s))
+			popped++
+			continue
+		}
+		// Cold: one scan for the whole run.
+		m := min(n-popped, e.Count)
+		from, to := int64(0), m-1
+		if !left {
+			from, to = e.Count-m, e.Count-1
+		}
+		var vals [][]byte
+		err := l.scanStore(from, to, !left, func(_ int64, v []byte) bool {
+			vals = append(vals, bytes.Clone(v))
+			return true
+		})
+		if err != nil {
+			return popped, err
+		}
+		for _, v := range vals {
+			if err := l.dropEnd(left, int64(len(v))); err != nil {
+				return popped, err
+			}
+			fn(v)
+			popped++
+		}
+	}
+	return popped, nil
+}
+
+// dropEnd deletes the element record at the head (left) or the tail, of
+// size bytes, and moves the end past it.
+func (l *List) dropEnd(left bool, size int64) error {
+	e := l.e
+	var idx uint64
+	if left {
+		idx = e.Head
+		e.Head++
+	} else {
+		e.Tail--
+		idx = e.Tail
+	}
+	e.Count--
+	e.Bytes -= size
+	l.dirty = true
+	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
+	return l.tx.batch.Delete(l.kb)
+}
+
+// refill makes sure the window at one end of a list held by its ends holds
+// an element: if it is empty, the next listRefill elements are read from
+// the store; when they reach the other window the two are merged into a
+// whole list.
+func (l *List) refill(left bool) error {
+	lc, e := l.e.list, l.e
+	if lc.whole || (left && lc.front.len() > 0) || (!left && lc.back.len() > 0) {
+		return nil
+	}
+	middle := e.Count - int64(lc.front.len()+lc.back.len())
+	m := min(int64(listRefill), middle)
+	from, to := int64(0), m-1
+	if !left {
+		from, to = e.Count-m, e.Count-1
+	}
+	l.tx.e.Stats.ColdReads.Add(1)
+	var read []string
+	err := l.scanStore(from, to, false, func(_ int64, v []byte) bool {
+		read = append(read, string(v))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if left {
+		for _, s := range read {
+			lc.front.pushBack(s)
+		}
+	} else {
+		for i := len(read) - 1; i >= 0; i-- {
+			lc.back.pushFront(read[i])
+		}
+	}
+	if m == middle {
+		for lc.back.len() > 0 {
+			lc.front.pushBack(lc.back.popFront())
+		}
+		lc.back.reset()
+		lc.whole = true
+	}
+	return nil
+}
+
+// Set replaces element i (0 <= i < Len) with val.
+func (l *List) Set(i int64, val []byte) error {
+	old, err := l.Index(i)
+	if err != nil {
+		return err
+	}
+	e := l.e
+	e.Bytes += int64(len(val) - len(old))
+	if lc := e.list; lc != nil {
+		if i < int64(lc.front.len()) {
+			lc.front.set(int(i), string(val))
+		} else if j := i - (e.Count - int64(lc.back.len())); j >= 0 {
+			lc.back.set(int(j), string(val))
+		}
+	}
+	l.dirty = true
+	return l.tx.batch.Set(l.elemKey(i), val)
+}
+
+// Elements returns elements from..to (copies), from memory or the store.
+func (l *List) Elements(from, to int64) ([]string, error) {
+	out := make([]string, 0, max(to-from+1, 0))
+	err := l.Range(from, to, false, func(_ int64, v []byte) bool {
+		out = append(out, string(v))
+		return true
+	})
+	return out, err
+}
+
+// Splice replaces elements i..j-1 (0 <= i <= j <= Len), whose total
+// length is removedBytes, with repl. The elements on the shorter side of
+// the splice are rewritten at their new indexes, so it costs the smaller
+// of i and Len-j reads and writes plus len(repl) writes.
+func (l *List) Splice(i, j int64, removedBytes int64, repl []string) error {
+	e := l.e
+	n := e.Count
+	delta := int64(len(repl)) - (j - i)
+	var added int64
+	for _, s := range repl {
+		added += int64(len(s))
+	}
+	b := l.tx.batch
+	if i <= n-j {
+		// The head side moves: its new head is Head-delta.
+		left, err := l.Elements(0, i-1)
+		if err != nil {
+			return err
+		}
+		newHead := e.Head - uint64(delta)
+		put := func(k uint64, s string) error {
+			l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, newHead+k)
+			return b.Set(l.kb, bytesOf(s))
+		}
+		for k, s := range left {
+			if err := put(uint64(k), s); err != nil {
+				return err
+			}
+		}
+		for k, s := range repl {
+			if err := put(uint64(i)+uint64(k), s); err != nil {
+				return err
+			}
+		}
+		for idx := e.Head; idx < newHead && delta < 0; idx++ {
+			l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
+			if err := b.Delete(l.kb); err != nil {
+				return err
+			}
+		}
+		e.Head = newHead
+	} else {
+		// The tail side moves: its new tail is Tail+delta.
+		right, err := l.Elements(j, n-1)
+		if err != nil {
+			return err
+		}
+		newTail := e.Tail + uint64(delta)
+		at := e.Head + uint64(i)
+		for _, part := range [][]string{repl, right} {
+			for _, s := range part {
+				l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, at)
+				if err := b.Set(l.kb, bytesOf(s)); err != nil {
+					return err
+				}
+				at++
+			}
+		}
+		for idx := newTail; idx < e.Tail && delta < 0; idx++ {
+			l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
+			if err := b.Delete(l.kb); err != nil {
+				return err
+			}
+		}
+		e.Tail = newTail
+	}
+	if lc := e.list; lc != nil {
+		if lc.whole {
+			all := lc.front.slice()
+			next := append(append(append(make([]string, 0, len(all)+int(delta)), all[:i]...), repl...), all[j:]...)
+			lc.front.fill(next)
+		} else {
+			lc.front.reset()
+			lc.back.reset()
+		}
+	}
+	e.Count += delta
+	e.Bytes += added - removedBytes
+	l.dirty = true
+	return nil
+}
+
+// Trim keeps elements from..to and deletes the rest; from > to or from >=
+// Len deletes the list, in O(1). Otherwise it costs one read of each
+// element removed (to keep the byte count) and a range deletion per end.
+func (l *List) Trim(from, to int64) error {
+	e := l.e
+	to = min(to, e.Count-1)
+	if from > to {
+		return l.deleteAll()
+	}
+	var removed int64
+	sum := func(_ int64, v []byte) bool { removed += int64(len(v)); return true }
+	if err := l.Range(0, from-1, false, sum); err != nil {
+		return err
+	}
+	if err := l.Range(to+1, e.Count-1, false, sum); err != nil {
+		return err
+	}
+	if err := l.deleteIndexes(e.Head, e.Head+uint64(from)); err != nil {
+		return err
+	}
+	if err := l.deleteIndexes(e.Head+uint64(to)+1, e.Tail); err != nil {
+		return err
+	}
+	if lc := e.list; lc != nil {
+		dropHead, dropTail := int(from), int(e.Count-1-to)
+		if lc.whole {
+			for range dropHead {
+				lc.front.popFront()
+			}
+			for range dropTail {
+				lc.front.popBack()
+			}
+		} else {
+			trimDeque(&lc.front, dropHead, true)
+			trimDeque(&lc.back, dropTail, false)
+		}
+	}
+	e.Tail = e.Head + uint64(to) + 1
+	e.Head += uint64(from)
+	e.Count = to - from + 1
+	e.Bytes -= removed
+	l.dirty = true
+	return nil
+}
+
+// trimDeque drops n elements from one end of a window; a window that
+// loses more than it holds is emptied (it no longer touches the end).
+func trimDeque(d *deque, n int, front bool) {
+	if n >= d.len() {
+		if n > 0 {
+			d.reset()
+		}
+		return
+	}
+	for range n {
+		if front {
+			d.popFront()
+		} else {
+			d.popBack()
+		}
+	}
+}
+
+// deleteIndexes deletes the element records at absolute indexes lo..hi-1:
+// point deletes for a few, one range deletion for many.
+func (l *List) deleteIndexes(lo, hi uint64) error {
+	if hi-lo > 64 {
+		a := codec.AppendListKey(nil, l.pdb, l.key, l.e.Version, lo)
+		z := codec.AppendListKey(nil, l.pdb, l.key, l.e.Version, hi)
+		return l.tx.batch.DeleteRange(a, z)
+	}
+	for idx := lo; idx < hi; idx++ {
+		l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, l.e.Version, idx)
+		if err := l.tx.batch.Delete(l.kb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAll deletes the list in O(1): its records are reclaimed in the
+// background.
+func (l *List) deleteAll() error {
+	if l.created {
+		l.e.Count, l.e.Bytes = 0, 0
+		return nil
+	}
+	l.tx.hk = append(l.tx.hk[:0], l.hk...)
+	if err := l.tx.remove(l.pdb, l.key, l.e); err != nil {
+		return err
+	}
+	l.dirty = false
+	l.e.Count, l.e.Bytes = 0, 0
+	return nil
+}
+
+// Close stores the list's meta record after writes, or deletes the key if
+// it was emptied (Redis never keeps an empty list). It keeps the hot tier's
+// accounting right: a whole list that outgrew listWholeElems is cut down to
+// its ends, and a list that outgrew the hot tier is demoted.
+func (l *List) Close() error {
+	if !l.dirty {
+		return nil
+	}
+	l.dirty = false
+	tx, e := l.tx, l.e
+	tx.hk = append(tx.hk[:0], l.hk...)
+	if e.Count == 0 {
+		if l.created {
+			return nil
+		}
+		l.created = true
+		return tx.remove(l.pdb, l.key, e)
+	}
+	if err := tx.putMeta(l.pdb, l.key, e); err != nil {
+		return err
+	}
+	if l.created {
+		l.created = false
+		tx.addKeys(l.pdb, 1)
+		tx.NoteReady(l.db, l.key)
+	}
+	lc := e.list
+	if lc == nil {
+		return nil
+	}
+	if lc.whole && !tx.e.fitsWhole(l.key, e) {
+		lc.whole = false
+		for lc.front.len() > listWindowElems {
+			lc.back.pushFront(lc.front.popBack())
+		}
+		lc.trimWindows()
+		// The cut windows keep their ends; the deques give back memory.
+		lc.front.fill(lc.front.slice())
+		lc.back.fill(lc.back.slice())
+		if int64(lc.front.len()+lc.back.len()) >= e.Count {
+			lc.front.popBack() // the windows must not meet
+		}
+	}
+	_, hot := tx.e.hot.peek(l.hk)
+	switch {
+	case !tx.e.keepHot(entrySize(l.key, e)):
+		if hot {
+			tx.e.hot.remove(l.hk)
+			tx.e.Stats.Demotions.Add(1)
+		}
+		e.list = nil
+	case hot:
+		tx.e.hot.resize(l.hk, e)
+	default:
+		e.access = tx.now
+		tx.e.hot.put(l.hk, e)
+	}
+	return nil
+}
+
+// duplicateList writes a copy of list e (src) as dst's elements under
+// version v, at the same indexes, and returns the new entry: whole in
+// memory if e is, otherwise cold.
+func (tx *Tx) duplicateList(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte, v uint64) (*Entry, error) {
+	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Version: v, Count: e.Count, Bytes: e.Bytes, Head: e.Head, Tail: e.Tail}
+	from := &List{tx: tx, pdb: psrc, key: src, e: e}
+	if e.list != nil && e.list.whole {
+		ne.list = &listCache{whole: true}
+		ne.list.front.fill(e.list.front.slice())
+	}
+	var kbuf []byte
+	var werr error
+	err := from.Range(0, e.Count-1, false, func(i int64, val []byte) bool {
+		kbuf = codec.AppendListKey(kbuf[:0], pdst, dst, v, e.Head+uint64(i))
+		werr = tx.batch.Set(kbuf, val)
+		return werr == nil
+	})
+	if err == nil {
+		err = werr
+	}
+	return ne, err
+}
