@@ -357,17 +357,16 @@ func cmdLRem(c *Client, args [][]byte) {
 	if err == nil && found > 0 {
 		var span []string
 		span, err = l.Elements(first, last)
-		kept := span[:0]
-		removed := int64(0)
+		var kept []string
+		spanBytes := int64(0)
 		for _, v := range span {
-			if removed < found && v == string(elem) {
-				removed++
-				continue
+			spanBytes += int64(len(v))
+			if v != string(elem) {
+				kept = append(kept, v)
 			}
-			kept = append(kept, v)
 		}
 		if err == nil {
-			err = l.Splice(first, last+1, found*int64(len(elem)), kept)
+			err = l.Splice(first, last+1, spanBytes, kept)
 		}
 	}
 	if err != nil {

@@ -47,6 +47,10 @@ func (v *env) checkInvariants() {
 		if m.Type == codec.TypeString {
 			continue
 		}
+		if m.Type == codec.TypeList {
+			v.listOf(hk[0], []byte(hk[1:]), &m) // checks the records
+			continue
+		}
 		disk := v.fieldsOf(hk[0], []byte(hk[1:]), m.Version)
 		var size int64
 		for f, val := range disk {
@@ -77,7 +81,9 @@ func (v *env) checkInvariants() {
 		if he.Type != m.Type || he.ExpireAt != m.ExpireAt || (m.Type == codec.TypeString && !bytes.Equal(he.Str, m.Value)) {
 			v.t.Fatalf("hot key %q = %v/%d/%q, disk has %v/%d/%q", hk, he.Type, he.ExpireAt, he.Str, m.Type, m.ExpireAt, m.Value)
 		}
-		if m.Type != codec.TypeString && he.loading != nil {
+		if m.Type == codec.TypeList {
+			v.checkHotList(hk, he, &m)
+		} else if m.Type != codec.TypeString && he.loading != nil {
 			// A stepwise promotion: the partial copy holds exactly the
 			// stored fields up to its cursor.
 			for f, val := range v.fieldsOf(hk[0], []byte(hk[1:]), m.Version) {
@@ -193,4 +199,63 @@ func (v *env) fieldsOf(db uint8, key []byte, version uint64) map[string]string {
 		out[string(f)] = string(it.Value())
 	}
 	return out
+}
+
+// listOf reads a list's element records and checks them against its meta
+// record: exactly one record at each index Head..Tail-1 and Bytes their
+// total length.
+func (v *env) listOf(db uint8, key []byte, m *codec.Meta) []string {
+	v.t.Helper()
+	lo := codec.AppendListPrefix(nil, db, key, m.Version)
+	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer it.Close()
+	var out []string
+	var size uint64
+	next := m.Head
+	for valid := it.First(); valid; valid = it.Next() {
+		idx, err := codec.ParseListRest(it.Key()[len(lo):])
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		if idx != next {
+			v.t.Fatalf("list %q: record at index %d, expected %d (head %d tail %d)", key, idx, next, m.Head, m.Tail)
+		}
+		next++
+		out = append(out, string(it.Value()))
+		size += uint64(len(it.Value()))
+	}
+	if next != m.Tail || uint64(len(out)) != m.Count || size != m.Bytes || m.Count == 0 {
+		v.t.Fatalf("list %q: meta counts %d elements %d bytes (head %d tail %d), disk has %d and %d", key, m.Count, m.Bytes, m.Head, m.Tail, len(out), size)
+	}
+	return out
+}
+
+// checkHotList checks a hot list against its meta record and records: the
+// whole list, or windows that hold its ends and do not meet.
+func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
+	v.t.Helper()
+	if he.Version != m.Version || he.Count != int64(m.Count) || he.Bytes != int64(m.Bytes) || he.Head != m.Head || he.Tail != m.Tail || he.list == nil {
+		v.t.Fatalf("hot list %q = v%d n%d b%d h%d t%d cached %v, meta has v%d n%d b%d h%d t%d", hk, he.Version, he.Count, he.Bytes, he.Head, he.Tail, he.list != nil, m.Version, m.Count, m.Bytes, m.Head, m.Tail)
+	}
+	disk := v.listOf(hk[0], []byte(hk[1:]), m)
+	lc := he.list
+	front, back := lc.front.slice(), lc.back.slice()
+	if lc.whole {
+		if len(back) != 0 || fmt.Sprint(front) != fmt.Sprint(disk) {
+			v.t.Fatalf("whole hot list %q = %q + %q, disk %q", hk, front, back, disk)
+		}
+		return
+	}
+	if len(front)+len(back) >= len(disk) {
+		v.t.Fatalf("hot list %q: windows of %d and %d elements meet in a list of %d", hk, len(front), len(back), len(disk))
+	}
+	if fmt.Sprint(front) != fmt.Sprint(disk[:len(front)]) || fmt.Sprint(back) != fmt.Sprint(disk[len(disk)-len(back):]) {
+		v.t.Fatalf("hot list %q windows %q / %q, disk %q", hk, front, back, disk)
+	}
+	if lc.front.len() > listWindowElems || lc.back.len() > listWindowElems {
+		v.t.Fatalf("hot list %q: windows of %d and %d elements exceed %d", hk, lc.front.len(), lc.back.len(), listWindowElems)
+	}
 }

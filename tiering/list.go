@@ -3,6 +3,7 @@ package tiering
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/spillway/spillway/codec"
 )
@@ -574,8 +575,7 @@ func (l *List) Trim(from, to int64) error {
 				lc.front.popBack()
 			}
 		} else {
-			trimDeque(&lc.front, dropHead, true)
-			trimDeque(&lc.back, dropTail, false)
+			lc.trimEnds(e.Count, from, to)
 		}
 	}
 	e.Tail = e.Head + uint64(to) + 1
@@ -586,22 +586,29 @@ func (l *List) Trim(from, to int64) error {
 	return nil
 }
 
-// trimDeque drops n elements from one end of a window; a window that
-// loses more than it holds is emptied (it no longer touches the end).
-func trimDeque(d *deque, n int, front bool) {
-	if n >= d.len() {
-		if n > 0 {
-			d.reset()
-		}
+// trimEnds keeps, of a list of n elements held by its ends, what its
+// windows hold of elements from..to: a window keeps its part of the range
+// if it still touches its end of the list, and if together they now hold
+// the whole range the list is held whole.
+func (lc *listCache) trimEnds(n, from, to int64) {
+	f, b := int64(lc.front.len()), int64(lc.back.len())
+	front, back := lc.front.slice(), lc.back.slice()
+	var nf, nb []string
+	if from < f {
+		nf = front[from:min(f, to+1)]
+	}
+	if backStart := n - b; to >= backStart {
+		nb = back[max(0, from-backStart) : to+1-backStart]
+	}
+	if int64(len(nf)+len(nb)) == to-from+1 {
+		// The windows (disjoint) now meet: they hold the whole list.
+		lc.whole = true
+		lc.front.fill(append(slices.Clone(nf), nb...))
+		lc.back.reset()
 		return
 	}
-	for range n {
-		if front {
-			d.popFront()
-		} else {
-			d.popBack()
-		}
-	}
+	lc.front.fill(nf)
+	lc.back.fill(nb)
 }
 
 // deleteIndexes deletes the element records at absolute indexes lo..hi-1:

@@ -395,6 +395,7 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 		m.Value = e.Str
 	} else {
 		m.Version, m.Count, m.Bytes = e.Version, uint64(e.Count), uint64(e.Bytes)
+		m.Head, m.Tail = e.Head, e.Tail
 	}
 	return tx.batch.PutMeta(pdb, key, m)
 }
