@@ -223,6 +223,7 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 		<-w.done
 		return false
 	}
+	c.mark = c.w.Len() // the flush sent what came before this reply
 	var timer <-chan time.Time
 	if timeoutMs > 0 {
 		t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)

@@ -266,3 +266,37 @@ func TestListQueueKeepsOnlyItsEnds(t *testing.T) {
 	}
 	t.Logf("queue of %d: hot entry at most %d bytes; cold reads %d", total, maxSize, v.e.Stats.ColdReads.Load())
 }
+
+// TestHotListReadAllocatesNothing: LINDEX and LRANGE of a hot list are
+// served from memory without allocating.
+func TestHotListReadAllocatesNothing(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	v.withList("l", true, func(l *List) error {
+		for _, e := range []string{"a", "b", "c"} {
+			if err := l.Push(false, []byte(e)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	key := []byte("l")
+	n := 0
+	count := func(_ int64, _ []byte) bool { n++; return true }
+	allocs := testing.AllocsPerRun(200, func() {
+		tx := v.e.Begin()
+		l, err := tx.OpenList(0, key, false)
+		if err != nil || l == nil {
+			t.Fatalf("OpenList: %v %v", l, err)
+		}
+		if got, err := l.Index(1); err != nil || string(got) != "b" {
+			t.Fatalf("Index = %q %v", got, err)
+		}
+		if err := l.Range(0, 2, false, count); err != nil {
+			t.Fatal(err)
+		}
+		tx.Abort()
+	})
+	if allocs != 0 {
+		t.Fatalf("hot LINDEX+LRANGE path allocates %.1f times", allocs)
+	}
+}
