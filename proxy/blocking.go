@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -225,7 +226,8 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	}
 	c.mark = c.w.Len() // the flush sent what came before this reply
 	var timer <-chan time.Time
-	if timeoutMs > 0 {
+	// A timeout too long for a time.Duration (292 years) never fires.
+	if timeoutMs > 0 && timeoutMs < math.MaxInt64/int64(time.Millisecond) {
 		t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
 		defer t.Stop()
 		timer = t.C

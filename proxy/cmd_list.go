@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/resp"
@@ -610,7 +609,7 @@ func (c *Client) popOrBlock(op listOp, keys [][]byte, timeoutMs int64) {
 
 // timeout parses a blocking command's timeout, replying on error.
 func (c *Client) timeout(arg []byte) (int64, bool) {
-	ms, msg := strops.ParseTimeout(arg, time.Now().UnixMilli())
+	ms, msg := strops.ParseTimeout(arg)
 	if msg != "" {
 		c.err(msg)
 		return 0, false
