@@ -81,6 +81,18 @@ func TestDifferentialRedisVsRedis(t *testing.T) {
 			})
 		}
 	}
+	// The list generator, likewise.
+	for _, proto := range []int{2, 3} {
+		for _, seed := range seeds(t) {
+			t.Run(fmt.Sprintf("lists/resp%d/seed=%d", proto, seed), func(t *testing.T) {
+				runDiff(t, diffRun{
+					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
+					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
+					cfg: genConfig{Lists: true, ListCommands: true}, testName: "TestDifferentialRedisVsRedis",
+				})
+			})
+		}
+	}
 }
 
 // TestDifferentialStrings compares Spillway with Redis 7.0 on random string

@@ -203,7 +203,7 @@ func envInt(t *testing.T, name string, def int) int {
 // spillwayHasLists says whether Spillway implements lists yet; generated and
 // hand-written commands that create lists run only when it does (always
 // against two redis-servers). SPILLWAY_DIFF_LISTS=1/0 overrides.
-const spillwayHasLists = false
+const spillwayHasLists = true
 
 func listsForSpillway(t *testing.T) bool {
 	switch os.Getenv("SPILLWAY_DIFF_LISTS") {

@@ -15,6 +15,9 @@ type genConfig struct {
 	// Collections switches the generator to hash and set traffic
 	// (gen_coll_test.go) instead of string traffic.
 	Collections bool
+	// ListCommands switches the generator to list traffic
+	// (gen_list_test.go); it takes precedence over Collections.
+	ListCommands bool
 }
 
 // op is one generated step: a command, or a pause (Sleep > 0, Args nil)
@@ -230,6 +233,10 @@ func (g *gen) expiryOpt(keepTTL bool) []string {
 
 // produce appends the next command (or group of commands) to the queue.
 func (g *gen) produce() {
+	if g.cfg.ListCommands {
+		g.produceList()
+		return
+	}
 	if g.cfg.Collections {
 		g.produceColl()
 		return

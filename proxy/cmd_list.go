@@ -340,8 +340,9 @@ func cmdLRem(c *Client, args [][]byte) {
 	elem := args[3]
 	limit := count
 	if limit < 0 {
-		limit = -limit
+		limit = -limit // like Redis, -MinInt64 stays negative: no limit
 	}
+	limit = max(limit, 0)
 	first, last, found := int64(-1), int64(-1), int64(0)
 	err := l.Range(0, l.Len()-1, count < 0, func(i int64, v []byte) bool {
 		if bytes.Equal(v, elem) {
@@ -447,7 +448,7 @@ func cmdLPos(c *Client, args [][]byte) {
 	}
 	reverse := rank < 0
 	if reverse {
-		rank = -rank // the most negative rank stays negative: matches nothing
+		rank = -rank // like Redis, -MinInt64 stays negative: every match ranks
 	}
 	tx := c.s.engine.Begin()
 	l, ok := c.openList(tx, args[1], false)
@@ -474,7 +475,7 @@ func cmdLPos(c *Client, args [][]byte) {
 			return true
 		}
 		matches++
-		if rank > 0 && matches >= rank {
+		if matches >= rank {
 			hits = append(hits, i)
 			if count < 0 || count > 0 && int64(len(hits)) >= count {
 				return false
