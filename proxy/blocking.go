@@ -29,6 +29,14 @@ import (
 // commands the client pipelines meanwhile for later): a client that goes
 // away leaves the registry immediately, so a push is never handed to it.
 
+// popOp is what a blocked client waits to do: pop from key (database db)
+// within tx, writing the reply to w. It reports false, having written
+// nothing, when key holds nothing to pop; ErrWrongType when it holds
+// another type.
+type popOp interface {
+	run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
+}
+
 // waiterState is where a waiter is in its life.
 type waiterState uint8
 
@@ -43,7 +51,7 @@ type waiter struct {
 	c     *Client
 	db    int
 	keys  [][]byte // distinct, copied
-	op    listOp
+	op    popOp
 	proto int
 	state waiterState
 	reply []byte

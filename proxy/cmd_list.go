@@ -561,7 +561,7 @@ func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 
 // runNow runs op on the first of keys that holds a list, replying on c. It
 // reports false if none does (nothing replied, tx still open).
-func (c *Client) runNow(tx *tiering.Tx, op *listOp, keys [][]byte) bool {
+func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
 	for _, k := range keys {
 		done, err := op.run(tx, c.db, k, &c.w)
 		if err == tiering.ErrWrongType {
@@ -582,13 +582,13 @@ func (c *Client) runNow(tx *tiering.Tx, op *listOp, keys [][]byte) bool {
 
 // popOrBlock runs op on the first key that holds a list or, if none does,
 // blocks the client on keys for timeoutMs (0: for ever).
-func (c *Client) popOrBlock(op listOp, keys [][]byte, timeoutMs int64) {
+// op must not alias the request's buffers (it outlives them).
+func (c *Client) popOrBlock(op popOp, keys [][]byte, timeoutMs int64) {
 	tx := c.s.engine.Begin()
-	if c.runNow(tx, &op, keys) {
+	if c.runNow(tx, op, keys) {
 		return
 	}
 	w := &waiter{c: c, db: c.db, op: op, proto: c.w.Proto, done: make(chan struct{})}
-	w.op.dst = bytes.Clone(op.dst)
 	for _, k := range keys {
 		dup := false
 		for _, seen := range w.keys {
@@ -623,7 +623,7 @@ func cmdBPop(c *Client, args [][]byte, left bool) {
 	if !ok {
 		return
 	}
-	c.popOrBlock(listOp{left: left, count: -1}, args[1:len(args)-1], ms)
+	c.popOrBlock(&listOp{left: left, count: -1}, args[1:len(args)-1], ms)
 }
 
 func cmdLMove(c *Client, args [][]byte) {
@@ -645,7 +645,7 @@ func cmdRPopLPush(c *Client, args [][]byte) {
 // moveNow runs an LMOVE; a missing source answers nil.
 func moveNow(c *Client, op listOp, src []byte) {
 	tx := c.s.engine.Begin()
-	if !c.runNow(tx, &op, [][]byte{src}) {
+	if !c.runNow(tx, &op, [][]byte{src}) { // op does not outlive the command
 		c.w.Null()
 		c.commit(tx)
 	}
@@ -664,7 +664,7 @@ func cmdBLMove(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.popOrBlock(listOp{left: from, move: true, dst: args[2], dstLeft: to}, args[1:2], ms)
+	c.popOrBlock(&listOp{left: from, move: true, dst: bytes.Clone(args[2]), dstLeft: to}, args[1:2], ms)
 }
 
 func cmdBRPopLPush(c *Client, args [][]byte) {
@@ -672,7 +672,7 @@ func cmdBRPopLPush(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.popOrBlock(listOp{left: false, move: true, dst: args[2], dstLeft: true}, args[1:2], ms)
+	c.popOrBlock(&listOp{left: false, move: true, dst: bytes.Clone(args[2]), dstLeft: true}, args[1:2], ms)
 }
 
 // cmdLMPop is LMPOP numkeys key... LEFT|RIGHT [COUNT n] and BLMPOP, whose
@@ -714,7 +714,7 @@ func cmdLMPop(c *Client, args [][]byte, blocking bool) {
 	if count == -1 {
 		count = 1
 	}
-	op := listOp{left: left, count: count}
+	op := &listOp{left: left, count: count}
 	keys := args[at+1 : whereAt]
 	if blocking {
 		ms, ok := c.timeout(args[1])
@@ -725,7 +725,7 @@ func cmdLMPop(c *Client, args [][]byte, blocking bool) {
 		return
 	}
 	tx := c.s.engine.Begin()
-	if !c.runNow(tx, &op, keys) {
+	if !c.runNow(tx, op, keys) {
 		c.w.NullArray()
 		c.commit(tx)
 	}

@@ -484,8 +484,11 @@ func (tx *Tx) duplicate(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte
 	if err != nil {
 		return nil, fmt.Errorf("tiering: copy %s: %w", e.Type, err)
 	}
-	if e.Type == codec.TypeList {
+	switch e.Type {
+	case codec.TypeList:
 		return tx.duplicateList(psrc, src, e, pdst, dst, v)
+	case codec.TypeZSet:
+		return tx.duplicateZSet(psrc, src, e, pdst, dst, v)
 	}
 	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Version: v, Count: e.Count, Bytes: e.Bytes}
 	if e.resident() {

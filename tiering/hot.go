@@ -45,6 +45,8 @@ type Entry struct {
 	Head, Tail uint64
 	// list is the hot part of a list (nil for a cold one).
 	list *listCache
+	// zset is the hot copy of a sorted set (nil for a cold one).
+	zset *zsetMem
 	// fields is the decoded content of a hash or set held hot; nil for a
 	// cold entry (read from the store).
 	fields *fieldMap
@@ -71,6 +73,8 @@ func entrySize(key []byte, e *Entry) int64 {
 		n += e.fields.size()
 	case e.list != nil:
 		n += e.list.size()
+	case e.zset != nil:
+		n += e.zset.size()
 	case e.Type != codec.TypeString:
 		n += e.Bytes + e.Count*fieldOverhead
 	}

@@ -218,10 +218,14 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 		return nil, tx.expire(pdb, key, e, false)
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
-	if promote != codec.TypeNone && e.Type == promote && tx.e.admit(tx.hk, tx.promotedSize(key, e)) {
+	if promote != codec.TypeNone && e.Type == promote && tx.promotable(key, e) && tx.e.admit(tx.hk, tx.promotedSize(key, e)) {
 		switch {
 		case e.Type == codec.TypeList:
 			if err := tx.cacheList(pdb, key, e); err != nil {
+				return nil, err
+			}
+		case e.Type == codec.TypeZSet:
+			if err := tx.loadZSet(pdb, key, e); err != nil {
 				return nil, err
 			}
 		case e.Type != codec.TypeString:
@@ -321,7 +325,7 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
-	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil) {
+	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil || e.zset != nil) {
 		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 	} else {
@@ -430,9 +434,15 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 
 // noteWritten notes a key that a copy or a move made a list as ready.
 func (tx *Tx) noteWritten(db int, key []byte, e *Entry) {
-	if e.Type == codec.TypeList {
+	if e.Type == codec.TypeList || e.Type == codec.TypeZSet {
 		tx.NoteReady(db, key)
 	}
+}
+
+// promotable reports whether cold entry e may be promoted at all: a sorted
+// set too big to be held whole is always served from the store.
+func (tx *Tx) promotable(key []byte, e *Entry) bool {
+	return e.Type != codec.TypeZSet || tx.e.fitsWholeZSet(key, e)
 }
 
 // promotedSize is what promoting cold entry e would cost the hot tier: a
