@@ -59,6 +59,9 @@ func (v *env) checkInvariants() {
 		if int64(len(disk)) != int64(m.Count) || size != int64(m.Bytes) || m.Count == 0 {
 			v.t.Fatalf("structure %q: meta counts %d fields %d bytes, disk has %d and %d", hk, m.Count, m.Bytes, len(disk), size)
 		}
+		if m.Type == codec.TypeZSet {
+			v.zsetOf(hk[0], []byte(hk[1:]), &m) // checks the score index
+		}
 	}
 	for db := 0; db < 256; db++ {
 		if e.keys[db] != keys[db] || e.exps[db] != exps[db] {
@@ -83,6 +86,8 @@ func (v *env) checkInvariants() {
 		}
 		if m.Type == codec.TypeList {
 			v.checkHotList(hk, he, &m)
+		} else if m.Type == codec.TypeZSet {
+			v.checkHotZSet(hk, he, &m)
 		} else if m.Type != codec.TypeString && he.loading != nil {
 			// A stepwise promotion: the partial copy holds exactly the
 			// stored fields up to its cursor.
@@ -257,5 +262,58 @@ func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
 	}
 	if lc.front.len() > listWindowElems || lc.back.len() > listWindowElems {
 		v.t.Fatalf("hot list %q: windows of %d and %d elements exceed %d", hk, lc.front.len(), lc.back.len(), listWindowElems)
+	}
+}
+
+// zsetOf reads a sorted set's score index in order and checks it against
+// its member records: the same members, each with the same score.
+func (v *env) zsetOf(db uint8, key []byte, m *codec.Meta) []Member {
+	v.t.Helper()
+	members := v.fieldsOf(db, key, m.Version)
+	lo := codec.AppendScorePrefix(nil, db, key, m.Version)
+	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer it.Close()
+	var out []Member
+	for valid := it.First(); valid; valid = it.Next() {
+		score, member, err := codec.ParseScoreRest(it.Key()[len(lo):])
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		rec, ok := members[string(member)]
+		if !ok {
+			v.t.Fatalf("zset %q: index has %q (%v), no member record", key, member, score)
+		}
+		s, err := codec.ParseScore([]byte(rec))
+		if err != nil || s != score {
+			v.t.Fatalf("zset %q: member %q scores %v in its record (%v), %v in the index", key, member, s, err, score)
+		}
+		out = append(out, Member{Member: string(member), Score: score})
+	}
+	if len(out) != len(members) || uint64(len(out)) != m.Count {
+		v.t.Fatalf("zset %q: %d index records, %d member records, meta counts %d", key, len(out), len(members), m.Count)
+	}
+	return out
+}
+
+// checkHotZSet checks a hot sorted set against its meta record and the
+// store: the same members in the same order, with the same scores.
+func (v *env) checkHotZSet(hk string, he *Entry, m *codec.Meta) {
+	v.t.Helper()
+	if he.Version != m.Version || he.Count != int64(m.Count) || he.Bytes != int64(m.Bytes) || he.zset == nil {
+		v.t.Fatalf("hot zset %q = v%d n%d b%d in memory %v, meta has v%d n%d b%d", hk, he.Version, he.Count, he.Bytes, he.zset != nil, m.Version, m.Count, m.Bytes)
+	}
+	disk := v.zsetOf(hk[0], []byte(hk[1:]), m)
+	var mem []Member
+	for n := he.zset.zsl.first(); n != nil; n = n.next() {
+		mem = append(mem, Member{Member: n.member, Score: n.score})
+		if s, ok := he.zset.dict[n.member]; !ok || s != n.score {
+			v.t.Fatalf("hot zset %q: skiplist has %q at %v, map %v/%v", hk, n.member, n.score, s, ok)
+		}
+	}
+	if len(he.zset.dict) != len(mem) || fmt.Sprint(mem) != fmt.Sprint(disk) {
+		v.t.Fatalf("hot zset %q = %v (map of %d), disk %v", hk, mem, len(he.zset.dict), disk)
 	}
 }
