@@ -398,6 +398,13 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 		c.w.BulkString(enc)
 	case codec.TypeList:
 		c.w.BulkString("quicklist") // Redis 7.0's only list encoding
+	case codec.TypeZSet:
+		enc, err := zsetEncoding(tx.PeekZSet(c.db, args[2], e))
+		if err != nil {
+			c.txErr(tx, err)
+			return
+		}
+		c.w.BulkString(enc)
 	default:
 		c.w.BulkString("hashtable")
 	}

@@ -655,3 +655,20 @@ func cmdZInterCard(c *Client, args [][]byte) {
 	c.w.Int(n)
 	c.commit(tx)
 }
+
+// zsetEncoding reports the encoding Redis 7.0 would give z's content:
+// listpack up to 128 members of at most 64 bytes, else skiplist.
+func zsetEncoding(z *tiering.ZSet) (string, error) {
+	if z.Len() > 128 {
+		return "skiplist", nil
+	}
+	fits := true
+	err := z.Members(func(m []byte, _ float64) bool {
+		fits = len(m) <= 64
+		return fits
+	})
+	if !fits {
+		return "skiplist", err
+	}
+	return "listpack", err
+}
