@@ -188,7 +188,7 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 		if z == nil {
 			break // XX on a missing key
 		}
-		cur, exists, err := z.Score(member)
+		cur, exists, err := z.Lookup(member)
 		if err != nil {
 			c.txErr(tx, err)
 			return
@@ -213,7 +213,7 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 		default:
 			added++
 		}
-		if _, err := z.Add(member, score); err != nil {
+		if err := z.Put(member, score, cur, exists); err != nil {
 			c.txErr(tx, err)
 			return
 		}

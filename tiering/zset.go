@@ -197,25 +197,41 @@ func (z *ZSet) storedScore(member []byte, probe bool) (float64, bool, error) {
 // Add sets member's score (never NaN; -0 is stored as 0) and reports
 // whether member is new.
 func (z *ZSet) Add(member []byte, score float64) (bool, error) {
-	if score == 0 {
-		score = 0 // no -0
-	}
-	old, found, err := z.scoreForWrite(member)
+	old, found, err := z.Lookup(member)
 	if err != nil {
 		return false, err
 	}
+	return !found, z.Put(member, score, old, found)
+}
+
+// Lookup is Score for a command about to write member: a cold member is
+// probed with the store's bloom filters (new members are common).
+func (z *ZSet) Lookup(member []byte) (float64, bool, error) {
+	if m := z.e.zset; m != nil {
+		s, ok := m.dict[view(member)]
+		return s, ok, nil
+	}
+	return z.storedScore(member, true)
+}
+
+// Put sets member's score, given what Lookup returned for it (old, found),
+// so that a read-modify-write (ZADD's options, ZINCRBY) reads once.
+func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
+	if score == 0 {
+		score = 0 // no -0
+	}
 	if found && old == score {
-		return false, nil
+		return nil
 	}
 	e := z.e
 	b := z.tx.batch
 	if found {
 		k, err := z.scoreKey(old, member)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if err := b.Delete(k); err != nil {
-			return false, err
+			return err
 		}
 	} else {
 		e.Count++
@@ -223,17 +239,17 @@ func (z *ZSet) Add(member []byte, score float64) (bool, error) {
 	}
 	k, err := z.scoreKey(score, member)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := b.Set(k, nil); err != nil {
-		return false, err
+		return err
 	}
 	z.vb, err = codec.AppendScore(z.vb[:0], score)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := b.Set(z.memberKey(member), z.vb); err != nil {
-		return false, err
+		return err
 	}
 	if m := e.zset; m != nil {
 		if found {
@@ -246,16 +262,7 @@ func (z *ZSet) Add(member []byte, score float64) (bool, error) {
 		}
 	}
 	z.dirty = true
-	return !found, nil
-}
-
-// scoreForWrite is Score for a write: a cold member is probed.
-func (z *ZSet) scoreForWrite(member []byte) (float64, bool, error) {
-	if m := z.e.zset; m != nil {
-		s, ok := m.dict[view(member)]
-		return s, ok, nil
-	}
-	return z.storedScore(member, true)
+	return nil
 }
 
 // Rem removes member and reports whether it was there.
