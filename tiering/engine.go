@@ -266,7 +266,7 @@ func (e *Engine) Begin() *Tx {
 	e.mu.Lock()
 	tx := &e.tx
 	tx.now = time.Now().UnixMilli()
-	tx.collsUsed, tx.listsUsed = 0, 0
+	tx.collsUsed, tx.listsUsed, tx.zsetsUsed = 0, 0, 0
 	tx.ready = tx.ready[:0]
 	return tx
 }

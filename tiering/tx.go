@@ -30,6 +30,8 @@ type Tx struct {
 	collsUsed int
 	lists     []*List
 	listsUsed int
+	zsets     []*ZSet
+	zsetsUsed int
 	// ready are the lists created by this transaction while clients were
 	// blocked (see Engine.SetBlockedClients).
 	ready []ReadyKey

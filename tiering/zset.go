@@ -114,8 +114,14 @@ func (tx *Tx) OpenZSet(db int, key []byte, create bool) (*ZSet, error) {
 // PeekZSet wraps an entry returned by Peek (a sorted set) for reading
 // without promotion.
 func (tx *Tx) PeekZSet(db int, key []byte, e *Entry) *ZSet {
+	if tx.zsetsUsed == len(tx.zsets) {
+		tx.zsets = append(tx.zsets, new(ZSet))
+	}
+	z := tx.zsets[tx.zsetsUsed]
+	tx.zsetsUsed++
 	pdb := tx.pdb(db)
-	return &ZSet{tx: tx, db: db, pdb: pdb, key: key, hk: hotKey(nil, pdb, key), e: e}
+	*z = ZSet{tx: tx, db: db, pdb: pdb, key: key, hk: hotKey(z.hk, pdb, key), e: e, kb: z.kb[:0], vb: z.vb[:0]}
+	return z
 }
 
 // CreateZSet replaces whatever key holds with an empty sorted set, for the

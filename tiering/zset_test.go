@@ -358,3 +358,37 @@ func cloneModel(m zmodel) zmodel {
 	}
 	return out
 }
+
+// TestHotZSetReadAllocatesNothing: ZSCORE and a ZRANGE of a hot sorted set
+// are served from memory without allocating.
+func TestHotZSetReadAllocatesNothing(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	v.withZSet("z", true, func(z *ZSet) error {
+		for i, m := range []string{"a", "b", "c"} {
+			if _, err := z.Add([]byte(m), float64(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	key, member := []byte("z"), []byte("b")
+	n := 0
+	count := func([]byte, float64) bool { n++; return true }
+	allocs := testing.AllocsPerRun(200, func() {
+		tx := v.e.Begin()
+		z, err := tx.OpenZSet(0, key, false)
+		if err != nil || z == nil || !z.Hot() {
+			t.Fatalf("OpenZSet: %v %v", z, err)
+		}
+		if s, ok, err := z.Score(member); err != nil || !ok || s != 1 {
+			t.Fatalf("Score = %v %v %v", s, ok, err)
+		}
+		if err := z.RangeByRank(0, 2, false, count); err != nil {
+			t.Fatal(err)
+		}
+		tx.Abort()
+	})
+	if allocs != 0 {
+		t.Fatalf("hot ZSCORE+ZRANGE path allocates %.1f times", allocs)
+	}
+}
