@@ -78,6 +78,7 @@ var blkScenarios = []struct {
 	{"expired", blkExpired},
 	{"conservation", blkConservation},
 	{"pressure", blkPressure},
+	{"zsets", blkZSets},
 }
 
 // TestBlocking runs every blocking scenario against redis-server and
