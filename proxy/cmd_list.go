@@ -688,7 +688,7 @@ func cmdLMPop(c *Client, args [][]byte, blocking bool) {
 		return
 	}
 	whereAt := int64(at) + numkeys + 1
-	if whereAt >= int64(len(args)) {
+	if numkeys >= int64(len(args)) || whereAt >= int64(len(args)) {
 		c.err(strops.ErrSyntax)
 		return
 	}

@@ -163,7 +163,7 @@ func cmdZMPop(c *Client, args [][]byte, blocking bool) {
 		return
 	}
 	whereAt := int64(at) + numkeys + 1
-	if whereAt >= int64(len(args)) {
+	if numkeys >= int64(len(args)) || whereAt >= int64(len(args)) {
 		c.err(strops.ErrSyntax)
 		return
 	}
