@@ -259,8 +259,10 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 	}
 	if m := e.zset; m != nil {
 		if found {
-			m.zsl.updateScore(old, view(member), score)
-			m.dict[view(member)] = score
+			// Assigning to an existing string key replaces the key too:
+			// use the node's own copy, never the caller's buffer.
+			n := m.zsl.updateScore(old, view(member), score)
+			m.dict[n.member] = score
 		} else {
 			s := string(member)
 			m.zsl.insert(score, s)

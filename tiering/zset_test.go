@@ -392,3 +392,32 @@ func TestHotZSetReadAllocatesNothing(t *testing.T) {
 		t.Fatalf("hot ZSCORE+ZRANGE path allocates %.1f times", allocs)
 	}
 }
+
+// TestHotZSetUpdateOwnsItsKeys: updating a member's score from a buffer
+// that is then reused must not leave the set keyed by that buffer (a Go
+// map assignment to an existing key stores the new key string).
+func TestHotZSetUpdateOwnsItsKeys(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	buf := []byte("b")
+	v.withZSet("z", true, func(z *ZSet) error {
+		for i, m := range []string{"a", "b", "c"} {
+			if _, err := z.Add([]byte(m), float64(i)); err != nil {
+				return err
+			}
+		}
+		_, err := z.Add(buf, 1.5)
+		return err
+	})
+	copy(buf, "x") // the next request reuses the buffer
+	v.withZSet("z", false, func(z *ZSet) error {
+		added, err := z.Add([]byte("b"), 1)
+		if err != nil || added {
+			t.Fatalf("re-adding b: added %v, %v", added, err)
+		}
+		if z.Len() != 3 || !z.Hot() {
+			t.Fatalf("Len %d hot %v, want 3 members in memory", z.Len(), z.Hot())
+		}
+		return nil
+	})
+	v.checkInvariants()
+}
