@@ -18,6 +18,7 @@ import (
 // A line may start with directives:
 //
 //	@lists CMD ...   run only when the subject has lists
+//	@zsets CMD ...   run only when the subject has sorted sets
 //	@resp2 CMD ...   run only over RESP2 (@resp3 likewise)
 //	@sleep MS        pause MS milliseconds (lets short expiries pass)
 //
@@ -28,6 +29,7 @@ type caseLine struct {
 	line  int
 	args  []string
 	lists bool
+	zsets bool
 	proto int // 0: both
 	sleep time.Duration
 }
@@ -53,6 +55,8 @@ func loadCaseFile(path string) ([]caseLine, error) {
 			switch word {
 			case "@lists":
 				cl.lists = true
+			case "@zsets":
+				cl.zsets = true
 			case "@resp2":
 				cl.proto = 2
 			case "@resp3":
@@ -101,7 +105,7 @@ func caseFiles(t *testing.T) []string {
 // deterministic (same bytes from two servers).
 func TestDiffCasesRedisVsRedis(t *testing.T) {
 	a, b := harness.StartRedis(t), harness.StartRedis(t)
-	runCaseFiles(t, a.Addr(), b.Addr(), "redis-2", true)
+	runCaseFiles(t, a.Addr(), b.Addr(), "redis-2", true, true)
 }
 
 // TestDiffCasesSpillway runs the hand-written cases against Redis and
@@ -109,10 +113,10 @@ func TestDiffCasesRedisVsRedis(t *testing.T) {
 func TestDiffCasesSpillway(t *testing.T) {
 	ref := harness.StartRedis(t)
 	addr, name := subject(t)
-	runCaseFiles(t, ref.Addr(), addr, name, listsForSpillway(t))
+	runCaseFiles(t, ref.Addr(), addr, name, listsForSpillway(t), zsetsForSpillway(t))
 }
 
-func runCaseFiles(t *testing.T, refAddr, subAddr, subName string, lists bool) {
+func runCaseFiles(t *testing.T, refAddr, subAddr, subName string, lists, zsets bool) {
 	for _, path := range caseFiles(t) {
 		lines, err := loadCaseFile(path)
 		if err != nil {
@@ -120,13 +124,13 @@ func runCaseFiles(t *testing.T, refAddr, subAddr, subName string, lists bool) {
 		}
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/resp%d", filepath.Base(path), proto), func(t *testing.T) {
-				runCases(t, refAddr, subAddr, subName, proto, lists, lines)
+				runCases(t, refAddr, subAddr, subName, proto, lists, zsets, lines)
 			})
 		}
 	}
 }
 
-func runCases(t *testing.T, refAddr, subAddr, subName string, proto int, lists bool, lines []caseLine) {
+func runCases(t *testing.T, refAddr, subAddr, subName string, proto int, lists, zsets bool, lines []caseLine) {
 	ref := harness.MustDial(t, refAddr)
 	sub := harness.MustDial(t, subAddr)
 	setupPair(t, ref, sub, proto)
@@ -134,7 +138,7 @@ func runCases(t *testing.T, refAddr, subAddr, subName string, proto int, lists b
 	transcript := os.Getenv("SPILLWAY_CASES_LOG") == "1"
 	ran := 0
 	for _, cl := range lines {
-		if (cl.lists && !lists) || (cl.proto != 0 && cl.proto != proto) {
+		if (cl.lists && !lists) || (cl.zsets && !zsets) || (cl.proto != 0 && cl.proto != proto) {
 			continue
 		}
 		if cl.sleep > 0 {

@@ -93,6 +93,18 @@ func TestDifferentialRedisVsRedis(t *testing.T) {
 			})
 		}
 	}
+	// The sorted-set generator, likewise.
+	for _, proto := range []int{2, 3} {
+		for _, seed := range seeds(t) {
+			t.Run(fmt.Sprintf("zsets/resp%d/seed=%d", proto, seed), func(t *testing.T) {
+				runDiff(t, diffRun{
+					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
+					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
+					cfg: genConfig{Lists: true, ZSetCommands: true}, testName: "TestDifferentialRedisVsRedis",
+				})
+			})
+		}
+	}
 }
 
 // TestDifferentialStrings compares Spillway with Redis 7.0 on random string
@@ -189,16 +201,25 @@ func runDiff(t *testing.T, d diffRun) {
 		var ok bool
 		var why, note string
 		switch o.Kind {
-		case opScan:
+		case opScan, opZScan:
+			scan := scanUnion
+			if o.Kind == opZScan {
+				scan = zscanUnion
+			}
 			var ia, ib scanIter
-			ia, ib, ok, why = scanUnion(ref, sub, o.Args, d.subName)
+			ia, ib, ok, why = scan(ref, sub, o.Args, d.subName)
 			a, b = ia.first, ib.first
 			note = fmt.Sprintf(" (iterated to cursor 0: redis %d calls, %d items; %s %d calls, %d items)",
 				ia.calls, len(ia.items), d.subName, ib.calls, len(ib.items))
-		case opRandom:
+		case opRandom, opZRandom:
 			a, b = exchange(ref, sub, o.Args)
 			hist.add("#%d %s -> %s (random reply)", i, fmtArgs(o.Args), fmtRaw(a.Raw))
-			ok, why = randomCheck{ref: ref, sub: sub, subName: d.subName, hist: hist}.check(o.Args, a, b)
+			rc := randomCheck{ref: ref, sub: sub, subName: d.subName, hist: hist}
+			if o.Kind == opZRandom {
+				ok, why = rc.checkZRandMember(o.Args, a, b)
+			} else {
+				ok, why = rc.check(o.Args, a, b)
+			}
 		default:
 			a, b = exchange(ref, sub, o.Args)
 			ok, why = compareReplies(o.Args, a, b)
@@ -216,7 +237,7 @@ func runDiff(t *testing.T, d diffRun) {
 		if a.IsError() {
 			errs++
 		}
-		if o.Kind != opRandom {
+		if o.Kind != opRandom && o.Kind != opZRandom {
 			hist.add("#%d %s -> %s%s", i, fmtArgs(o.Args), fmtRaw(a.Raw), note)
 		}
 	}

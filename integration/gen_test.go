@@ -18,6 +18,10 @@ type genConfig struct {
 	// ListCommands switches the generator to list traffic
 	// (gen_list_test.go); it takes precedence over Collections.
 	ListCommands bool
+	// ZSetCommands switches the generator to sorted-set traffic
+	// (gen_zset_test.go); it takes precedence over ListCommands and
+	// Collections.
+	ZSetCommands bool
 }
 
 // op is one generated step: a command, or a pause (Sleep > 0, Args nil)
@@ -43,6 +47,11 @@ const (
 	// opRandom: HRANDFIELD, SRANDMEMBER or SPOP, whose replies are random;
 	// checked by randomCheck.
 	opRandom
+	// opZScan: Args is the first call of a ZSCAN iteration; compared like
+	// opScan, as member/score pairs (zscanUnion).
+	opZScan
+	// opZRandom: ZRANDMEMBER; checked by randomCheck.checkZRandMember.
+	opZRandom
 )
 
 // arity is Redis 7.0's COMMAND arity (name included; negative = at least).
@@ -233,6 +242,10 @@ func (g *gen) expiryOpt(keepTTL bool) []string {
 
 // produce appends the next command (or group of commands) to the queue.
 func (g *gen) produce() {
+	if g.cfg.ZSetCommands {
+		g.produceZSet()
+		return
+	}
 	if g.cfg.ListCommands {
 		g.produceList()
 		return

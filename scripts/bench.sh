@@ -6,8 +6,10 @@
 # strings, hot hashes and sets, a cold million-field hash and set, hot lists
 # (LPUSH, RPOP, LRANGE_100), LRANGE at random offsets of a cold
 # million-element list, a 1,000,000-element queue (RPUSH, then LPOP) under
-# --maxmemory 32mb, bulk loads. It prints tables and asserts nothing about
-# time; it fails only when a tool or server does not work. About 9 minutes on
+# --maxmemory 32mb, bulk loads; sorted sets (bench_zset_test.go: hot ZADD,
+# ZSCORE, ZRANGEBYSCORE, and pages by score and ZSCORE on a cold
+# 1,000,000-member leaderboard). It prints tables and asserts nothing about
+# time; it fails only when a tool or server does not work. About 11 minutes on
 # 2 cores.
 #
 # Environment: GO (default go), SPILLWAY_BIN (default bin/spillway, built by
@@ -28,7 +30,7 @@ echo "== In-process micro-benchmarks =="
 "$GO" test -run '^$' -bench . -benchtime 300ms ./codec/ ./proxy/... ./tiering/...
 
 echo
-echo "== End-to-end benchmarks (integration/bench_test.go, bench_coll_test.go, bench_list_test.go) =="
+echo "== End-to-end benchmarks (integration/bench_test.go, bench_coll_test.go, bench_list_test.go, bench_zset_test.go) =="
 # -v streams the tables; the per-run subtest lines of the load section are noise.
 SPILLWAY_BENCH=1 "$GO" test -count=1 -run '^TestBench' -v -timeout 15m ./integration/ |
   grep --line-buffered -v -e '^=== RUN' -e '^=== NAME' -e '^    --- PASS: TestBenchLoad/'
