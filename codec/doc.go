@@ -15,11 +15,11 @@
 //	meta     'm' | db(1) | hash(8) | key...to end           meta value (below)
 //	field    'd' | db(1) | keylen(4) | key | version(8)     hash: field value
 //	           | 'f' | fhash(4) | field...to end            set:  empty
-//	                                                        zset: score(8) (member -> score)
+//	                                                        zset: the score's IEEE-754 bits(8)
 //	list     'd' | db(1) | keylen(4) | key | version(8)     element
 //	           | 'l' | index(8)
-//	score    'd' | db(1) | keylen(4) | key | version(8)     empty (zset score index)
-//	           | 's' | score(8) | member...to end
+//	score    'd' | db(1) | keylen(4) | key | version(8)     empty, or "-" if the score is -0
+//	           | 's' | score(8) | member...to end             (zset score index)
 //	expiry   'x' | expireAt(8) | db(1) | key...to end       empty
 //	garbage  'g' | seq(8)                                   db(1) | keylen(4) | key
 //	                                                          | version(8) | count(8)
@@ -33,8 +33,10 @@
 //	           +--------+------+-------------+------------+-----------+----------+----------+----------+
 //	string     | format | type | expireAt(8) | value...to end
 //	           +--------+------+-------------+------------+-----------+----------+
-//	hash, set, | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) |  exactly 34 bytes
-//	zset       +--------+------+-------------+------------+-----------+----------+----------+----------+
+//	hash, set  | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) |  exactly 34 bytes
+//	           +--------+------+-------------+------------+-----------+----------+--------+
+//	zset       | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) | flags  |  35 bytes
+//	           +--------+------+-------------+------------+-----------+----------+--------+-+----------+
 //	list       | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) | head(8)  | tail(8)  |  50
 //	           +--------+------+-------------+------------+-----------+----------+----------+----------+
 //
@@ -47,10 +49,14 @@
 // starts at head = tail = ListStartIndex (1<<63), LPUSH decrements head and
 // RPUSH increments tail.
 //
-// Score encoding (score index keys and zset member values): the IEEE-754 bits
-// of the double, all bits flipped for negatives, only the sign bit flipped
-// otherwise, after normalising -0 to +0. Byte order is then numeric order,
-// -inf < finite < +inf. NaN cannot be stored.
+// Score encoding (score index keys): the IEEE-754 bits of the double, all
+// bits flipped for negatives, only the sign bit flipped otherwise, after
+// normalising -0 to +0. Byte order is then numeric order, -inf < finite <
+// +inf, and -0 sorts with 0 by member, as in Redis. NaN cannot be stored.
+// Member records hold the plain bits, and an index record's value marks
+// -0, so that the sign of zero survives where Redis keeps it. zset flags:
+// bit 0 (ZSetSkiplist) records that Redis would hold the set in its
+// skiplist encoding.
 //
 // # Properties the layout guarantees
 //

@@ -56,6 +56,9 @@ func FuzzMetaRoundTrip(f *testing.F) {
 		case TypeHash, TypeSet, TypeZSet:
 			want.Version, want.Count, want.Bytes = version, count, size
 		}
+		if in.Type == TypeZSet {
+			in.Flags, want.Flags = uint8(size)&ZSetSkiplist, uint8(size)&ZSetSkiplist
+		}
 		valid := in.Type.Valid() && expireAt >= 0 &&
 			(in.Type != TypeList || (head <= tail && tail-head == count))
 

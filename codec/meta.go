@@ -11,13 +11,21 @@ const (
 	metaHeaderLen     = 1 + 1 + 8               // format | type | expireAt
 	metaCollectionLen = metaHeaderLen + 8*3     // + version | count | bytes
 	metaListLen       = metaCollectionLen + 8*2 // + head | tail
+	metaZSetLen       = metaCollectionLen + 1   // + flags
 )
+
+// ZSetSkiplist is the zset meta flag recording that Redis would hold the
+// set in its skiplist encoding (it grew past the compact encoding's limits
+// once: Redis never converts back). It decides OBJECT ENCODING, and
+// whether a score of -0 keeps its sign, as it does only in a skiplist.
+const ZSetSkiplist uint8 = 1
 
 // Meta is the decoded meta record of one key. Which fields are meaningful
 // depends on Type:
 //
 //	TypeString:                    Value
-//	TypeHash, TypeSet, TypeZSet:   Version, Count, Bytes
+//	TypeHash, TypeSet:             Version, Count, Bytes
+//	TypeZSet:                      Version, Count, Bytes, Flags (ZSetSkiplist)
 //	TypeList:                      Version, Count, Bytes, Head, Tail (Count == Tail-Head)
 //
 // Bytes is the total length of the structure's fields and values (members,
@@ -33,6 +41,7 @@ type Meta struct {
 	Bytes    uint64
 	Head     uint64
 	Tail     uint64
+	Flags    uint8
 	Value    []byte
 }
 
@@ -99,6 +108,9 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, m.Version)
 		dst = binary.BigEndian.AppendUint64(dst, m.Count)
 		dst = binary.BigEndian.AppendUint64(dst, m.Bytes)
+		if m.Type == TypeZSet {
+			dst = append(dst, m.Flags)
+		}
 	case TypeList:
 		dst = binary.BigEndian.AppendUint64(dst, m.Version)
 		dst = binary.BigEndian.AppendUint64(dst, m.Count)
@@ -135,7 +147,9 @@ func DecodeMeta(b []byte, m *Meta) error {
 	case TypeString:
 		m.Type, m.ExpireAt, m.Value = t, expireAt, b[metaHeaderLen:]
 		return nil
-	case TypeHash, TypeSet, TypeZSet:
+	case TypeHash, TypeSet:
+	case TypeZSet:
+		want = metaZSetLen
 	case TypeList:
 		want = metaListLen
 	default:
@@ -148,6 +162,13 @@ func DecodeMeta(b []byte, m *Meta) error {
 	count := binary.BigEndian.Uint64(b[18:])
 	size := binary.BigEndian.Uint64(b[26:])
 	var head, tail uint64
+	var flags uint8
+	if t == TypeZSet {
+		flags = b[34]
+		if flags&^ZSetSkiplist != 0 {
+			return corrupt("meta value", "zset flags %#x", flags)
+		}
+	}
 	if t == TypeList {
 		head = binary.BigEndian.Uint64(b[34:])
 		tail = binary.BigEndian.Uint64(b[42:])
@@ -155,6 +176,6 @@ func DecodeMeta(b []byte, m *Meta) error {
 			return corrupt("meta value", "list head %d tail %d count %d", head, tail, count)
 		}
 	}
-	*m = Meta{Type: t, ExpireAt: expireAt, Version: version, Count: count, Bytes: size, Head: head, Tail: tail}
+	*m = Meta{Type: t, ExpireAt: expireAt, Version: version, Count: count, Bytes: size, Head: head, Tail: tail, Flags: flags}
 	return nil
 }

@@ -10,7 +10,8 @@ import (
 
 func metaEqual(a, b *Meta) bool {
 	return a.Type == b.Type && a.ExpireAt == b.ExpireAt && a.Version == b.Version &&
-		a.Count == b.Count && a.Bytes == b.Bytes && a.Head == b.Head && a.Tail == b.Tail && bytes.Equal(a.Value, b.Value)
+		a.Count == b.Count && a.Bytes == b.Bytes && a.Head == b.Head && a.Tail == b.Tail && a.Flags == b.Flags &&
+		bytes.Equal(a.Value, b.Value)
 }
 
 func TestMetaRoundTrip(t *testing.T) {
@@ -24,7 +25,8 @@ func TestMetaRoundTrip(t *testing.T) {
 		{"binary string", Meta{Type: TypeString, ExpireAt: 1700000000123, Value: []byte{0, 0xff, 1}}, 13},
 		{"hash", Meta{Type: TypeHash, Version: 7, Count: 3, Bytes: 40}, 34},
 		{"set max", Meta{Type: TypeSet, ExpireAt: math.MaxInt64, Version: math.MaxUint64, Count: math.MaxUint64, Bytes: math.MaxUint64}, 34},
-		{"zset", Meta{Type: TypeZSet, ExpireAt: 1, Version: 1 << 40, Count: 1}, 34},
+		{"zset", Meta{Type: TypeZSet, ExpireAt: 1, Version: 1 << 40, Count: 1}, 35},
+		{"zset skiplist", Meta{Type: TypeZSet, Version: 2, Count: 200, Bytes: 3000, Flags: ZSetSkiplist}, 35},
 		{"empty list", Meta{Type: TypeList, Version: 9, Head: ListStartIndex, Tail: ListStartIndex}, 50},
 		{"list", Meta{Type: TypeList, Version: 9, Count: 5, Head: ListStartIndex - 2, Tail: ListStartIndex + 3}, 50},
 		{"list at zero", Meta{Type: TypeList, Count: 1, Head: 0, Tail: 1}, 50},

@@ -61,3 +61,30 @@ func ParseScore(b []byte) (float64, error) {
 	}
 	return DecodeScore(binary.BigEndian.Uint64(b))
 }
+
+// AppendMemberScore appends the value of a zset member record: the score's
+// IEEE-754 bits, big-endian. Unlike the index encoding it keeps the sign of
+// zero. NaN yields ErrNaN and dst unchanged.
+func AppendMemberScore(dst []byte, score float64) ([]byte, error) {
+	if score != score {
+		return dst, ErrNaN
+	}
+	return binary.BigEndian.AppendUint64(dst, math.Float64bits(score)), nil
+}
+
+// ParseMemberScore decodes a member record's value (AppendMemberScore).
+func ParseMemberScore(b []byte) (float64, error) {
+	if len(b) != 8 {
+		return 0, corrupt("member score", "length %d, want 8", len(b))
+	}
+	f := math.Float64frombits(binary.BigEndian.Uint64(b))
+	if f != f {
+		return 0, corrupt("member score", "NaN")
+	}
+	return f, nil
+}
+
+// NegZeroMark is the value of a score-index record whose score is -0 (the
+// key, like every index key, holds the normalised 0, so that -0 and 0 sort
+// together by member as in Redis); other index records have empty values.
+var NegZeroMark = []byte{'-'}

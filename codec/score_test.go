@@ -157,3 +157,29 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+func TestMemberScoreKeepsSignOfZero(t *testing.T) {
+	for _, s := range []float64{0, math.Copysign(0, -1), 1.5, -2, math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64} {
+		b, err := AppendMemberScore(nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseMemberScore(b)
+		if err != nil || math.Float64bits(got) != math.Float64bits(s) {
+			t.Fatalf("%v round-tripped to %v (%v)", s, got, err)
+		}
+	}
+	if _, err := AppendMemberScore(nil, math.NaN()); err != ErrNaN {
+		t.Fatalf("NaN: %v", err)
+	}
+	nan := make([]byte, 8)
+	for i := range nan {
+		nan[i] = 0xff
+	}
+	if _, err := ParseMemberScore(nan); err == nil {
+		t.Fatal("a NaN member score decoded")
+	}
+	if _, err := ParseMemberScore([]byte{1}); err == nil {
+		t.Fatal("a short member score decoded")
+	}
+}

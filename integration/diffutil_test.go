@@ -222,7 +222,7 @@ func listsForSpillway(t *testing.T) bool {
 // sorted-set differential runs and the @zsets case lines run against it
 // only when it does (always against two redis-servers).
 // SPILLWAY_DIFF_ZSETS=1/0 overrides.
-const spillwayHasZSets = false
+const spillwayHasZSets = true
 
 func zsetsForSpillway(t *testing.T) bool {
 	switch os.Getenv("SPILLWAY_DIFF_ZSETS") {

@@ -181,6 +181,11 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 	if !ok {
 		return
 	}
+	if z != nil {
+		// Redis 7.0 creates the set as a skiplist from the start only if
+		// the first member given is too long for the compact encoding.
+		z.SetSkiplist(len(pairs[1]) > tiering.CompactZSetMember)
+	}
 	var added, updated, processed int64
 	var last float64
 	for k, score := range scores {
@@ -554,7 +559,9 @@ func cmdZRange(c *Client, args [][]byte, spec zrangeSpec) {
 		}
 	}
 	if spec.store {
-		storeZSet(c, tx, args[1], picked)
+		// Redis 7.0 starts the destination compact and converts it as
+		// members are added.
+		storeZSet(c, tx, args[1], picked, false, true)
 		return
 	}
 	c.w.Array(len(picked) * (1 + int(b2i(q.withScores && !c.w.RESP3()))))
@@ -569,13 +576,25 @@ func cmdZRange(c *Client, args [][]byte, spec zrangeSpec) {
 }
 
 // storeZSet replaces dst with a sorted set of members (deleting it if
-// there are none) and replies with their number.
-func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member) {
+// there are none) and replies with their number. The set starts as a
+// skiplist if skiplist is set; with incremental, it converts as members
+// are added (ZRANGESTORE), otherwise its encoding is chosen by its final
+// content (ZUNIONSTORE and friends build a skiplist and convert it back
+// if it is small).
+func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member, skiplist, incremental bool) {
 	z, err := tx.CreateZSet(c.db, dst)
 	if err != nil {
 		c.txErr(tx, err)
 		return
 	}
+	if !incremental {
+		longest := 0
+		for _, m := range members {
+			longest = max(longest, len(m.Member))
+		}
+		skiplist = len(members) > tiering.CompactZSetMembers || longest > tiering.CompactZSetMember
+	}
+	z.SetSkiplist(skiplist)
 	for _, m := range members {
 		if _, err := z.Add(bytesOfString(m.Member), m.Score); err != nil {
 			c.txErr(tx, err)

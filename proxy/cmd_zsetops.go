@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"unsafe"
 
 	"github.com/spillway/spillway/codec"
@@ -108,10 +109,6 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 			c.err("ERR value is out of range, must be positive")
 			return
 		}
-		if n == 0 {
-			c.w.Array(0)
-			return
-		}
 		count = n
 	}
 	tx := c.s.engine.Begin()
@@ -119,7 +116,7 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 	if !ok {
 		return
 	}
-	if z == nil {
+	if z == nil || count == 0 {
 		c.w.Array(0)
 		c.commit(tx)
 		return
@@ -299,11 +296,18 @@ func cmdZScan(c *Client, args [][]byte) {
 		return
 	}
 	var out [][]byte
+	skiplist := z.Skiplist()
 	next, err := z.Scan(cursor, o.count, func(m []byte, s float64) {
 		if o.match != nil && !o.match(m) {
 			return
 		}
-		out = append(out, append([]byte(nil), m...), resp.AppendDouble(nil, s))
+		var score []byte
+		if skiplist {
+			score = resp.AppendDouble(nil, s)
+		} else {
+			score = appendCompactScore(nil, s)
+		}
+		out = append(out, append([]byte(nil), m...), score)
 	})
 	if err != nil {
 		c.txErr(tx, err)
@@ -331,14 +335,23 @@ const (
 	aggMax
 )
 
-func (a aggregate) combine(x, y float64) float64 {
+// combine folds val into target as Redis's zunionInterAggregate does: a
+// NaN sum is 0, and MIN/MAX keep target unless val compares below (above)
+// it, so a NaN val is ignored.
+func (a aggregate) combine(target, val float64) float64 {
 	switch a {
 	case aggMin:
-		return math.Min(x, y)
+		if val < target {
+			return val
+		}
+		return target
 	case aggMax:
-		return math.Max(x, y)
+		if val > target {
+			return val
+		}
+		return target
 	}
-	s := x + y
+	s := target + val
 	if math.IsNaN(s) { // inf + -inf
 		return 0
 	}
@@ -463,7 +476,8 @@ func compute(op zsetOp, src []opSource, agg aggregate) ([]tiering.Member, error)
 				if !ok {
 					return true
 				}
-				v = agg.combine(v, weighted(src[j].weight, sj))
+				// Unlike the first term, later ones are not cleared of NaN.
+				v = agg.combine(v, src[j].weight*sj)
 			}
 			acc[string(m)] = v
 			return true
@@ -496,9 +510,6 @@ func compute(op zsetOp, src []opSource, agg aggregate) ([]tiering.Member, error)
 	}
 	out := make([]tiering.Member, 0, len(acc))
 	for m, s := range acc {
-		if s == 0 {
-			s = 0 // no -0
-		}
 		out = append(out, tiering.Member{Member: m, Score: s})
 	}
 	slices.SortFunc(out, func(a, b tiering.Member) int {
@@ -575,7 +586,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 		return
 	}
 	if store {
-		storeZSet(c, tx, args[1], res)
+		storeZSet(c, tx, args[1], res, false, false)
 		return
 	}
 	if withScores && !c.w.RESP3() {
@@ -656,19 +667,25 @@ func cmdZInterCard(c *Client, args [][]byte) {
 	c.commit(tx)
 }
 
-// zsetEncoding reports the encoding Redis 7.0 would give z's content:
-// listpack up to 128 members of at most 64 bytes, else skiplist.
+// zsetEncoding reports the encoding Redis 7.0 would hold z in: listpack
+// until the set once grew past 128 members or held a member over 64 bytes,
+// skiplist from then on.
 func zsetEncoding(z *tiering.ZSet) (string, error) {
-	if z.Len() > 128 {
+	if z.Skiplist() {
 		return "skiplist", nil
 	}
-	fits := true
-	err := z.Members(func(m []byte, _ float64) bool {
-		fits = len(m) <= 64
-		return fits
-	})
-	if !fits {
-		return "skiplist", err
+	return "listpack", nil
+}
+
+// appendCompactScore appends a score as Redis's compact (listpack)
+// encoding stores it, which ZSCAN returns as is: an integer when the score
+// is integral and within ±LLONG_MAX/2 (so -0 is "0"), else "%.17g".
+func appendCompactScore(dst []byte, s float64) []byte {
+	const limit = float64(math.MaxInt64 / 2)
+	if s >= -limit && s <= limit {
+		if ll := int64(s); float64(ll) == s {
+			return strconv.AppendInt(dst, ll, 10)
+		}
 	}
-	return "listpack", err
+	return resp.AppendDouble(dst, s)
 }

@@ -69,13 +69,25 @@ func (c *Client) streamed(tx *tiering.Tx, key []byte, want, got int64, err error
 	return true
 }
 
-// scanCursor parses a SCAN-family cursor as Redis does (an unsigned 64-bit
-// decimal), replying "invalid cursor" if it is not one.
+// scanCursor parses a SCAN-family cursor as Redis does, with C's strtoul:
+// an optional sign and decimal digits (empty is 0; "-n" wraps to 2^64-n),
+// replying "invalid cursor" if it is not one or overflows.
 func (c *Client) scanCursor(arg []byte) (uint64, bool) {
-	cursor, err := strconv.ParseUint(string(arg), 10, 64)
+	s := string(strops.CString(arg)) // C stops at a NUL
+	if s == "" {
+		return 0, true // strtoul reads nothing and stops at the end
+	}
+	neg := s[0] == '-'
+	if neg || s[0] == '+' {
+		s = s[1:]
+	}
+	cursor, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		c.err("ERR invalid cursor")
 		return 0, false
+	}
+	if neg {
+		cursor = -cursor
 	}
 	return cursor, true
 }

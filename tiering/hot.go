@@ -47,6 +47,8 @@ type Entry struct {
 	list *listCache
 	// zset is the hot copy of a sorted set (nil for a cold one).
 	zset *zsetMem
+	// ZSkip mirrors a sorted set's ZSetSkiplist meta flag.
+	ZSkip bool
 	// fields is the decoded content of a hash or set held hot; nil for a
 	// cold entry (read from the store).
 	fields *fieldMap

@@ -3,6 +3,7 @@ package tiering
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
@@ -286,8 +287,14 @@ func (v *env) zsetOf(db uint8, key []byte, m *codec.Meta) []Member {
 		if !ok {
 			v.t.Fatalf("zset %q: index has %q (%v), no member record", key, member, score)
 		}
-		s, err := codec.ParseScore([]byte(rec))
-		if err != nil || s != score {
+		if len(it.Value()) > 0 {
+			if score != 0 || string(it.Value()) != string(codec.NegZeroMark) {
+				v.t.Fatalf("zset %q: index record of %q (%v) has value %q", key, member, score, it.Value())
+			}
+			score = math.Copysign(0, -1)
+		}
+		s, err := codec.ParseMemberScore([]byte(rec))
+		if err != nil || math.Float64bits(s) != math.Float64bits(score) {
 			v.t.Fatalf("zset %q: member %q scores %v in its record (%v), %v in the index", key, member, s, err, score)
 		}
 		out = append(out, Member{Member: string(member), Score: score})
@@ -302,6 +309,9 @@ func (v *env) zsetOf(db uint8, key []byte, m *codec.Meta) []Member {
 // store: the same members in the same order, with the same scores.
 func (v *env) checkHotZSet(hk string, he *Entry, m *codec.Meta) {
 	v.t.Helper()
+	if he.ZSkip != (m.Flags&codec.ZSetSkiplist != 0) {
+		v.t.Fatalf("hot zset %q: skiplist flag %v, meta flags %#x", hk, he.ZSkip, m.Flags)
+	}
 	if he.Version != m.Version || he.Count != int64(m.Count) || he.Bytes != int64(m.Bytes) || he.zset == nil {
 		v.t.Fatalf("hot zset %q = v%d n%d b%d in memory %v, meta has v%d n%d b%d", hk, he.Version, he.Count, he.Bytes, he.zset != nil, m.Version, m.Count, m.Bytes)
 	}

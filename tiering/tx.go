@@ -174,6 +174,7 @@ func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 	} else {
 		e.Version, e.Count, e.Bytes = m.Version, int64(m.Count), int64(m.Bytes)
 		e.Head, e.Tail = m.Head, m.Tail
+		e.ZSkip = m.Flags&codec.ZSetSkiplist != 0
 	}
 	return e, nil
 }
@@ -402,6 +403,9 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 	} else {
 		m.Version, m.Count, m.Bytes = e.Version, uint64(e.Count), uint64(e.Bytes)
 		m.Head, m.Tail = e.Head, e.Tail
+		if e.ZSkip {
+			m.Flags = codec.ZSetSkiplist
+		}
 	}
 	return tx.batch.PutMeta(pdb, key, m)
 }

@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/spillway/spillway/codec"
@@ -193,7 +194,7 @@ func (z *ZSet) storedScore(member []byte, probe bool) (float64, bool, error) {
 	if err != nil || !found {
 		return 0, false, err
 	}
-	s, err := codec.ParseScore(buf)
+	s, err := codec.ParseMemberScore(buf)
 	if err != nil {
 		return 0, false, fmt.Errorf("tiering: %q member %q: %w", z.key, member, err)
 	}
@@ -223,13 +224,16 @@ func (z *ZSet) Lookup(member []byte) (float64, bool, error) {
 // Put sets member's score, given what Lookup returned for it (old, found),
 // so that a read-modify-write (ZADD's options, ZINCRBY) reads once.
 func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
-	if score == 0 {
-		score = 0 // no -0
+	e := z.e
+	if !found && !e.ZSkip && (e.Count+1 > CompactZSetMembers || len(member) > CompactZSetMember) {
+		e.ZSkip = true // Redis converts to a skiplist, for good
+	}
+	if score == 0 && !e.ZSkip {
+		score = 0 // the compact encoding has no -0
 	}
 	if found && old == score {
-		return nil
+		return nil // as Redis: 0 and -0 are the same score, no update
 	}
-	e := z.e
 	b := z.tx.batch
 	if found {
 		k, err := z.scoreKey(old, member)
@@ -247,10 +251,10 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Set(k, nil); err != nil {
+	if err := b.Set(k, indexValue(score)); err != nil {
 		return err
 	}
-	z.vb, err = codec.AppendScore(z.vb[:0], score)
+	z.vb, err = codec.AppendMemberScore(z.vb[:0], score)
 	if err != nil {
 		return err
 	}
@@ -271,6 +275,33 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 	}
 	z.dirty = true
 	return nil
+}
+
+// indexValue is the value of score's index record: it marks a -0.
+func indexValue(score float64) []byte {
+	if score == 0 && math.Signbit(score) {
+		return codec.NegZeroMark
+	}
+	return nil
+}
+
+// Compact-encoding limits of Redis 7.0's sorted sets
+// (zset-max-listpack-entries, zset-max-listpack-value).
+const (
+	CompactZSetMembers = 128
+	CompactZSetMember  = 64
+)
+
+// Skiplist reports whether Redis would hold this set in its skiplist
+// encoding (see codec.ZSetSkiplist).
+func (z *ZSet) Skiplist() bool { return z.e.ZSkip }
+
+// SetSkiplist chooses the encoding of a set this command created, before
+// anything is added (Redis picks it from the command's size hint).
+func (z *ZSet) SetSkiplist(skiplist bool) {
+	if z.created && z.e.Count == 0 {
+		z.e.ZSkip = skiplist
+	}
 }
 
 // Rem removes member and reports whether it was there.
@@ -589,6 +620,9 @@ func (z *ZSet) scanIndex(seek []byte, rev bool, fn func(member []byte, score flo
 		if err != nil {
 			return fmt.Errorf("tiering: %q: %w", z.key, err)
 		}
+		if score == 0 && len(it.Value()) > 0 {
+			score = math.Copysign(0, -1) // marked -0
+		}
 		if !fn(member, score) {
 			return nil
 		}
@@ -628,7 +662,7 @@ func (z *ZSet) Scan(cursor uint64, count int, fn func(member []byte, score float
 	}
 	var perr error
 	next, err := z.coll().Scan(cursor, count, func(f, v []byte) {
-		s, err := codec.ParseScore(v)
+		s, err := codec.ParseMemberScore(v)
 		if err != nil {
 			perr = err
 			return
@@ -668,7 +702,7 @@ func (z *ZSet) Random(n int64, distinct bool, fn func(member []byte, score float
 	}
 	var perr error
 	err := z.coll().Random(n, distinct, func(f, v []byte) {
-		s, err := codec.ParseScore(v)
+		s, err := codec.ParseMemberScore(v)
 		if err != nil {
 			perr = err
 			return
@@ -729,7 +763,7 @@ func (z *ZSet) Close() error {
 // duplicateZSet writes a copy of sorted set e (src) as dst's records under
 // version v and returns the new entry (in memory if e is).
 func (tx *Tx) duplicateZSet(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte, v uint64) (*Entry, error) {
-	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Version: v, Count: e.Count, Bytes: e.Bytes}
+	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Version: v, Count: e.Count, Bytes: e.Bytes, ZSkip: e.ZSkip}
 	if e.zset != nil {
 		ne.zset = newZSetMem(int(e.Count))
 	}
@@ -741,10 +775,10 @@ func (tx *Tx) duplicateZSet(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 		if k, werr = to.scoreKey(score, member); werr != nil {
 			return false
 		}
-		if werr = tx.batch.Set(k, nil); werr != nil {
+		if werr = tx.batch.Set(k, indexValue(score)); werr != nil {
 			return false
 		}
-		to.vb, _ = codec.AppendScore(to.vb[:0], score)
+		to.vb, _ = codec.AppendMemberScore(to.vb[:0], score)
 		if werr = tx.batch.Set(to.memberKey(member), to.vb); werr != nil {
 			return false
 		}
