@@ -230,7 +230,7 @@ func TestZSetsAgainstModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 3))
 	keys := []string{"z0", "z1", "big", "lex"}
 	model := map[string]zmodel{}
-	checks := map[bool]int{} // by whether the set was hot
+	checks := map[bool]int{}  // by whether the set was hot
 	skip := map[string]bool{} // sets Redis would hold as skiplists
 	score := func(key string) float64 {
 		if key == "lex" {
