@@ -401,6 +401,24 @@ func (z *ZSet) RangeByRank(start, stop int64, rev bool, fn func(member []byte, s
 		}
 		return nil
 	}
+	if last := z.e.Count - 1; start > last-stop {
+		// Nearer the other end: scan from there and emit in reverse.
+		var ms []Member
+		i := int64(0)
+		err := z.scanIndex(nil, !rev, func(member []byte, score float64) bool {
+			if i >= last-stop {
+				ms = append(ms, Member{Member: string(member), Score: score})
+			}
+			i++
+			return i <= last-start
+		})
+		for k := len(ms) - 1; k >= 0 && err == nil; k-- {
+			if !fn(bytesOf(ms[k].Member), ms[k].Score) {
+				break
+			}
+		}
+		return err
+	}
 	i := int64(0)
 	return z.scanIndex(nil, rev, func(member []byte, score float64) bool {
 		if i >= start && !fn(member, score) {
@@ -436,17 +454,18 @@ func (z *ZSet) RangeByScore(r *ScoreRange, rev bool, offset, limit int64, fn fun
 		}
 		return nil
 	}
-	var seek []byte
-	var err error
+	// Seek to the first key of the bound's score, or past all of them
+	// when the bound is exclusive (forward; the reverse mirrors it).
+	bound, past := r.Min, r.MinEx
 	if rev {
-		// The first key after every key of score r.Max.
-		seek, err = codec.AppendScoreKey(nil, z.pdb, z.key, z.e.Version, r.Max, nil)
-		seek = codec.PrefixEnd(seek)
-	} else {
-		seek, err = codec.AppendScoreKey(nil, z.pdb, z.key, z.e.Version, r.Min, nil)
+		bound, past = r.Max, !r.MaxEx
 	}
+	seek, err := codec.AppendScoreKey(nil, z.pdb, z.key, z.e.Version, bound, nil)
 	if err != nil {
 		return err
+	}
+	if past {
+		seek = codec.PrefixEnd(seek)
 	}
 	return z.scanIndex(seek, rev, func(member []byte, score float64) bool {
 		if rev {
