@@ -45,6 +45,8 @@ type Client struct {
 	pending coldstore.Pending
 	// mark is where the current command's reply starts in w.Buf.
 	mark int
+	// txID is the last transaction this client began (see begin).
+	txID uint64
 	quit bool
 
 	mu       sync.Mutex

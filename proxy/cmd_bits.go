@@ -34,7 +34,7 @@ func cmdSetBit(c *Client, args [][]byte) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -58,7 +58,7 @@ func cmdGetBit(c *Client, args [][]byte) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -72,7 +72,7 @@ func cmdGetBit(c *Client, args [][]byte) {
 }
 
 func cmdBitCount(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -98,7 +98,7 @@ func cmdBitPos(c *Client, args [][]byte) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -127,7 +127,7 @@ func cmdBitOp(c *Client, args [][]byte) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	srcs := make([][]byte, 0, len(args)-3)
 	for _, k := range args[3:] {
 		e, err := tx.Get(c.db, k)
@@ -166,7 +166,7 @@ func cmdBitfield(c *Client, args [][]byte, readOnly bool) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return

@@ -36,7 +36,7 @@ func cmdHSet(c *Client, args [][]byte, hmset bool) {
 		c.err("ERR wrong number of arguments for '" + name + "' command")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, true)
 	if !ok {
 		return
@@ -61,7 +61,7 @@ func cmdHSet(c *Client, args [][]byte, hmset bool) {
 }
 
 func cmdHSetNX(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, true)
 	if !ok {
 		return
@@ -79,7 +79,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 }
 
 func cmdHGet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 	if ok && c.replyField(tx, h, args[2]) {
 		c.commit(tx)
@@ -87,7 +87,7 @@ func cmdHGet(c *Client, args [][]byte) {
 }
 
 func cmdHMGet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 	if !ok {
 		return
@@ -122,7 +122,7 @@ func (c *Client) replyField(tx *tiering.Tx, h *tiering.Coll, field []byte) bool 
 }
 
 func cmdHStrlen(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 	if !ok {
 		return
@@ -146,7 +146,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 		c.err(strops.ErrNotInteger)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, true)
 	if !ok {
 		return
@@ -177,7 +177,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, true)
 	if !ok {
 		return
@@ -205,7 +205,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 
 func cmdHRandField(c *Client, args [][]byte) {
 	if len(args) == 2 {
-		tx := c.s.engine.Begin()
+		tx := c.begin()
 		h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 		if !ok {
 			return
@@ -238,7 +238,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 			return
 		}
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 	if !ok {
 		return

@@ -36,7 +36,7 @@ func init() {
 }
 
 func cmdDel(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	var n int64
 	for _, k := range args[1:] {
 		ok, err := tx.Delete(c.db, k)
@@ -55,7 +55,7 @@ func cmdDel(c *Client, args [][]byte) {
 // countLive counts the live keys among keys (EXISTS, TOUCH) from metadata
 // only: a cold key is not promoted.
 func countLive(c *Client, keys [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	var n int64
 	for _, k := range keys {
 		e, err := tx.Peek(c.db, k)
@@ -75,7 +75,7 @@ func cmdExists(c *Client, args [][]byte) { countLive(c, args[1:]) }
 func cmdTouch(c *Client, args [][]byte)  { countLive(c, args[1:]) }
 
 func cmdType(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, err := tx.Peek(c.db, args[1])
 	if err != nil {
 		c.txErr(tx, err)
@@ -95,7 +95,7 @@ func expireGeneric(c *Client, args [][]byte, seconds, absolute bool, name string
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	var base int64
 	if !absolute {
 		base = tx.Now()
@@ -138,7 +138,7 @@ func expireGeneric(c *Client, args [][]byte, seconds, absolute bool, name string
 }
 
 func ttlGeneric(c *Client, args [][]byte, ms, absolute bool) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, err := tx.Peek(c.db, args[1])
 	if err != nil {
 		c.txErr(tx, err)
@@ -160,7 +160,7 @@ func ttlGeneric(c *Client, args [][]byte, ms, absolute bool) {
 }
 
 func cmdPersist(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, err := tx.Peek(c.db, args[1])
 	if err != nil {
 		c.txErr(tx, err)
@@ -180,7 +180,7 @@ func cmdPersist(c *Client, args [][]byte) {
 }
 
 func renameGeneric(c *Client, args [][]byte, nx bool) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	exists, moved, err := tx.Rename(c.db, args[1], c.db, args[2], nx)
 	if err != nil {
 		c.txErr(tx, err)
@@ -237,7 +237,7 @@ func cmdCopy(c *Client, args [][]byte) {
 		c.err("ERR source and destination objects are the same")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	ok, err := tx.Copy(c.db, args[1], dstDB, args[2], replace)
 	if err != nil {
 		c.txErr(tx, err)
@@ -265,7 +265,7 @@ func cmdMove(c *Client, args [][]byte) {
 		c.err("ERR source and destination objects are the same")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	_, moved, err := tx.Rename(c.db, args[1], int(n), args[1], true)
 	if err != nil {
 		c.txErr(tx, err)
@@ -288,7 +288,7 @@ func matcher(pattern []byte) func([]byte) bool {
 }
 
 func cmdKeys(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	keys, err := tx.Keys(c.db, matcher(args[1]))
 	if err != nil {
 		c.txErr(tx, err)
@@ -318,7 +318,7 @@ func cmdScan(c *Client, args [][]byte) {
 			opts.Match = func([]byte) bool { return false }
 		}
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	keys, next, err := tx.Scan(c.db, cursor, opts, nil)
 	if err != nil {
 		c.txErr(tx, err)
@@ -338,7 +338,7 @@ func typeByName(b []byte) codec.Type {
 }
 
 func cmdRandomKey(c *Client, _ [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	k, err := tx.RandomKey(c.db)
 	if err != nil {
 		c.txErr(tx, err)
@@ -381,7 +381,7 @@ func stringEncoding(v []byte) string {
 }
 
 func cmdObjectEncoding(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e := objectLookup(c, tx, args[2])
 	if e == nil {
 		return
@@ -412,7 +412,7 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 }
 
 func cmdObjectIdle(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	ms, ok, err := tx.IdleMillis(c.db, args[2])
 	if err != nil {
 		c.txErr(tx, err)
@@ -427,7 +427,7 @@ func cmdObjectIdle(c *Client, args [][]byte) {
 }
 
 func cmdObjectFreq(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e := objectLookup(c, tx, args[2])
 	if e == nil {
 		return
@@ -436,7 +436,7 @@ func cmdObjectFreq(c *Client, args [][]byte) {
 }
 
 func cmdObjectRefcount(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e := objectLookup(c, tx, args[2])
 	if e == nil {
 		return

@@ -94,7 +94,7 @@ func rangeOf(start, stop, n int64) (int64, int64, bool) {
 }
 
 func cmdPush(c *Client, args [][]byte, left, onlyExisting bool) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], !onlyExisting)
 	if !ok {
 		return
@@ -128,7 +128,7 @@ func cmdPop(c *Client, args [][]byte, left bool) {
 		}
 		count = n
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -156,7 +156,7 @@ func cmdPop(c *Client, args [][]byte, left bool) {
 }
 
 func cmdLLen(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, err := tx.Peek(c.db, args[1])
 	if err != nil {
 		c.txErr(tx, err)
@@ -175,7 +175,7 @@ func cmdLLen(c *Client, args [][]byte) {
 }
 
 func cmdLIndex(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -216,7 +216,7 @@ func cmdLRange(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -245,7 +245,7 @@ func cmdLRange(c *Client, args [][]byte) {
 }
 
 func cmdLSet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -284,7 +284,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 		c.err(strops.ErrSyntax)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -325,7 +325,7 @@ func cmdLRem(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -386,7 +386,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -450,7 +450,7 @@ func cmdLPos(c *Client, args [][]byte) {
 	if reverse {
 		rank = -rank // like Redis, -MinInt64 stays negative: every match ranks
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	l, ok := c.openList(tx, args[1], false)
 	if !ok {
 		return
@@ -584,7 +584,7 @@ func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
 // blocks the client on keys for timeoutMs (0: for ever).
 // op must not alias the request's buffers (it outlives them).
 func (c *Client) popOrBlock(op popOp, keys [][]byte, timeoutMs int64) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if c.runNow(tx, op, keys) {
 		return
 	}
@@ -644,7 +644,7 @@ func cmdRPopLPush(c *Client, args [][]byte) {
 
 // moveNow runs an LMOVE; a missing source answers nil.
 func moveNow(c *Client, op listOp, src []byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if !c.runNow(tx, &op, [][]byte{src}) { // op does not outlive the command
 		c.w.Null()
 		c.commit(tx)
@@ -724,7 +724,7 @@ func cmdLMPop(c *Client, args [][]byte, blocking bool) {
 		c.popOrBlock(op, keys, ms)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if !c.runNow(tx, op, keys) {
 		c.w.NullArray()
 		c.commit(tx)

@@ -33,7 +33,7 @@ func (c *Client) replyError(err error) {
 }
 
 func cmdDBSize(c *Client, _ [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	n := tx.DBSize(c.db)
 	tx.Abort()
 	c.w.Int(n)
@@ -56,7 +56,7 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	if !parseFlushMode(c, args) {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if err := tx.FlushDB(c.db); err != nil {
 		tx.Abort()
 		c.replyError(err)
@@ -70,7 +70,7 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	if !parseFlushMode(c, args) {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if err := tx.FlushAll(); err != nil {
 		tx.Abort()
 		c.replyError(err)
@@ -96,7 +96,7 @@ func cmdSwapDB(c *Client, args [][]byte) {
 		c.err("ERR DB index is out of range")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if err := tx.SwapDB(int(a), int(b)); err != nil {
 		tx.Abort()
 		c.replyError(err)

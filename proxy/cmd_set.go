@@ -30,7 +30,7 @@ func init() {
 }
 
 func cmdSAdd(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, true)
 	if !ok {
 		return
@@ -49,7 +49,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 }
 
 func cmdSMIsMember(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
 	if !ok {
 		return
@@ -93,7 +93,7 @@ func cmdSPop(c *Client, args [][]byte) {
 		}
 		n = l
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
 	if !ok {
 		return
@@ -141,7 +141,7 @@ func cmdSRandMember(c *Client, args [][]byte) {
 			return
 		}
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
 	if !ok {
 		return
@@ -179,7 +179,7 @@ func cmdSRandMember(c *Client, args [][]byte) {
 }
 
 func cmdSMove(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	src, ok := c.openColl(tx, args[1], codec.TypeSet, false)
 	if !ok {
 		return
@@ -321,7 +321,7 @@ func computeSets(sets []*tiering.Coll, op setOp, limit int) ([][]byte, error) {
 
 // cmdSetAlgebra is SINTER, SUNION, SDIFF and their STORE forms (dst set).
 func cmdSetAlgebra(c *Client, keys [][]byte, dst []byte, op setOp) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	sets, ok := c.openSets(tx, keys)
 	if !ok {
 		return
@@ -379,7 +379,7 @@ func cmdSInterCard(c *Client, args [][]byte) {
 		c.err(strops.ErrSyntax)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	sets, ok := c.openSets(tx, args[2:2+numkeys])
 	if !ok {
 		return

@@ -61,7 +61,7 @@ func (c *Client) getString(tx *tiering.Tx, key []byte) (*tiering.Entry, bool) {
 }
 
 func cmdGet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -75,7 +75,7 @@ func cmdGet(c *Client, args [][]byte) {
 }
 
 func cmdSet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	o, msg := strops.ParseSet(args[3:], tx.Now())
 	if msg != "" {
 		c.txFail(tx, msg)
@@ -123,7 +123,7 @@ func cmdSet(c *Client, args [][]byte) {
 }
 
 func cmdSetNX(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	old, err := tx.Peek(c.db, args[1])
 	if err != nil {
 		c.txErr(tx, err)
@@ -143,7 +143,7 @@ func cmdSetNX(c *Client, args [][]byte) {
 }
 
 func cmdSetEx(c *Client, args [][]byte, kind strops.ExpireKind, name string) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	at, msg := strops.ExpireMillis(args[2], kind, tx.Now(), name)
 	if msg != "" {
 		c.txFail(tx, msg)
@@ -158,7 +158,7 @@ func cmdSetEx(c *Client, args [][]byte, kind strops.ExpireKind, name string) {
 }
 
 func cmdGetSet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	old, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -176,7 +176,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 }
 
 func cmdGetDel(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	old, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -195,7 +195,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 }
 
 func cmdGetEx(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	o, msg := strops.ParseGetEx(args[2:])
 	if msg != "" {
 		c.txFail(tx, msg)
@@ -233,7 +233,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 }
 
 func cmdMGet(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	c.w.Array(len(args) - 1)
 	for _, k := range args[1:] {
 		e, err := tx.Get(c.db, k)
@@ -255,7 +255,7 @@ func cmdMSet(c *Client, args [][]byte) {
 		c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	for i := 1; i < len(args); i += 2 {
 		if err := tx.SetString(c.db, args[i], args[i+1], 0); err != nil {
 			c.txErr(tx, err)
@@ -271,7 +271,7 @@ func cmdMSetNX(c *Client, args [][]byte) {
 		c.err("ERR wrong number of arguments for 'msetnx' command")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	for i := 1; i < len(args); i += 2 {
 		e, err := tx.Peek(c.db, args[i])
 		if err != nil {
@@ -316,7 +316,7 @@ func replaceString(tx *tiering.Tx, db int, key []byte, old *tiering.Entry, v []b
 }
 
 func cmdAppend(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -340,7 +340,7 @@ func cmdAppend(c *Client, args [][]byte) {
 }
 
 func cmdStrlen(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -377,7 +377,7 @@ func cmdDecrBy(c *Client, args [][]byte) {
 }
 
 func incrBy(c *Client, key []byte, delta int64) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, key)
 	if !ok {
 		return
@@ -401,7 +401,7 @@ func incrBy(c *Client, key []byte, delta int64) {
 }
 
 func cmdIncrByFloat(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -430,7 +430,7 @@ func cmdGetRange(c *Client, args [][]byte) {
 		c.err(strops.ErrNotInteger)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -449,7 +449,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 		c.err(msg)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, ok := c.getString(tx, args[1])
 	if !ok {
 		return
@@ -482,7 +482,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 }
 
 func cmdLCS(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	var vals [2][]byte
 	for i := 0; i < 2; i++ {
 		e, err := tx.Get(c.db, args[1+i])

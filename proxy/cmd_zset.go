@@ -176,7 +176,7 @@ pairs:
 // zadd runs ZADD (and ZINCRBY, which is ZADD INCR) once the arguments are
 // parsed: pairs alternates scores and members.
 func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, key, !f.xx)
 	if !ok {
 		return
@@ -248,7 +248,7 @@ func cmdZIncrBy(c *Client, args [][]byte) {
 }
 
 func cmdZRem(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -270,7 +270,7 @@ func cmdZRem(c *Client, args [][]byte) {
 }
 
 func cmdZCard(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.peekZSet(tx, args[1])
 	if !ok {
 		return
@@ -302,7 +302,7 @@ func (c *Client) peekZSet(tx *tiering.Tx, key []byte) (*tiering.ZSet, bool) {
 }
 
 func cmdZScore(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -326,7 +326,7 @@ func cmdZScore(c *Client, args [][]byte) {
 }
 
 func cmdZMScore(c *Client, args [][]byte) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -352,7 +352,7 @@ func cmdZMScore(c *Client, args [][]byte) {
 }
 
 func cmdZRank(c *Client, args [][]byte, rev bool) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -394,7 +394,7 @@ func cmdZLexCount(c *Client, args [][]byte) {
 }
 
 func zcount(c *Client, key []byte, count func(*tiering.ZSet) (int64, error)) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, key, false)
 	if !ok {
 		return
@@ -542,7 +542,7 @@ func cmdZRange(c *Client, args [][]byte, spec zrangeSpec) {
 	if !ok {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, src, false)
 	if !ok {
 		return
@@ -629,7 +629,7 @@ func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
 			return
 		}
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return

@@ -111,7 +111,7 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 		}
 		count = n
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -201,7 +201,7 @@ func cmdZMPop(c *Client, args [][]byte, blocking bool) {
 		c.popOrBlock(op, keys, ms)
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	if !c.runNow(tx, op, keys) {
 		c.w.NullArray()
 		c.commit(tx)
@@ -210,7 +210,7 @@ func cmdZMPop(c *Client, args [][]byte, blocking bool) {
 
 func cmdZRandMember(c *Client, args [][]byte) {
 	if len(args) == 2 {
-		tx := c.s.engine.Begin()
+		tx := c.begin()
 		z, ok := c.openZSet(tx, args[1], false)
 		if !ok {
 			return
@@ -240,7 +240,7 @@ func cmdZRandMember(c *Client, args [][]byte) {
 		c.err("ERR value is out of range")
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -280,7 +280,7 @@ func cmdZScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
@@ -541,7 +541,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 		return
 	}
 	keys := args[at+1 : at+1+int(numkeys)]
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	src, ok := c.openSources(tx, keys)
 	if !ok {
 		return
@@ -619,7 +619,7 @@ func cmdZInterCard(c *Client, args [][]byte) {
 		return
 	}
 	keys := args[2 : 2+numkeys]
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	src, ok := c.openSources(tx, keys)
 	if !ok {
 		return

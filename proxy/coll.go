@@ -140,7 +140,7 @@ func cmdCollScan(c *Client, args [][]byte, t codec.Type, pairs bool) {
 	if !ok {
 		return
 	}
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	coll, ok := c.openColl(tx, args[1], t, false)
 	if !ok {
 		return
@@ -241,7 +241,7 @@ func b2i(b bool) int64 {
 // cmdCollLen is HLEN and SCARD: the count comes from the meta record, so a
 // cold structure is not read.
 func cmdCollLen(c *Client, args [][]byte, t codec.Type) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	e, err := tx.Peek(c.db, args[1])
 	if err != nil {
 		c.txErr(tx, err)
@@ -261,7 +261,7 @@ func cmdCollLen(c *Client, args [][]byte, t codec.Type) {
 
 // cmdCollHas is HEXISTS and SISMEMBER.
 func cmdCollHas(c *Client, args [][]byte, t codec.Type) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	coll, ok := c.openColl(tx, args[1], t, false)
 	if !ok {
 		return
@@ -281,7 +281,7 @@ func cmdCollHas(c *Client, args [][]byte, t codec.Type) {
 // cmdCollDel is HDEL and SREM: it deletes the named fields (members), and
 // the key once it is empty.
 func cmdCollDel(c *Client, args [][]byte, t codec.Type) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	coll, ok := c.openColl(tx, args[1], t, false)
 	if !ok {
 		return
@@ -315,7 +315,7 @@ const (
 // fields and/or values, as a kind reply. A cold structure is streamed from
 // the store into the reply, never loaded.
 func cmdCollAll(c *Client, args [][]byte, t codec.Type, kind replyKind, fields, vals bool) {
-	tx := c.s.engine.Begin()
+	tx := c.begin()
 	coll, ok := c.openColl(tx, args[1], t, false)
 	if !ok {
 		return

@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/spillway/spillway/tiering"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/strops"
@@ -61,6 +65,7 @@ func unknownCommand(c *Client, args [][]byte) {
 // execute runs one command: lookup, arity, authentication, pause, then the
 // handler; it applies CLIENT REPLY's mode to the reply.
 func (c *Client) execute(args [][]byte) {
+	defer c.recoverPanic(args)
 	s := c.s
 	s.stats.commands.Add(1)
 	c.lastIO.Store(time.Now().UnixMilli())
@@ -123,4 +128,30 @@ func (c *Client) dispatch(args [][]byte) {
 func (c *Client) err(msg string) {
 	c.s.stats.errorReplies.Add(1)
 	c.w.Error(msg)
+}
+
+// begin starts a transaction for the current command, remembering it so
+// that recoverPanic can release it.
+func (c *Client) begin() *tiering.Tx {
+	tx := c.s.engine.Begin()
+	c.txID = tx.TxID()
+	return tx
+}
+
+// recoverPanic turns a panic in a command (a bug) into an error reply and
+// a closed connection instead of a dead server: the transaction the
+// command held is aborted (nothing it wrote is kept; the hot tier is
+// rebuilt from the store) and the panic is logged with its stack.
+func (c *Client) recoverPanic(args [][]byte) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	aborted := c.s.engine.AbortIfHeld(c.txID)
+	c.s.log.Error("command panicked; its transaction was aborted and the connection is closed",
+		"client", c.id, "command", trunc(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,
+		"stack", string(debug.Stack()))
+	c.w.Truncate(min(c.mark, c.w.Len()))
+	c.err("ERR internal error; see the server log")
+	c.quit = true
 }

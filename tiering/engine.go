@@ -92,6 +92,10 @@ type Engine struct {
 	// blockedClients is how many clients wait for a list (see
 	// SetBlockedClients).
 	blockedClients atomic.Int64
+	// held is the open transaction's number (0 when none), so that a
+	// goroutine can tell whether it holds the lock (Engine.HeldBy).
+	held  atomic.Uint64
+	txSeq uint64
 
 	Stats Stats
 
@@ -264,11 +268,31 @@ func (e *Engine) KeysOnDisk() int64 {
 // Abort releases. now is the command's time in unix milliseconds.
 func (e *Engine) Begin() *Tx {
 	e.mu.Lock()
+	e.txSeq++
+	e.held.Store(e.txSeq)
 	tx := &e.tx
 	tx.now = time.Now().UnixMilli()
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed = 0, 0, 0
 	tx.ready = tx.ready[:0]
 	return tx
+}
+
+// TxID is the number of the transaction tx (valid while it is open).
+func (tx *Tx) TxID() uint64 { return tx.e.txSeq }
+
+// HeldBy reports whether transaction id (Tx.TxID) is still open: only its
+// holder can see it so, which lets a command that panicked release the
+// lock it holds (and only that one).
+func (e *Engine) HeldBy(id uint64) bool { return id != 0 && e.held.Load() == id }
+
+// AbortIfHeld aborts transaction id if it is still open: for a command
+// that panicked while holding it. It reports whether it did.
+func (e *Engine) AbortIfHeld(id uint64) bool {
+	if !e.HeldBy(id) {
+		return false
+	}
+	e.tx.Abort()
+	return true
 }
 
 // AddBlockedClients tells the engine that n more (or, negative, fewer)

@@ -92,6 +92,7 @@ func (tx *Tx) addExps(pdb uint8, n int64) {
 func (tx *Tx) Commit() (coldstore.Pending, error) {
 	e := tx.e
 	defer e.mu.Unlock()
+	defer e.held.Store(0)
 	p, err := tx.batch.Commit()
 	if err != nil {
 		// The hot copies may hold writes the store refused: drop them all so
@@ -117,6 +118,7 @@ func (tx *Tx) Commit() (coldstore.Pending, error) {
 func (tx *Tx) Abort() {
 	e := tx.e
 	defer e.mu.Unlock()
+	defer e.held.Store(0)
 	if !tx.batch.Empty() {
 		e.hot.purge()
 	}
