@@ -78,9 +78,24 @@ func entrySize(key []byte, e *Entry) int64 {
 	case e.zset != nil:
 		n += e.zset.size()
 	case e.Type != codec.TypeString:
-		n += e.Bytes + e.Count*fieldOverhead
+		n += e.Bytes + e.Count*coldOverhead(e.Type)
 	}
 	return n
+}
+
+// coldOverhead is what one field, element or member of a cold structure
+// is estimated to cost once loaded, beyond its bytes. The estimates are
+// upper bounds of the hot copies' real cost, so that a structure admitted
+// by its estimate is not demoted by its real size at its next write (and
+// loaded again at its next read).
+func coldOverhead(t codec.Type) int64 {
+	switch t {
+	case codec.TypeList:
+		return 48 // a deque slot (string header, up to 2x slack) per element
+	case codec.TypeZSet:
+		return 128 // a skiplist node with its levels and a map entry
+	}
+	return fieldOverhead
 }
 
 // resident reports whether e holds its whole structure in memory.

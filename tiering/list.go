@@ -62,7 +62,7 @@ func (e *Engine) fitsWhole(key []byte, l *Entry) bool {
 	if l.Count > listWholeElems || l.Bytes > listWholeBytes {
 		return false
 	}
-	size := int64(len(key)) + entryOverhead + l.Bytes + l.Count*32
+	size := int64(len(key)) + entryOverhead + l.Bytes + l.Count*coldOverhead(codec.TypeList)
 	return size <= e.opts.ColdReadMaxBytes && size <= e.hot.budget/8
 }
 

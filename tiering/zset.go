@@ -50,7 +50,7 @@ func (e *Engine) fitsWholeZSet(key []byte, z *Entry) bool {
 	if z.Count > zsetWholeMembers || z.Bytes > zsetWholeBytes {
 		return false
 	}
-	size := entrySize(key, z)
+	size := int64(len(key)) + entryOverhead + z.Bytes + z.Count*coldOverhead(codec.TypeZSet)
 	return size <= e.opts.ColdReadMaxBytes && size <= e.hot.budget/8
 }
 
