@@ -28,7 +28,7 @@ vet:
 test: deps vet build
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-# bench prints tables and asserts nothing about time (about 9 minutes on 2
+# bench prints tables and asserts nothing about time (about 11 minutes on 2
 # cores): see scripts/bench.sh.
 bench: deps build
 	@GO=$(GO) SPILLWAY_BIN=$(CURDIR)/$(BIN) ./scripts/bench.sh
