@@ -559,8 +559,9 @@ func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 	return true, dst.Close()
 }
 
-// runNow runs op on the first of keys that holds a list, replying on c. It
-// reports false if none does (nothing replied, tx still open).
+// runNow runs op on the first of keys that holds something to pop (a list
+// or a sorted set, as op pops), replying on c. It reports false if none
+// does (nothing replied, tx still open).
 func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
 	for _, k := range keys {
 		done, err := op.run(tx, c.db, k, &c.w)
@@ -580,9 +581,10 @@ func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
 	return false
 }
 
-// popOrBlock runs op on the first key that holds a list or, if none does,
-// blocks the client on keys for timeoutMs (0: for ever).
-// op must not alias the request's buffers (it outlives them).
+// popOrBlock runs op on the first key that holds something to pop or, if
+// none does, blocks the client on keys for timeoutMs (0: for ever). op
+// must not alias the request's buffers: a blocked client's op outlives
+// them.
 func (c *Client) popOrBlock(op popOp, keys [][]byte, timeoutMs int64) {
 	tx := c.begin()
 	if c.runNow(tx, op, keys) {
