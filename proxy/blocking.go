@@ -16,7 +16,7 @@ import (
 //
 // A client whose keys are all empty registers a waiter while it still
 // holds the engine's lock, so no push can slip between its check and its
-// registration. A transaction that creates a list notes the key as ready
+// registration. A transaction that creates a list or a sorted set notes the key as ready
 // (tiering.Tx.TakeReady); before it commits, the pushing client serves the
 // waiters of every ready key in the order they blocked, inside the same
 // transaction: the pops are atomic with the push, as in Redis, where a
@@ -190,7 +190,7 @@ func (r *blockRegistry) serveReady(tx *tiering.Tx) []*waiter {
 			rw := resp.Writer{Proto: w.proto}
 			done, err := w.op.run(tx, rk.DB, rk.Key, &rw)
 			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
-				break // the key holds no list (any more)
+				break // nothing to pop there (any more)
 			}
 			if err != nil {
 				rw.Reset()

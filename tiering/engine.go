@@ -89,7 +89,7 @@ type Engine struct {
 	promoteQ chan promoteJob
 	// started is when the engine opened (unix ms).
 	started int64
-	// blockedClients is how many clients wait for a list (see
+	// blockedClients is how many clients wait for a list or a sorted set (see
 	// SetBlockedClients).
 	blockedClients atomic.Int64
 	// held is the open transaction's number (0 when none), so that a
@@ -296,7 +296,7 @@ func (e *Engine) AbortIfHeld(id uint64) bool {
 }
 
 // AddBlockedClients tells the engine that n more (or, negative, fewer)
-// clients are blocked waiting for lists. While any are, transactions note
+// clients are blocked waiting for lists or sorted sets. While any are, transactions note
 // the lists they create (Tx.TakeReady); otherwise they skip that work.
 func (e *Engine) AddBlockedClients(n int64) { e.blockedClients.Add(n) }
 
