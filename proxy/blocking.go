@@ -12,12 +12,14 @@ import (
 	"github.com/spillway/spillway/tiering"
 )
 
-// Blocking pops (BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH).
+// Blocking pops (BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH, BZPOPMIN,
+// BZPOPMAX, BZMPOP).
 //
 // A client whose keys are all empty registers a waiter while it still
 // holds the engine's lock, so no push can slip between its check and its
-// registration. A transaction that creates a list or a sorted set notes the key as ready
-// (tiering.Tx.TakeReady); before it commits, the pushing client serves the
+// registration. A transaction that creates a list or a sorted set notes
+// the key as ready (tiering.Tx.TakeReady); before it commits, the pushing
+// client serves the
 // waiters of every ready key in the order they blocked, inside the same
 // transaction: the pops are atomic with the push, as in Redis, where a
 // served client gets its element before any other command runs. The

@@ -296,8 +296,9 @@ func (e *Engine) AbortIfHeld(id uint64) bool {
 }
 
 // AddBlockedClients tells the engine that n more (or, negative, fewer)
-// clients are blocked waiting for lists or sorted sets. While any are, transactions note
-// the lists they create (Tx.TakeReady); otherwise they skip that work.
+// clients are blocked waiting for lists or sorted sets. While any are,
+// transactions note the lists and sorted sets they create
+// (Tx.TakeReady); otherwise they skip that work.
 func (e *Engine) AddBlockedClients(n int64) { e.blockedClients.Add(n) }
 
 // SetHotBudget changes the hot tier's budget and demotes down to it.
