@@ -26,12 +26,12 @@ func init() {
 	register("lpos", cmdLPos)
 	register("lmove", cmdLMove)
 	register("rpoplpush", cmdRPopLPush)
-	register("lmpop", func(c *Client, a [][]byte) { cmdLMPop(c, a, false) })
+	register("lmpop", func(c *Client, a [][]byte) { cmdMPop(c, a, false, listEnds, newListMPop) })
 	register("blpop", func(c *Client, a [][]byte) { cmdBPop(c, a, true) })
 	register("brpop", func(c *Client, a [][]byte) { cmdBPop(c, a, false) })
 	register("blmove", cmdBLMove)
 	register("brpoplpush", cmdBRPopLPush)
-	register("blmpop", func(c *Client, a [][]byte) { cmdLMPop(c, a, true) })
+	register("blmpop", func(c *Client, a [][]byte) { cmdMPop(c, a, true, listEnds, newListMPop) })
 }
 
 // openList opens key as a list (see Tx.OpenList). On WRONGTYPE or a store
@@ -45,16 +45,10 @@ func (c *Client) openList(tx *tiering.Tx, key []byte, create bool) (*tiering.Lis
 	return l, true
 }
 
-// closeListAndCommit stores l's writes and commits tx.
-func (c *Client) closeListAndCommit(tx *tiering.Tx, l *tiering.List) {
-	if l != nil {
-		if err := l.Close(); err != nil {
-			c.txErr(tx, err)
-			return
-		}
-	}
-	c.commit(tx)
-}
+// listEnds are LMPOP's ends; newListMPop is its pop.
+var listEnds = [2]string{"left", "right"}
+
+func newListMPop(left bool, count int64) popOp { return &listOp{left: left, count: count} }
 
 // listIndex parses an index argument (LINDEX, LRANGE...).
 func (c *Client) listIndex(arg []byte) (int64, bool) {
@@ -63,6 +57,15 @@ func (c *Client) listIndex(arg []byte) (int64, bool) {
 		c.err(strops.ErrNotInteger)
 	}
 	return n, ok
+}
+
+// indexPair parses a start and a stop index (LRANGE, LTRIM, ZRANGE...),
+// replying on error.
+func (c *Client) indexPair(a, b []byte) (start, stop int64, ok bool) {
+	if start, ok = c.listIndex(a); ok {
+		stop, ok = c.listIndex(b)
+	}
+	return start, stop, ok
 }
 
 // listEnd parses LEFT or RIGHT; it reports left, or replies a syntax error.
@@ -111,7 +114,7 @@ func cmdPush(c *Client, args [][]byte, left, onlyExisting bool) {
 		}
 	}
 	c.w.Int(l.Len())
-	c.closeListAndCommit(tx, l)
+	c.closeAndCommit(tx, l)
 }
 
 func cmdPop(c *Client, args [][]byte, left bool) {
@@ -152,7 +155,7 @@ func cmdPop(c *Client, args [][]byte, left bool) {
 			return
 		}
 	}
-	c.closeListAndCommit(tx, l)
+	c.closeAndCommit(tx, l)
 }
 
 func cmdLLen(c *Client, args [][]byte) {
@@ -208,11 +211,7 @@ func cmdLIndex(c *Client, args [][]byte) {
 }
 
 func cmdLRange(c *Client, args [][]byte) {
-	start, ok := c.listIndex(args[2])
-	if !ok {
-		return
-	}
-	stop, ok := c.listIndex(args[3])
+	start, stop, ok := c.indexPair(args[2], args[3])
 	if !ok {
 		return
 	}
@@ -271,7 +270,7 @@ func cmdLSet(c *Client, args [][]byte) {
 		return
 	}
 	c.w.OK()
-	c.closeListAndCommit(tx, l)
+	c.closeAndCommit(tx, l)
 }
 
 func cmdLInsert(c *Client, args [][]byte) {
@@ -317,7 +316,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 	} else {
 		c.w.Int(l.Len())
 	}
-	c.closeListAndCommit(tx, l)
+	c.closeAndCommit(tx, l)
 }
 
 func cmdLRem(c *Client, args [][]byte) {
@@ -374,15 +373,11 @@ func cmdLRem(c *Client, args [][]byte) {
 		return
 	}
 	c.w.Int(found)
-	c.closeListAndCommit(tx, l)
+	c.closeAndCommit(tx, l)
 }
 
 func cmdLTrim(c *Client, args [][]byte) {
-	start, ok := c.listIndex(args[2])
-	if !ok {
-		return
-	}
-	stop, ok := c.listIndex(args[3])
+	start, stop, ok := c.indexPair(args[2], args[3])
 	if !ok {
 		return
 	}
@@ -405,7 +400,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 		return
 	}
 	c.w.OK()
-	c.closeListAndCommit(tx, l)
+	c.closeAndCommit(tx, l)
 }
 
 func cmdLPos(c *Client, args [][]byte) {
@@ -677,9 +672,11 @@ func cmdBRPopLPush(c *Client, args [][]byte) {
 	c.popOrBlock(&listOp{left: false, move: true, dst: bytes.Clone(args[2]), dstLeft: true}, args[1:2], ms)
 }
 
-// cmdLMPop is LMPOP numkeys key... LEFT|RIGHT [COUNT n] and BLMPOP, whose
-// timeout comes first (and is checked after the other arguments).
-func cmdLMPop(c *Client, args [][]byte, blocking bool) {
+// cmdMPop is LMPOP numkeys key... LEFT|RIGHT [COUNT n] and ZMPOP (MIN|MAX),
+// and their blocking forms BLMPOP/BZMPOP, whose timeout comes first (and
+// is checked after the other arguments). ends are the two accepted ends;
+// newOp builds the pop for the first end or the other.
+func cmdMPop(c *Client, args [][]byte, blocking bool, ends [2]string, newOp func(first bool, count int64) popOp) {
 	at := 1
 	if blocking {
 		at = 2
@@ -694,8 +691,9 @@ func cmdLMPop(c *Client, args [][]byte, blocking bool) {
 		c.err(strops.ErrSyntax)
 		return
 	}
-	left, ok := c.listEnd(args[whereAt])
-	if !ok {
+	first := eqFold(args[whereAt], ends[0])
+	if !first && !eqFold(args[whereAt], ends[1]) {
+		c.err(strops.ErrSyntax)
 		return
 	}
 	count := int64(-1)
@@ -716,7 +714,7 @@ func cmdLMPop(c *Client, args [][]byte, blocking bool) {
 	if count == -1 {
 		count = 1
 	}
-	op := &listOp{left: left, count: count}
+	op := newOp(first, count)
 	keys := args[at+1 : whereAt]
 	if blocking {
 		ms, ok := c.timeout(args[1])

@@ -51,17 +51,6 @@ func (c *Client) openZSet(tx *tiering.Tx, key []byte, create bool) (*tiering.ZSe
 	return z, true
 }
 
-// closeZSetAndCommit stores z's writes and commits tx.
-func (c *Client) closeZSetAndCommit(tx *tiering.Tx, z *tiering.ZSet) {
-	if z != nil {
-		if err := z.Close(); err != nil {
-			c.txErr(tx, err)
-			return
-		}
-	}
-	c.commit(tx)
-}
-
 // parseScoreRange parses ZRANGEBYSCORE bounds: "(" makes one exclusive;
 // the rest is read as strtod reads it (Redis's zslParseRange).
 func parseScoreRange(min, max []byte) (tiering.ScoreRange, bool) {
@@ -235,7 +224,7 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 	default:
 		c.w.Int(added)
 	}
-	c.closeZSetAndCommit(tx, z)
+	c.closeAndCommit(tx, z)
 }
 
 func cmdZIncrBy(c *Client, args [][]byte) {
@@ -266,7 +255,7 @@ func cmdZRem(c *Client, args [][]byte) {
 		n += b2i(removed)
 	}
 	c.w.Int(n)
-	c.closeZSetAndCommit(tx, z)
+	c.closeAndCommit(tx, z)
 }
 
 func cmdZCard(c *Client, args [][]byte) {
@@ -489,10 +478,7 @@ func (c *Client) parseZRange(args [][]byte, spec zrangeSpec) (zrangeQuery, bool)
 	switch q.kind {
 	case byRank:
 		var ok bool
-		if q.start, ok = c.listIndex(min); !ok {
-			return q, false
-		}
-		if q.stop, ok = c.listIndex(max); !ok {
+		if q.start, q.stop, ok = c.indexPair(min, max); !ok {
 			return q, false
 		}
 	case byScore:
@@ -602,7 +588,7 @@ func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member, 
 		}
 	}
 	c.w.Int(int64(len(members)))
-	c.closeZSetAndCommit(tx, z)
+	c.closeAndCommit(tx, z)
 }
 
 func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
@@ -610,10 +596,7 @@ func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
 	switch kind {
 	case byRank:
 		var ok bool
-		if q.start, ok = c.listIndex(args[2]); !ok {
-			return
-		}
-		if q.stop, ok = c.listIndex(args[3]); !ok {
+		if q.start, q.stop, ok = c.indexPair(args[2], args[3]); !ok {
 			return
 		}
 	case byScore:
@@ -652,5 +635,5 @@ func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
 		return
 	}
 	c.w.Int(int64(len(doomed)))
-	c.closeZSetAndCommit(tx, z)
+	c.closeAndCommit(tx, z)
 }

@@ -18,8 +18,8 @@ import (
 func init() {
 	register("zpopmin", func(c *Client, a [][]byte) { cmdZPop(c, a, false) })
 	register("zpopmax", func(c *Client, a [][]byte) { cmdZPop(c, a, true) })
-	register("zmpop", func(c *Client, a [][]byte) { cmdZMPop(c, a, false) })
-	register("bzmpop", func(c *Client, a [][]byte) { cmdZMPop(c, a, true) })
+	register("zmpop", func(c *Client, a [][]byte) { cmdMPop(c, a, false, zsetEnds, newZSetMPop) })
+	register("bzmpop", func(c *Client, a [][]byte) { cmdMPop(c, a, true, zsetEnds, newZSetMPop) })
 	register("bzpopmin", func(c *Client, a [][]byte) { cmdBZPop(c, a, false) })
 	register("bzpopmax", func(c *Client, a [][]byte) { cmdBZPop(c, a, true) })
 	register("zrandmember", cmdZRandMember)
@@ -136,7 +136,7 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 	for _, m := range popped {
 		writeScored(&c.w, bytesOfString(m.Member), m.Score, nested)
 	}
-	c.closeZSetAndCommit(tx, z)
+	c.closeAndCommit(tx, z)
 }
 
 func cmdBZPop(c *Client, args [][]byte, max bool) {
@@ -147,66 +147,10 @@ func cmdBZPop(c *Client, args [][]byte, max bool) {
 	c.popOrBlock(&zpopOp{max: max, count: -1}, args[1:len(args)-1], ms)
 }
 
-// cmdZMPop is ZMPOP numkeys key... MIN|MAX [COUNT n] and BZMPOP, whose
-// timeout comes first (checked after the other arguments).
-func cmdZMPop(c *Client, args [][]byte, blocking bool) {
-	at := 1
-	if blocking {
-		at = 2
-	}
-	numkeys, ok := strops.ParseInt(args[at])
-	if !ok || numkeys < 1 {
-		c.err("ERR numkeys should be greater than 0")
-		return
-	}
-	whereAt := int64(at) + numkeys + 1
-	if numkeys >= int64(len(args)) || whereAt >= int64(len(args)) {
-		c.err(strops.ErrSyntax)
-		return
-	}
-	var max bool
-	switch {
-	case eqFold(args[whereAt], "min"):
-	case eqFold(args[whereAt], "max"):
-		max = true
-	default:
-		c.err(strops.ErrSyntax)
-		return
-	}
-	count := int64(-1)
-	for j := int(whereAt) + 1; j < len(args); j++ {
-		if count == -1 && eqFold(args[j], "count") && j+1 < len(args) {
-			j++
-			n, ok := strops.ParseInt(args[j])
-			if !ok || n < 1 {
-				c.err("ERR count should be greater than 0")
-				return
-			}
-			count = n
-			continue
-		}
-		c.err(strops.ErrSyntax)
-		return
-	}
-	if count == -1 {
-		count = 1
-	}
-	op := &zpopOp{max: max, count: count, mpop: true}
-	keys := args[at+1 : whereAt]
-	if blocking {
-		ms, ok := c.timeout(args[1])
-		if !ok {
-			return
-		}
-		c.popOrBlock(op, keys, ms)
-		return
-	}
-	tx := c.begin()
-	if !c.runNow(tx, op, keys) {
-		c.w.NullArray()
-		c.commit(tx)
-	}
-}
+// zsetEnds are ZMPOP's ends; newZSetMPop is its pop.
+var zsetEnds = [2]string{"min", "max"}
+
+func newZSetMPop(min bool, count int64) popOp { return &zpopOp{max: !min, count: count, mpop: true} }
 
 func cmdZRandMember(c *Client, args [][]byte) {
 	if len(args) == 2 {

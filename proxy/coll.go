@@ -40,14 +40,15 @@ func (c *Client) collErr(tx *tiering.Tx, err error) {
 	c.txErr(tx, err)
 }
 
-// closeAndCommit stores coll's writes and commits tx; on error the reply
-// is replaced by the error.
-func (c *Client) closeAndCommit(tx *tiering.Tx, colls ...*tiering.Coll) {
-	for _, coll := range colls {
-		if coll == nil {
-			continue
-		}
-		if err := coll.Close(); err != nil {
+// closer is a structure handle (*tiering.Coll, *tiering.List,
+// *tiering.ZSet), whose Close stores its writes; nil handles are no-ops.
+type closer interface{ Close() error }
+
+// closeAndCommit stores the handles' writes and commits tx; on error the
+// reply is replaced by the error.
+func (c *Client) closeAndCommit(tx *tiering.Tx, handles ...closer) {
+	for _, h := range handles {
+		if err := h.Close(); err != nil {
 			c.txErr(tx, err)
 			return
 		}

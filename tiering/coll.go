@@ -228,8 +228,9 @@ func (c *Coll) Del(field []byte) (bool, error) {
 // if it was emptied (Redis never keeps an empty hash or set). It keeps the
 // hot tier's accounting right, and demotes a structure that outgrew the
 // hot tier.
+// Closing a nil handle (a key that was not there) does nothing.
 func (c *Coll) Close() error {
-	if !c.dirty {
+	if c == nil || !c.dirty {
 		return nil
 	}
 	c.dirty = false
@@ -429,30 +430,38 @@ func (c *Coll) randomHot(f *fieldMap, n int64, distinct bool, fn func(field, val
 		}
 		return nil
 	}
+	for _, p := range sampleDistinct(size, n) {
+		fn(bytesOf(f.names[p]), bytesOf(f.vals[p]))
+	}
+	return nil
+}
+
+// sampleDistinct returns n distinct positions of 0..size-1 (n < size) in
+// random order: a partial shuffle when n is a large part of size, rejection
+// of repeats otherwise.
+func sampleDistinct(size, n int64) []int64 {
+	out := make([]int64, 0, n)
 	if n*3 > size {
-		// A partial Fisher-Yates shuffle of the positions.
-		perm := make([]int32, size)
+		perm := make([]int64, size)
 		for i := range perm {
-			perm[i] = int32(i)
+			perm[i] = int64(i)
 		}
 		for i := int64(0); i < n; i++ {
 			j := i + rand.Int64N(size-i)
 			perm[i], perm[j] = perm[j], perm[i]
-			p := perm[i]
-			fn(bytesOf(f.names[p]), bytesOf(f.vals[p]))
+			out = append(out, perm[i])
 		}
-		return nil
+		return out
 	}
-	seen := make(map[int]struct{}, n)
-	for int64(len(seen)) < n {
-		i := f.random()
-		if _, dup := seen[i]; dup {
-			continue
+	seen := make(map[int64]struct{}, n)
+	for int64(len(out)) < n {
+		r := rand.Int64N(size)
+		if _, dup := seen[r]; !dup {
+			seen[r] = struct{}{}
+			out = append(out, r)
 		}
-		seen[i] = struct{}{}
-		fn(bytesOf(f.names[i]), bytesOf(f.vals[i]))
 	}
-	return nil
+	return out
 }
 
 // loadFields reads a cold structure's fields into memory, making e

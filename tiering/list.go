@@ -648,8 +648,9 @@ func (l *List) deleteAll() error {
 // it was emptied (Redis never keeps an empty list). It keeps the hot tier's
 // accounting right: a whole list that outgrew listWholeElems is cut down to
 // its ends, and a list that outgrew the hot tier is demoted.
+// Closing a nil handle (a key that was not there) does nothing.
 func (l *List) Close() error {
-	if !l.dirty {
+	if l == nil || !l.dirty {
 		return nil
 	}
 	l.dirty = false
@@ -687,19 +688,8 @@ func (l *List) Close() error {
 			lc.front.popBack() // the windows must not meet
 		}
 	}
-	_, hot := tx.e.hot.peek(l.hk)
-	switch {
-	case !tx.e.keepHot(entrySize(l.key, e)):
-		if hot {
-			tx.e.hot.remove(l.hk)
-			tx.e.Stats.Demotions.Add(1)
-		}
+	if !tx.settleHot(l.hk, l.key, e, true) {
 		e.list = nil
-	case hot:
-		tx.e.hot.resize(l.hk, e)
-	default:
-		e.access = tx.now
-		tx.e.hot.put(l.hk, e)
 	}
 	return nil
 }

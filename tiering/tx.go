@@ -339,6 +339,29 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	return nil
 }
 
+// settleHot keeps e, whose in-memory part a write just changed, in the hot
+// tier if it may stay there (allowed, and within keepHot's share of the
+// budget): it is accounted at its new size, or put there if it was not.
+// Otherwise it is demoted, and settleHot reports false: the caller drops
+// the in-memory part (the store holds everything).
+func (tx *Tx) settleHot(hk, key []byte, e *Entry, allowed bool) bool {
+	_, hot := tx.e.hot.peek(hk)
+	switch {
+	case !allowed || !tx.e.keepHot(entrySize(key, e)):
+		if hot {
+			tx.e.hot.remove(hk)
+			tx.e.Stats.Demotions.Add(1)
+		}
+		return false
+	case hot:
+		tx.e.hot.resize(hk, e)
+	default:
+		e.access = tx.now
+		tx.e.hot.put(hk, e)
+	}
+	return true
+}
+
 // moveExpiry updates the expiry index for a key whose expiry changes from
 // old's (nil: none) to at.
 func (tx *Tx) moveExpiry(pdb uint8, key []byte, old *Entry, at int64) error {

@@ -737,8 +737,9 @@ func (z *ZSet) Random(n int64, distinct bool, fn func(member []byte, score float
 // Close stores the sorted set's meta record after writes, or deletes the
 // key if it was emptied. It keeps the hot tier's accounting right: a set
 // that outgrew what may be held in memory is demoted.
+// Closing a nil handle (a key that was not there) does nothing.
 func (z *ZSet) Close() error {
-	if !z.dirty {
+	if z == nil || !z.dirty {
 		return nil
 	}
 	z.dirty = false
@@ -762,19 +763,8 @@ func (z *ZSet) Close() error {
 	if e.zset == nil {
 		return nil
 	}
-	_, hot := tx.e.hot.peek(z.hk)
-	switch {
-	case !tx.e.fitsWholeZSet(z.key, e) || !tx.e.keepHot(entrySize(z.key, e)):
-		if hot {
-			tx.e.hot.remove(z.hk)
-			tx.e.Stats.Demotions.Add(1)
-		}
+	if !tx.settleHot(z.hk, z.key, e, tx.e.fitsWholeZSet(z.key, e)) {
 		e.zset = nil
-	case hot:
-		tx.e.hot.resize(z.hk, e)
-	default:
-		e.access = tx.now
-		tx.e.hot.put(z.hk, e)
 	}
 	return nil
 }
@@ -812,32 +802,4 @@ func (tx *Tx) duplicateZSet(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 		err = werr
 	}
 	return ne, err
-}
-
-// sampleDistinct returns n distinct positions of 0..size-1 (n < size) in
-// random order: a partial shuffle when n is a large part of size, rejection
-// of repeats otherwise.
-func sampleDistinct(size, n int64) []int64 {
-	out := make([]int64, 0, n)
-	if n*3 > size {
-		perm := make([]int64, size)
-		for i := range perm {
-			perm[i] = int64(i)
-		}
-		for i := int64(0); i < n; i++ {
-			j := i + rand.Int64N(size-i)
-			perm[i], perm[j] = perm[j], perm[i]
-			out = append(out, perm[i])
-		}
-		return out
-	}
-	seen := make(map[int64]struct{}, n)
-	for int64(len(out)) < n {
-		r := rand.Int64N(size)
-		if _, dup := seen[r]; !dup {
-			seen[r] = struct{}{}
-			out = append(out, r)
-		}
-	}
-	return out
 }
