@@ -47,6 +47,8 @@ type Client struct {
 	mark int
 	// txID is the last transaction this client began (see begin).
 	txID uint64
+	// up is the upstream-mode state (nil in embedded mode).
+	up   *upClient
 	quit bool
 
 	mu       sync.Mutex
@@ -77,6 +79,11 @@ func newClient(s *Server, nc net.Conn) *Client {
 	c.w.Proto = 2
 	c.protoVer.Store(2)
 	c.authed = s.cfg.RequirePass() == ""
+	if s.up != nil {
+		c.up = newUpClient()
+		c.db = s.up.defaultDB
+		c.dbShown.Store(int32(c.db))
+	}
 	c.applyLimits()
 	c.lastIO.Store(time.Now().UnixMilli())
 	return c
@@ -93,6 +100,7 @@ func (c *Client) applyLimits() {
 // serve runs the connection until it is closed.
 func (c *Client) serve() {
 	defer c.nc.Close()
+	defer c.upClose()
 	defer c.waitPending()
 	deadline := false
 	for {
@@ -140,6 +148,7 @@ func (c *Client) waitPending() error {
 // buffered replies. If the store cannot sync, the replies are not sent and
 // the connection is closed: nothing unsynced is acknowledged.
 func (c *Client) flush() bool {
+	c.flushForwards()
 	if err := c.waitPending(); err != nil {
 		c.s.log.Error("write not durable; closing client", "client", c.id, "err", err)
 		c.w.Reset()
@@ -147,6 +156,10 @@ func (c *Client) flush() bool {
 	}
 	if c.w.Len() == 0 {
 		return true
+	}
+	if c.up != nil && c.up.passthrough {
+		c.up.wmu.Lock()
+		defer c.up.wmu.Unlock()
 	}
 	n, err := c.nc.Write(c.w.Buf)
 	c.s.stats.netOut.Add(int64(n))

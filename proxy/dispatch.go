@@ -69,11 +69,19 @@ func (c *Client) execute(args [][]byte) {
 	s := c.s
 	s.stats.commands.Add(1)
 	c.lastIO.Store(time.Now().UnixMilli())
+	if c.up != nil && c.replyMode != replyOn {
+		// Replies are truncated by position: forwarded ones must be in.
+		c.flushForwards()
+		defer c.flushForwards()
+	}
 	c.mark = c.w.Len()
 	if c.replyMode == replySkipNext {
 		c.replyMode = replySkipThis
 	}
 	c.dispatch(args)
+	if c.up != nil && c.replyMode != replyOn {
+		c.flushForwards()
+	}
 	switch c.replyMode {
 	case replyOff:
 		c.w.Truncate(c.mark)
@@ -85,6 +93,10 @@ func (c *Client) execute(args [][]byte) {
 
 func (c *Client) dispatch(args [][]byte) {
 	base := cmdtable.Lookup(args[0])
+	if base == nil && c.up != nil && c.authed {
+		c.upForwardUnknown(args) // perhaps a newer upstream's command
+		return
+	}
 	if base == nil {
 		unknownCommand(c, args)
 		return
@@ -95,6 +107,10 @@ func (c *Client) dispatch(args [][]byte) {
 		if cmd == nil && base.Name == "client" && eqFold(args[1], "setinfo") {
 			// CLIENT SETINFO is Redis 7.2's; clients send it on connect.
 			cmdClientSetInfo(c, args)
+			return
+		}
+		if cmd == nil && c.up != nil && c.authed {
+			c.upForwardUnknown(args)
 			return
 		}
 		if cmd == nil {
@@ -111,7 +127,7 @@ func (c *Client) dispatch(args [][]byte) {
 		return
 	}
 	h := handlers[cmd]
-	if h == nil {
+	if h == nil && c.up == nil {
 		unknownCommand(c, args)
 		return
 	}
@@ -121,6 +137,10 @@ func (c *Client) dispatch(args [][]byte) {
 	c.mu.Lock()
 	c.lastCmd = cmd.Name
 	c.mu.Unlock()
+	if c.up != nil {
+		c.upDispatch(cmd, args)
+		return
+	}
 	h(c, args)
 }
 

@@ -29,6 +29,8 @@ type Server struct {
 	engine   *tiering.Engine
 	log      *slog.Logger
 	blocking *blockRegistry
+	// up is upstream mode's state; nil in embedded mode.
+	up *upMode
 
 	mu        sync.Mutex
 	listeners []net.Listener

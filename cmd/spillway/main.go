@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/proxy"
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -104,13 +106,16 @@ func run(args []string) error {
 	}
 	defer logCloser.Close()
 	slog.SetDefault(log)
-	if cfg.Upstream() != "" {
-		return fmt.Errorf("upstream mode (--upstream %s) is not available in this version; run without it for embedded mode", cfg.Upstream())
-	}
+	target, upstreamMode := cfg.UpstreamTarget()
 
 	maxmem := cfg.MaxMemory()
 	b := splitBudget(maxmem, cfg.BlockCache())
 	setMemoryLimit(maxmem)
+	if upstreamMode {
+		// maxmemory budgets the upstream; Spillway itself holds no hot tier.
+		b = upstreamBudget(cfg.BlockCache())
+		setMemoryLimit(0)
+	}
 
 	dir := cfg.Dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -143,9 +148,22 @@ func run(args []string) error {
 		cold.Close()
 		return err
 	}
-	watchConfig(cfg, engine, cold, log)
+	watchConfig(cfg, engine, cold, log, upstreamMode)
 
 	srv := proxy.NewServer(cfg, engine, log)
+	mode := "embedded"
+	if upstreamMode {
+		mode = "upstream"
+		clean := takeCleanMarker(dir)
+		err := srv.EnableUpstream(proxy.UpstreamOptions{Target: upstream.Target{
+			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
+		}}, clean)
+		if err != nil {
+			engine.Close()
+			cold.Close()
+			return err
+		}
+	}
 	if err := srv.Listen(); err != nil {
 		engine.Close()
 		cold.Close()
@@ -153,7 +171,7 @@ func run(args []string) error {
 	}
 	log.Info("spillway ready",
 		"version", proxy.Version,
-		"mode", "embedded",
+		"mode", mode,
 		"addr", strings.Join(srv.Addrs(), ","),
 		"dir", dir,
 		"maxmemory", maxmem,
@@ -178,18 +196,26 @@ func run(args []string) error {
 	}
 	srv.Close()
 	<-serveDone
+	srv.CloseUpstream()
 	engine.Close()
 	if err := cold.Close(); err != nil {
 		log.Error("closing the store failed", "err", err)
 		return err
+	}
+	if upstreamMode {
+		writeCleanMarker(dir, log)
 	}
 	log.Info("spillway stopped; every write is on disk")
 	return nil
 }
 
 // watchConfig applies CONFIG SET changes that take effect at run time.
-func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Store, log *slog.Logger) {
+func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Store, log *slog.Logger, upstreamMode bool) {
 	cfg.OnChange("maxmemory", func(string) {
+		if upstreamMode {
+			log.Info("maxmemory changed", "upstream_budget", cfg.MaxMemory())
+			return // the demoter reads it on every round
+		}
 		b := splitBudget(cfg.MaxMemory(), cfg.BlockCache())
 		engine.SetHotBudget(b.hot)
 		setMemoryLimit(cfg.MaxMemory())
@@ -203,4 +229,33 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 	policy := func(string) { engine.SetPolicy(cfg.PromoteMinHits(), cfg.ColdReadMaxBytes()) }
 	cfg.OnChange("promote-min-hits", policy)
 	cfg.OnChange("cold-read-max-bytes", policy)
+}
+
+// upstreamBudget sizes the store for upstream mode: a block cache (64 MB
+// unless block-cache says otherwise) and memtables; no hot tier.
+func upstreamBudget(blockCache int64) budget {
+	if blockCache <= 0 {
+		blockCache = 64 << 20
+	}
+	return budget{cache: blockCache, memtable: 32 << 20, hot: 0}
+}
+
+// cleanMarker is the file a graceful shutdown in upstream mode leaves, so
+// that the next start can skip reconciling keys found in both tiers.
+const cleanMarker = "upstream-clean-shutdown"
+
+// takeCleanMarker reports whether the last shutdown was graceful, and
+// removes the marker: a crash from now on must not find it.
+func takeCleanMarker(dir string) bool {
+	p := filepath.Join(dir, cleanMarker)
+	if _, err := os.Stat(p); err != nil {
+		return false
+	}
+	return os.Remove(p) == nil
+}
+
+func writeCleanMarker(dir string, log *slog.Logger) {
+	if err := os.WriteFile(filepath.Join(dir, cleanMarker), nil, 0o644); err != nil {
+		log.Warn("could not record the clean shutdown; the next start reconciles the tiers", "err", err)
+	}
 }

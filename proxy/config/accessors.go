@@ -113,10 +113,14 @@ func (c *Config) ColdReadMaxBytes() int64 { return c.mem(idxColdReadMaxBytes) }
 
 // BlockCache is the cold store's block cache size in bytes: the configured
 // block-cache, or when that is 0, MaxMemory()/8 (or DefaultMaxMemory()/8
-// when maxmemory is 0, i.e. unlimited).
+// when maxmemory is 0, i.e. unlimited); 64 MB in upstream mode, where
+// maxmemory budgets the upstream.
 func (c *Config) BlockCache() int64 {
 	if n := c.mem(idxBlockCache); n > 0 {
 		return n
+	}
+	if c.Upstream() != "" {
+		return 64 << 20 // maxmemory budgets the upstream, not Spillway
 	}
 	m := c.MaxMemory()
 	if m == 0 {

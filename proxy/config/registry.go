@@ -176,7 +176,7 @@ var registry = [numSettings]*setting{
 	idxColdReadMaxBytes: memSetting("cold-read-max-bytes", 0, maxInt64, "1mb",
 		"Cold values larger than this are served from disk without promotion.").own(),
 	idxBlockCache: memSetting("block-cache", 0, maxInt64, "0",
-		"Cold store block cache size (0: maxmemory/8).").own(),
+		"Cold store block cache size (0: maxmemory/8; 64mb in upstream mode).").own(),
 	idxExpireSweepKeysPerTick: intSetting("expire-sweep-keys-per-tick", 1, maxInt32, "1000",
 		"Expired cold keys removed per sweeper tick, at most.").own(),
 

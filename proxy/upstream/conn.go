@@ -1,0 +1,222 @@
+// Package upstream talks to the Redis that Spillway fronts in upstream mode:
+// connections and their handshake, a pool of shared pipelined connections
+// that many clients multiplex onto, dedicated connections for clients that
+// need connection state, and the payloads that reload cold keys (RESTORE).
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/spillway/spillway/proxy/resp"
+)
+
+// Target says where the upstream is and how to log in.
+type Target struct {
+	Addr     string
+	Username string
+	Password string
+	DB       int
+}
+
+// ErrUnavailable wraps every error caused by an unreachable upstream.
+var ErrUnavailable = errors.New("upstream unavailable")
+
+// Conn is one upstream connection used by one goroutine at a time:
+// requests are buffered by Send and written by Flush; replies are read in
+// order by Read. It is what pinned clients, blocking commands and the
+// demoter use; shared traffic goes through Mux.
+type Conn struct {
+	nc      net.Conn
+	bw      *bufio.Writer
+	rd      *resp.ReplyReader
+	Proto   int
+	DB      int
+	scratch []byte
+}
+
+// Dial connects and logs in: HELLO proto with AUTH when credentials are
+// set (AUTH alone for RESP2 against servers without HELLO), then SELECT
+// db when db is not 0.
+func Dial(t Target, proto, db int, timeout time.Duration) (*Conn, error) {
+	nc, err := net.DialTimeout("tcp", t.Addr, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := newConn(nc, proto)
+	c.DB = db
+	nc.SetDeadline(time.Now().Add(timeout))
+	if err := c.handshake(t, proto, db); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+func newConn(nc net.Conn, proto int) *Conn {
+	return &Conn{nc: nc, bw: bufio.NewWriterSize(nc, 16<<10), rd: resp.NewReplyReader(nc), Proto: proto}
+}
+
+func (c *Conn) handshake(t Target, proto, db int) error {
+	user := t.Username
+	if user == "" {
+		user = "default"
+	}
+	n := 0
+	if proto == 3 {
+		if t.Password != "" {
+			c.Send("HELLO", "3", "AUTH", user, t.Password)
+		} else {
+			c.Send("HELLO", "3")
+		}
+		n++
+	} else if t.Password != "" {
+		if t.Username != "" {
+			c.Send("AUTH", t.Username, t.Password)
+		} else {
+			c.Send("AUTH", t.Password)
+		}
+		n++
+	}
+	if db != 0 {
+		c.Send("SELECT", strconv.Itoa(db))
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
+	}
+	for i := 0; i < n; i++ {
+		r, err := c.Read()
+		if err != nil {
+			return fmt.Errorf("%w: %s: handshake: %v", ErrUnavailable, t.Addr, err)
+		}
+		if len(r) > 0 && (r[0] == '-' || r[0] == '!') {
+			return fmt.Errorf("upstream %s refused the handshake: %s", t.Addr, ReplyText(r))
+		}
+	}
+	return nil
+}
+
+// Send buffers one command.
+func (c *Conn) Send(args ...string) {
+	c.scratch = AppendCommandStrings(c.scratch[:0], args)
+	c.bw.Write(c.scratch)
+}
+
+// SendArgs buffers one command given as byte slices.
+func (c *Conn) SendArgs(args [][]byte) {
+	c.scratch = AppendCommand(c.scratch[:0], args)
+	c.bw.Write(c.scratch)
+}
+
+// WriteRaw buffers already encoded requests.
+func (c *Conn) WriteRaw(b []byte) { c.bw.Write(b) }
+
+// Flush writes the buffered requests.
+func (c *Conn) Flush() error { return c.bw.Flush() }
+
+// Read returns the next reply frame, valid until the next Read.
+func (c *Conn) Read() ([]byte, error) { return c.rd.Read() }
+
+// Do sends one command and returns its reply (valid until the next Read).
+func (c *Conn) Do(args ...string) ([]byte, error) {
+	c.Send(args...)
+	if err := c.Flush(); err != nil {
+		return nil, err
+	}
+	return c.Read()
+}
+
+// SetDeadline bounds the connection's I/O.
+func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// AppendCommand appends args as a RESP array of bulk strings.
+func AppendCommand(dst []byte, args [][]byte) []byte {
+	dst = append(dst, '*')
+	dst = strconv.AppendInt(dst, int64(len(args)), 10)
+	dst = append(dst, '\r', '\n')
+	for _, a := range args {
+		dst = append(dst, '$')
+		dst = strconv.AppendInt(dst, int64(len(a)), 10)
+		dst = append(dst, '\r', '\n')
+		dst = append(dst, a...)
+		dst = append(dst, '\r', '\n')
+	}
+	return dst
+}
+
+// AppendCommandStrings is AppendCommand for string arguments.
+func AppendCommandStrings(dst []byte, args []string) []byte {
+	dst = append(dst, '*')
+	dst = strconv.AppendInt(dst, int64(len(args)), 10)
+	dst = append(dst, '\r', '\n')
+	for _, a := range args {
+		dst = append(dst, '$')
+		dst = strconv.AppendInt(dst, int64(len(a)), 10)
+		dst = append(dst, '\r', '\n')
+		dst = append(dst, a...)
+		dst = append(dst, '\r', '\n')
+	}
+	return dst
+}
+
+// ReplyText returns a simple, error or bulk reply's payload as text (for
+// logs and errors); other frames are returned as they are.
+func ReplyText(r []byte) string {
+	if len(r) < 3 {
+		return string(r)
+	}
+	switch r[0] {
+	case '+', '-', ':', '!', ',', '#', '(':
+		if r[0] == '!' {
+			return string(BulkPayload(r))
+		}
+		return string(r[1 : len(r)-2])
+	case '$', '=':
+		return string(BulkPayload(r))
+	}
+	return string(r)
+}
+
+// BulkPayload returns a bulk ('$', '=', '!') frame's payload, nil for a
+// null or another frame.
+func BulkPayload(r []byte) []byte {
+	if len(r) < 4 || (r[0] != '$' && r[0] != '=' && r[0] != '!') {
+		return nil
+	}
+	i := 1
+	for i < len(r) && r[i] != '\r' {
+		i++
+	}
+	n, err := strconv.Atoi(string(r[1:i]))
+	if err != nil || n < 0 || i+2+n > len(r) {
+		return nil
+	}
+	return r[i+2 : i+2+n]
+}
+
+// IntReply parses an integer (':') frame.
+func IntReply(r []byte) (int64, bool) {
+	if len(r) < 4 || r[0] != ':' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(r[1:len(r)-2]), 10, 64)
+	return n, err == nil
+}
+
+// IsError reports whether r is an error frame.
+func IsError(r []byte) bool { return len(r) > 0 && (r[0] == '-' || r[0] == '!') }

@@ -1,0 +1,729 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/tiering"
+)
+
+// DemoterOptions configure a Demoter.
+type DemoterOptions struct {
+	// Budget returns the upstream's used_memory budget (maxmemory); 0
+	// disables demotion.
+	Budget func() int64
+	// Interval is how often used_memory is polled while under budget.
+	Interval time.Duration
+	// Batch is how many keys one demotion round moves at most.
+	Batch int
+	// Databases is the number of databases to demote from.
+	Databases int
+	Logger    *slog.Logger
+}
+
+// Demoter keeps the upstream under its memory budget. Each round samples
+// keys (RANDOMKEY), ranks them by the upstream's own access clock (OBJECT
+// IDLETIME, or OBJECT FREQ under an LFU policy) and moves the coldest:
+//
+//  1. mark them in the cold index (clients touching them now wait), unless
+//     a client protects them (MULTI, WATCH, a blocking command);
+//  2. pass the Gate's barrier: no request that missed the mark is in flight;
+//  3. WATCH them and read type, expiry and content (big structures in
+//     chunks of chunkSize elements);
+//  4. write them to the cold store and sync it;
+//  5. MULTI, UNLINK, EXEC: if any changed since WATCH, EXEC fails and the
+//     cold copies are dropped, so a racing write is never lost.
+//
+// While used_memory is over 1.5 times the budget, writers are slowed
+// (Throttle) until demotion catches up.
+type Demoter struct {
+	opts  DemoterOptions
+	pool  *Pool
+	eng   *tiering.Engine
+	index func(db int) *ColdIndex
+	locks *KeyLocks
+	gate  *Gate
+
+	conn   *Conn
+	connDB int
+
+	// UsedMemory is the upstream's used_memory at the last poll; PeakUsed
+	// the highest seen.
+	UsedMemory, PeakUsed atomic.Int64
+	Demoted, Aborted     atomic.Int64
+	ThrottledWrites      atomic.Int64
+	throttling           atomic.Bool
+	thMu                 sync.Mutex
+	thCond               *sync.Cond
+
+	// mu serializes rounds and on-demand demotions (the connection).
+	mu      sync.Mutex
+	useFreq bool
+	kick    chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// chunkSize bounds the elements read from the upstream per request when
+// demoting a big structure.
+const chunkSize = 1000
+
+// NewDemoter returns a demoter; Start runs it.
+func NewDemoter(opts DemoterOptions, pool *Pool, eng *tiering.Engine, index func(db int) *ColdIndex, locks *KeyLocks, gate *Gate) *Demoter {
+	if opts.Interval <= 0 {
+		opts.Interval = 100 * time.Millisecond
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 128
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	d := &Demoter{opts: opts, pool: pool, eng: eng, index: index, locks: locks, gate: gate,
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	d.thCond = sync.NewCond(&d.thMu)
+	return d
+}
+
+// Start runs the demotion loop in the background.
+func (d *Demoter) Start() {
+	d.wg.Add(1)
+	go d.loop()
+}
+
+// Stop ends the loop, waiting for the round in progress.
+func (d *Demoter) Stop() {
+	select {
+	case <-d.stop:
+		return
+	default:
+	}
+	close(d.stop)
+	d.setThrottle(false)
+	d.wg.Wait()
+	if d.conn != nil {
+		d.conn.Close()
+	}
+}
+
+// Kick asks for a poll now.
+func (d *Demoter) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Throttling reports whether writers are being slowed.
+func (d *Demoter) Throttling() bool { return d.throttling.Load() }
+
+// Throttle makes a write wait while the upstream is far over budget, for
+// at most max: demotion is catching up.
+func (d *Demoter) Throttle(max time.Duration) {
+	if !d.throttling.Load() {
+		return
+	}
+	d.ThrottledWrites.Add(1)
+	deadline := time.Now().Add(max)
+	t := time.AfterFunc(max, func() {
+		d.thMu.Lock()
+		d.thCond.Broadcast()
+		d.thMu.Unlock()
+	})
+	defer t.Stop()
+	d.thMu.Lock()
+	for d.throttling.Load() && time.Now().Before(deadline) {
+		d.thCond.Wait()
+	}
+	d.thMu.Unlock()
+}
+
+func (d *Demoter) setThrottle(on bool) {
+	if d.throttling.Swap(on) && !on {
+		d.thMu.Lock()
+		d.thCond.Broadcast()
+		d.thMu.Unlock()
+	}
+}
+
+func (d *Demoter) loop() {
+	defer d.wg.Done()
+	t := time.NewTicker(d.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		case <-d.kick:
+		}
+		d.mu.Lock()
+		err := d.round()
+		d.mu.Unlock()
+		if err != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				d.opts.Logger.Warn("demotion round failed", "err", err)
+			}
+			d.closeConn()
+			d.setThrottle(false)
+		}
+	}
+}
+
+func (d *Demoter) closeConn() {
+	if d.conn != nil {
+		d.conn.Close()
+		d.conn = nil
+	}
+}
+
+// connFor returns the demoter's connection, on db.
+func (d *Demoter) connFor(db int) (*Conn, error) {
+	if d.conn == nil {
+		c, err := d.pool.Dial(2, db)
+		if err != nil {
+			return nil, err
+		}
+		d.conn, d.connDB = c, db
+	}
+	if d.connDB != db {
+		r, err := d.conn.Do("SELECT", strconv.Itoa(db))
+		if err != nil {
+			return nil, err
+		}
+		if IsError(r) {
+			return nil, fmt.Errorf("upstream: SELECT %d: %s", db, ReplyText(r))
+		}
+		d.connDB = db
+	}
+	d.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	return d.conn, nil
+}
+
+// poll reads used_memory and the databases that hold keys.
+func (d *Demoter) poll() (used int64, dbs []int, err error) {
+	c, err := d.connFor(d.connDBOr0())
+	if err != nil {
+		return 0, nil, err
+	}
+	c.Send("INFO", "memory")
+	c.Send("INFO", "keyspace")
+	if err := c.Flush(); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	r, err := c.Read()
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	v, _ := InfoField(BulkPayload(r), "used_memory")
+	used, _ = strconv.ParseInt(v, 10, 64)
+	r, err = c.Read()
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	info := BulkPayload(r)
+	for db := 0; db < d.opts.Databases; db++ {
+		if _, ok := InfoField(info, "db"+strconv.Itoa(db)); ok {
+			dbs = append(dbs, db)
+		}
+	}
+	d.UsedMemory.Store(used)
+	if used > d.PeakUsed.Load() {
+		d.PeakUsed.Store(used)
+	}
+	return used, dbs, nil
+}
+
+func (d *Demoter) connDBOr0() int {
+	if d.conn != nil {
+		return d.connDB
+	}
+	return d.pool.Target().DB
+}
+
+// round polls, and demotes while the upstream is over budget.
+func (d *Demoter) round() error {
+	used, dbs, err := d.poll()
+	if err != nil {
+		return err
+	}
+	budget := d.opts.Budget()
+	if budget <= 0 || used <= budget || len(dbs) == 0 {
+		d.setThrottle(false)
+		return nil
+	}
+	low := budget - budget/20
+	next := 0
+	idle := 0
+	for used > low {
+		select {
+		case <-d.stop:
+			return nil
+		default:
+		}
+		d.setThrottle(used > budget+budget/2)
+		n, err := d.DemoteSample(dbs[next%len(dbs)], d.opts.Batch)
+		if err != nil {
+			return err
+		}
+		next++
+		if n == 0 {
+			if idle++; idle >= 2*len(dbs) {
+				break // nothing demotable right now
+			}
+		} else {
+			idle = 0
+		}
+		if used, dbs, err = d.poll(); err != nil {
+			return err
+		}
+		if len(dbs) == 0 {
+			break
+		}
+	}
+	d.setThrottle(false)
+	return nil
+}
+
+// DemoteSample demotes up to n of the coldest keys among a random sample
+// of db and returns how many it moved.
+func (d *Demoter) DemoteSample(db, n int) (int, error) {
+	c, err := d.connFor(db)
+	if err != nil {
+		return 0, err
+	}
+	sample := 2 * n
+	for i := 0; i < sample; i++ {
+		c.Send("RANDOMKEY")
+	}
+	if err := c.Flush(); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	seen := map[string]bool{}
+	var keys [][]byte
+	for i := 0; i < sample; i++ {
+		r, err := c.Read()
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		k := BulkPayload(r)
+		if k != nil && !seen[string(k)] {
+			seen[string(k)] = true
+			keys = append(keys, append([]byte{}, k...))
+		}
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	ranked, err := d.rank(c, keys)
+	if err != nil {
+		return 0, err
+	}
+	if len(ranked) > n {
+		ranked = ranked[:n]
+	}
+	return d.Demote(db, ranked)
+}
+
+// rank orders keys coldest first by OBJECT IDLETIME (or FREQ).
+func (d *Demoter) rank(c *Conn, keys [][]byte) ([][]byte, error) {
+	sub := "IDLETIME"
+	if d.useFreq {
+		sub = "FREQ"
+	}
+	for _, k := range keys {
+		c.SendArgs([][]byte{[]byte("OBJECT"), []byte(sub), k})
+	}
+	if err := c.Flush(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	type ranked struct {
+		key  []byte
+		cold int64
+	}
+	out := make([]ranked, 0, len(keys))
+	switchFreq := false
+	for _, k := range keys {
+		r, err := c.Read()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		v, ok := IntReply(r)
+		if !ok {
+			if IsError(r) {
+				switchFreq = true // the other policy family is in force
+			}
+			continue
+		}
+		if d.useFreq {
+			v = -v // least frequent first
+		}
+		out = append(out, ranked{k, v})
+	}
+	if switchFreq && len(out) == 0 {
+		d.useFreq = !d.useFreq
+	}
+	slices.SortStableFunc(out, func(a, b ranked) int {
+		switch {
+		case a.cold > b.cold:
+			return -1
+		case a.cold < b.cold:
+			return 1
+		}
+		return 0
+	})
+	keys = keys[:0]
+	for _, r := range out {
+		keys = append(keys, r.key)
+	}
+	return keys, nil
+}
+
+// Demote moves keys of db to the cold store, as the type comment says, and
+// returns how many moved. Keys protected or already moving are skipped;
+// keys of types the cold store does not hold (streams, modules) stay.
+func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
+	done := make(chan struct{})
+	defer close(done)
+	var marked [][]byte
+	var hashes []uint64
+	idx := d.index(db)
+	for _, k := range keys {
+		h := KeyHash(k)
+		d.locks.Lock(h)
+		ok := idx.StartDemotion(h, done)
+		d.locks.Unlock(h)
+		if ok {
+			marked = append(marked, k)
+			hashes = append(hashes, h)
+		}
+	}
+	if len(marked) == 0 {
+		return 0, nil
+	}
+	execSent := false
+	moved, nKeep := 0, 0
+	defer func() {
+		for i, h := range hashes {
+			// After EXEC was sent without an answer, the copies stay: the
+			// upstream may or may not have removed the keys, and a key in
+			// both tiers is resolved in the upstream's favour when touched.
+			cold := i < moved || (execSent && i < nKeep)
+			idx.EndDemotion(h, cold)
+		}
+	}()
+	d.gate.Barrier()
+
+	c, err := d.connFor(db)
+	if err != nil {
+		return 0, err
+	}
+	vals, err := d.read(c, marked)
+	if err != nil {
+		return 0, err
+	}
+	// Only keys read whole are removed upstream; order them first so that
+	// the deferred EndDemotion can tell them apart by index.
+	var keep [][]byte
+	var keepH []uint64
+	var rest []uint64
+	for i, v := range vals {
+		if v != nil {
+			keep = append(keep, marked[i])
+			keepH = append(keepH, hashes[i])
+		} else {
+			rest = append(rest, hashes[i])
+		}
+	}
+	hashes = append(keepH, rest...)
+	vals = slices.DeleteFunc(vals, func(v *Value) bool { return v == nil })
+	if len(vals) == 0 {
+		c.Do("UNWATCH")
+		return 0, nil
+	}
+	if err := Import(d.eng, db, vals); err != nil {
+		c.Do("UNWATCH")
+		return 0, err
+	}
+	nKeep = len(keep)
+	if err := d.eng.Cold().SyncWAL(); err != nil {
+		d.drop(db, keep)
+		c.Do("UNWATCH")
+		return 0, fmt.Errorf("upstream: sync cold store before demotion: %w", err)
+	}
+	c.Send("MULTI")
+	unlink := make([][]byte, 0, len(keep)+1)
+	unlink = append(unlink, []byte("UNLINK"))
+	unlink = append(unlink, keep...)
+	c.SendArgs(unlink)
+	c.Send("EXEC")
+	execSent = true
+	if err := c.Flush(); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := c.Read(); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	r, err := c.Read()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	execSent = false
+	if len(r) >= 3 && r[0] == '*' && r[1] == '-' {
+		// A key changed since WATCH: its writer wins, nothing moves.
+		d.drop(db, keep)
+		d.Aborted.Add(1)
+		return 0, nil
+	}
+	if IsError(r) {
+		d.drop(db, keep)
+		return 0, fmt.Errorf("upstream: demotion EXEC: %s", ReplyText(r))
+	}
+	moved = len(keep)
+	d.Demoted.Add(int64(moved))
+	return moved, nil
+}
+
+// drop deletes cold copies written for a demotion that did not happen.
+func (d *Demoter) drop(db int, keys [][]byte) {
+	for _, k := range keys {
+		if err := DropKey(d.eng, db, k); err != nil {
+			d.opts.Logger.Error("could not drop the cold copy of an aborted demotion", "key", string(k), "err", err)
+		}
+	}
+}
+
+// read WATCHes keys and reads each whole; a nil Value is a key that cannot
+// be demoted (gone, or a type the cold store does not hold).
+func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
+	watch := append([][]byte{[]byte("WATCH")}, keys...)
+	c.SendArgs(watch)
+	for _, k := range keys {
+		c.SendArgs([][]byte{[]byte("TYPE"), k})
+		c.SendArgs([][]byte{[]byte("PEXPIRETIME"), k})
+	}
+	if err := c.Flush(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if _, err := c.Read(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	vals := make([]*Value, len(keys))
+	for i, k := range keys {
+		r, err := c.Read()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		t := typeByName(ReplyText(r))
+		r, err = c.Read()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		exp, _ := IntReply(r)
+		if t == codec.TypeNone || exp == -2 {
+			continue
+		}
+		if exp < 0 {
+			exp = 0
+		}
+		vals[i] = &Value{Key: k, Type: t, ExpireAt: exp}
+	}
+	// Contents: a first request for every key, then more chunks for the
+	// big ones until each is whole.
+	type cursor struct {
+		v    *Value
+		next uint64 // SCAN cursor or next index
+		seen map[string]bool
+	}
+	var open []*cursor
+	for _, v := range vals {
+		if v != nil {
+			open = append(open, &cursor{v: v})
+		}
+	}
+	for len(open) > 0 {
+		for _, cur := range open {
+			sendChunk(c, cur.v, cur.next)
+		}
+		if err := c.Flush(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		still := open[:0]
+		for _, cur := range open {
+			r, err := c.Read()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
+			more, next, err := takeChunk(cur.v, r, cur.next, &cur.seen)
+			if err != nil {
+				return nil, err
+			}
+			if more {
+				cur.next = next
+				still = append(still, cur)
+			}
+		}
+		open = still
+	}
+	for i, v := range vals {
+		if v != nil && v.Type != codec.TypeString && len(v.Elems)+len(v.Members) == 0 {
+			vals[i] = nil // emptied meanwhile; EXEC will notice
+		}
+	}
+	return vals, nil
+}
+
+func typeByName(s string) codec.Type {
+	switch s {
+	case "string":
+		return codec.TypeString
+	case "hash":
+		return codec.TypeHash
+	case "set":
+		return codec.TypeSet
+	case "list":
+		return codec.TypeList
+	case "zset":
+		return codec.TypeZSet
+	}
+	return codec.TypeNone
+}
+
+func sendChunk(c *Conn, v *Value, next uint64) {
+	k := v.Key
+	from := strconv.FormatUint(next, 10)
+	to := strconv.FormatUint(next+chunkSize-1, 10)
+	switch v.Type {
+	case codec.TypeString:
+		c.SendArgs([][]byte{[]byte("GET"), k})
+	case codec.TypeList:
+		c.SendArgs([][]byte{[]byte("LRANGE"), k, []byte(from), []byte(to)})
+	case codec.TypeZSet:
+		c.SendArgs([][]byte{[]byte("ZRANGE"), k, []byte(from), []byte(to), []byte("WITHSCORES")})
+	case codec.TypeHash:
+		c.SendArgs([][]byte{[]byte("HSCAN"), k, []byte(from), []byte("COUNT"), []byte(strconv.Itoa(chunkSize))})
+	case codec.TypeSet:
+		c.SendArgs([][]byte{[]byte("SSCAN"), k, []byte(from), []byte("COUNT"), []byte(strconv.Itoa(chunkSize))})
+	}
+}
+
+// takeChunk adds a chunk reply to v and says whether more is to be read
+// and from where. SCAN replies may repeat items; seen drops repeats.
+func takeChunk(v *Value, r []byte, at uint64, seen *map[string]bool) (more bool, next uint64, err error) {
+	if IsError(r) {
+		return false, 0, fmt.Errorf("upstream: demotion read of %q: %s", v.Key, ReplyText(r))
+	}
+	switch v.Type {
+	case codec.TypeString:
+		p := replyParser{b: r}
+		v.Str = p.bulk()
+		if v.Str == nil {
+			v.Str = []byte{}
+		}
+		return false, 0, p.err
+	case codec.TypeList:
+		items, err := ParseBulks(r)
+		if err != nil {
+			return false, 0, err
+		}
+		v.Elems = append(v.Elems, items...)
+		return len(items) == chunkSize, at + chunkSize, nil
+	case codec.TypeZSet:
+		items, err := ParseBulks(r)
+		if err != nil {
+			return false, 0, err
+		}
+		for i := 0; i+1 < len(items); i += 2 {
+			s, err := strconv.ParseFloat(string(items[i+1]), 64)
+			if err != nil {
+				return false, 0, fmt.Errorf("upstream: score %q of %q: %w", items[i+1], v.Key, err)
+			}
+			v.Members = append(v.Members, items[i])
+			v.Scores = append(v.Scores, s)
+		}
+		return len(items) == 2*chunkSize, at + chunkSize, nil
+	default: // hash, set
+		cur, items, err := ParseScan(r)
+		if err != nil {
+			return false, 0, err
+		}
+		step := 1
+		if v.Type == codec.TypeHash {
+			step = 2
+		}
+		if cur == 0 && at == 0 && *seen == nil {
+			v.Elems = append(v.Elems, items...)
+			return false, 0, nil
+		}
+		if *seen == nil {
+			*seen = map[string]bool{}
+			for i := 0; i < len(v.Elems); i += step {
+				(*seen)[string(v.Elems[i])] = true
+			}
+		}
+		for i := 0; i+step-1 < len(items); i += step {
+			if (*seen)[string(items[i])] {
+				continue
+			}
+			(*seen)[string(items[i])] = true
+			v.Elems = append(v.Elems, items[i:i+step]...)
+		}
+		return cur != 0, cur, nil
+	}
+}
+
+// DemoteNow demotes the given keys of db at once (a test and operations
+// hook) and returns how many moved.
+func (d *Demoter) DemoteNow(db int, keys [][]byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, err := d.Demote(db, keys)
+	if err != nil {
+		d.closeConn()
+	}
+	return n, err
+}
+
+// DemoteAll demotes every key of db it can and returns how many moved.
+func (d *Demoter) DemoteAll(db int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	total := 0
+	var cursor uint64
+	for {
+		c, err := d.connFor(db)
+		if err != nil {
+			return total, err
+		}
+		r, err := c.Do("SCAN", strconv.FormatUint(cursor, 10), "COUNT", "200")
+		if err != nil {
+			d.closeConn()
+			return total, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		next, keys, err := ParseScan(r)
+		if err != nil {
+			return total, err
+		}
+		if len(keys) > 0 {
+			n, err := d.Demote(db, keys)
+			total += n
+			if err != nil {
+				d.closeConn()
+				return total, err
+			}
+		}
+		if next == 0 {
+			return total, nil
+		}
+		cursor = next
+	}
+}

@@ -1,0 +1,263 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Pool.
+type Options struct {
+	Target Target
+	// Shared is the number of shared connections per protocol (RESP2 and
+	// RESP3 each get their own).
+	Shared int
+	// DialTimeout bounds connecting and logging in.
+	DialTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Pool owns the shared connections and dials dedicated ones. When the
+// upstream is unreachable, every request fails at once with an error
+// wrapping ErrUnavailable, and a background loop reconnects with
+// exponential backoff, logging when the upstream goes away and comes back.
+type Pool struct {
+	opts Options
+
+	mu     sync.Mutex
+	shared [2][]*Mux // by protocol: [0] RESP2, [1] RESP3
+
+	up      atomic.Bool
+	lastErr atomic.Pointer[string]
+	// Reconnects counts successful reconnections after an outage.
+	Reconnects atomic.Int64
+
+	idleMu sync.Mutex
+	idle   []*Conn
+
+	kick chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// maxIdle bounds the dedicated connections kept for reuse.
+const maxIdle = 32
+
+// NewPool connects the shared connections. An unreachable upstream is not
+// an error: the pool starts down and keeps trying.
+func NewPool(opts Options) *Pool {
+	if opts.Shared <= 0 {
+		opts.Shared = 2
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	p := &Pool{opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	for i := range p.shared {
+		p.shared[i] = make([]*Mux, opts.Shared)
+	}
+	msg := "not connected yet"
+	p.lastErr.Store(&msg)
+	if err := p.connectAll(); err != nil {
+		p.opts.Logger.Warn("upstream unreachable; retrying in the background", "upstream", opts.Target.Addr, "err", err)
+	} else {
+		p.up.Store(true)
+	}
+	p.wg.Add(1)
+	go p.maintain()
+	return p
+}
+
+// Target returns the upstream's address and credentials.
+func (p *Pool) Target() Target { return p.opts.Target }
+
+// Up reports whether every shared connection is connected.
+func (p *Pool) Up() bool { return p.up.Load() }
+
+// Close closes the shared connections and stops reconnecting.
+func (p *Pool) Close() {
+	select {
+	case <-p.stop:
+		return
+	default:
+	}
+	close(p.stop)
+	p.wg.Wait()
+	p.idleMu.Lock()
+	for _, c := range p.idle {
+		c.Close()
+	}
+	p.idle = nil
+	p.idleMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, list := range p.shared {
+		for _, m := range list {
+			if m != nil {
+				m.Close()
+			}
+		}
+	}
+}
+
+// Shared returns the shared connection for a client of the given protocol
+// (2 or 3), spreading clients by id. It fails at once when that connection
+// is down.
+func (p *Pool) Shared(proto int, id int64) (*Mux, error) {
+	i := 0
+	if proto == 3 {
+		i = 1
+	}
+	p.mu.Lock()
+	list := p.shared[i]
+	m := list[int(uint64(id)%uint64(len(list)))]
+	p.mu.Unlock()
+	if m == nil || m.Broken() {
+		p.noteBroken(nil)
+		return nil, p.unavailable()
+	}
+	return m, nil
+}
+
+// Dial opens a dedicated connection in the given protocol, on db.
+func (p *Pool) Dial(proto, db int) (*Conn, error) {
+	c, err := Dial(p.opts.Target, proto, db, p.opts.DialTimeout)
+	if err != nil {
+		p.noteBroken(err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Get returns a dedicated connection in proto on db: an idle one put back
+// by Put, or a new one.
+func (p *Pool) Get(proto, db int) (*Conn, error) {
+	p.idleMu.Lock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		c := p.idle[i]
+		if c.Proto == proto && c.DB == db {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			p.idleMu.Unlock()
+			return c, nil
+		}
+	}
+	p.idleMu.Unlock()
+	return p.Dial(proto, db)
+}
+
+// Put keeps a dedicated connection whose upstream state is clean (no
+// transaction, watch or subscription; still on the database it was
+// dialed on) for reuse.
+func (p *Pool) Put(c *Conn) {
+	p.idleMu.Lock()
+	defer p.idleMu.Unlock()
+	if len(p.idle) >= maxIdle || !p.up.Load() {
+		c.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+}
+
+// unavailable is the error requests get while the upstream is down.
+func (p *Pool) unavailable() error {
+	return fmt.Errorf("%w: %s", ErrUnavailable, *p.lastErr.Load())
+}
+
+// ErrorReply renders err as the error line a client gets.
+func ErrorReply(err error) string {
+	msg := err.Error()
+	if errors.Is(err, ErrUnavailable) {
+		msg = strings.Replace(msg, ErrUnavailable.Error()+": ", "", 1)
+		return "ERR upstream unavailable: " + firstLine(msg)
+	}
+	return "ERR upstream: " + firstLine(msg)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// noteBroken records a failure and wakes the reconnect loop.
+func (p *Pool) noteBroken(err error) {
+	if err != nil {
+		msg := err.Error()
+		msg = strings.Replace(msg, ErrUnavailable.Error()+": ", "", 1)
+		p.lastErr.Store(&msg)
+	}
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// connectAll dials every missing or broken shared connection.
+func (p *Pool) connectAll() error {
+	for i, list := range p.shared {
+		for j := range list {
+			p.mu.Lock()
+			m := list[j]
+			p.mu.Unlock()
+			if m != nil && !m.Broken() {
+				continue
+			}
+			c, err := Dial(p.opts.Target, i+2, p.opts.Target.DB, p.opts.DialTimeout)
+			if err != nil {
+				msg := strings.Replace(err.Error(), ErrUnavailable.Error()+": ", "", 1)
+				p.lastErr.Store(&msg)
+				return err
+			}
+			p.mu.Lock()
+			list[j] = newMux(c, p)
+			p.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// maintain reconnects broken shared connections with exponential backoff
+// (100 ms doubling to 5 s) and logs outages once, and their end.
+func (p *Pool) maintain() {
+	defer p.wg.Done()
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
+	backoff := minBackoff
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		case <-tick.C:
+		}
+		for {
+			err := p.connectAll()
+			if err == nil {
+				if !p.up.Swap(true) {
+					p.Reconnects.Add(1)
+					p.opts.Logger.Warn("upstream reachable again", "upstream", p.opts.Target.Addr)
+				}
+				backoff = minBackoff
+				break
+			}
+			if p.up.Swap(false) {
+				p.opts.Logger.Error("upstream unreachable; clients get errors until it is back", "upstream", p.opts.Target.Addr, "err", err)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
