@@ -157,7 +157,7 @@ func run(args []string) error {
 		clean := takeCleanMarker(dir)
 		err := srv.EnableUpstream(proxy.UpstreamOptions{Target: upstream.Target{
 			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
-		}}, clean)
+		}, SharedConn: cfg.UpstreamConnections()}, clean)
 		if err != nil {
 			engine.Close()
 			cold.Close()

@@ -79,6 +79,10 @@ func (c *Config) LogFile() string { return c.load(idxLogFile).s }
 // Upstream is the upstream URL as configured; "" means embedded mode.
 func (c *Config) Upstream() string { return c.load(idxUpstream).s }
 
+// UpstreamConnections is the number of shared upstream connections per
+// protocol.
+func (c *Config) UpstreamConnections() int { return int(c.load(idxUpstreamConnections).n) }
+
 // UpstreamTarget parses Upstream; ok is false in embedded mode.
 func (c *Config) UpstreamTarget() (u Upstream, ok bool) {
 	s := c.Upstream()

@@ -40,6 +40,7 @@ const (
 	idxLogLevel
 	idxLogFile
 	idxUpstream
+	idxUpstreamConnections
 	idxMaxClients
 	idxTimeout
 	idxProtoMaxBulkLen
@@ -163,6 +164,9 @@ var registry = [numSettings]*setting{
 	idxUpstream: strSetting("upstream", "",
 		"Upstream Redis URL "+upstreamSyntax+" (empty: embedded mode).").
 		withMut(immutable).withCheck(checkUpstream).own(),
+	idxUpstreamConnections: intSetting("upstream-connections", 1, 64, "2",
+		"Shared upstream connections per protocol that clients' commands are pipelined onto (upstream mode).").
+		withMut(immutable).own(),
 	idxMaxClients: intSetting("maxclients", 1, maxUint32, "10000",
 		"Maximum number of connected clients.").own(),
 	idxTimeout: intSetting("timeout", 0, maxInt32, "0",
