@@ -173,6 +173,8 @@ type diffRun struct {
 	ops              int
 	cfg              genConfig
 	testName         string
+	// afterOp, when set, is called after each compared op with its index.
+	afterOp func(i int)
 }
 
 // runDiff sends one generated sequence to both servers and fails at the
@@ -239,6 +241,9 @@ func runDiff(t *testing.T, d diffRun) {
 		}
 		if o.Kind != opRandom && o.Kind != opZRandom {
 			hist.add("#%d %s -> %s%s", i, fmtArgs(o.Args), fmtRaw(a.Raw), note)
+		}
+		if d.afterOp != nil {
+			d.afterOp(i)
 		}
 	}
 	// The generator must mostly produce commands that succeed, or the run

@@ -80,7 +80,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 	c.protoVer.Store(2)
 	c.authed = s.cfg.RequirePass() == ""
 	if s.up != nil {
-		c.up = newUpClient()
+		c.up = newUpClient(c)
 		c.db = s.up.defaultDB
 		c.dbShown.Store(int32(c.db))
 	}
@@ -148,6 +148,13 @@ func (c *Client) waitPending() error {
 // buffered replies. If the store cannot sync, the replies are not sent and
 // the connection is closed: nothing unsynced is acknowledged.
 func (c *Client) flush() bool {
+	if !c.awaitAsync() {
+		return false
+	}
+	if u := c.up; u != nil && u.n > 0 && u.pinned == nil && c.w.Len() == 0 &&
+		c.replyMode == replyOn && c.pending.IsZero() && c.submitAsync() {
+		return true
+	}
 	c.flushForwards()
 	if err := c.waitPending(); err != nil {
 		c.s.log.Error("write not durable; closing client", "client", c.id, "err", err)

@@ -66,6 +66,10 @@ func unknownCommand(c *Client, args [][]byte) {
 // handler; it applies CLIENT REPLY's mode to the reply.
 func (c *Client) execute(args [][]byte) {
 	defer c.recoverPanic(args)
+	if c.up != nil && c.up.asyncOut && !c.awaitAsync() {
+		c.quit = true
+		return
+	}
 	s := c.s
 	s.stats.commands.Add(1)
 	c.lastIO.Store(time.Now().UnixMilli())

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
@@ -41,6 +42,19 @@ type upClient struct {
 	wmu         sync.Mutex // serializes socket writes in passthrough
 	// protected are the keys this client keeps from demotion.
 	protected []protectedKey
+
+	// asyncOut is set while a batch sent by submitAsync is in flight: its
+	// replies are written to the socket by the connection's reader.
+	asyncOut    bool
+	asyncFailed bool
+	asyncBuf    []byte
+	asyncN      int
+	raw         syscall.RawConn
+	onDone      func() bool
+	tryWriteFn  func(fd uintptr) bool
+	tryBuf      []byte
+	tryN        int
+	tryErr      error
 }
 
 type protectedKey struct {
@@ -54,8 +68,104 @@ const (
 	maxBatchCmds  = 512
 )
 
-func newUpClient() *upClient {
-	return &upClient{call: upstream.NewCall(), ctlCall: upstream.NewCall()}
+func newUpClient(c *Client) *upClient {
+	u := &upClient{call: upstream.NewCall(), ctlCall: upstream.NewCall()}
+	if sc, ok := c.nc.(syscall.Conn); ok {
+		u.raw, _ = sc.SyscallConn()
+	}
+	u.onDone = c.onAsyncDone
+	u.tryWriteFn = func(fd uintptr) bool {
+		u.tryN, u.tryErr = syscall.Write(int(fd), u.tryBuf)
+		return true
+	}
+	return u
+}
+
+// submitAsync sends the batch at the end of the client's pipeline without
+// waiting for it: the shared connection's reader writes the replies to the
+// socket (onAsyncDone), sparing the client's goroutine a wake-up per
+// batch. It reports false when the batch could not be sent; error replies
+// are then in the reply buffer.
+func (c *Client) submitAsync() bool {
+	u := c.up
+	n, reqs := u.n, u.reqs
+	u.n, u.reqs = 0, u.reqs[:0]
+	m, err := c.s.up.pool.Shared(c.w.Proto, c.id)
+	if err == nil {
+		u.call.Replies = u.asyncBuf[:0]
+		u.call.OnDone = u.onDone
+		u.asyncOut, u.asyncFailed = true, false
+		if err = m.Submit(u.call, reqs, n); err == nil {
+			return true
+		}
+		u.asyncOut = false
+		u.call.OnDone = nil
+	}
+	for i := 0; i < n; i++ {
+		c.err(upstream.ErrorReply(err))
+	}
+	c.leaveGate()
+	return false
+}
+
+// onAsyncDone runs on the reader goroutine when an async batch is in (or
+// failed): it leaves the gate and writes the replies with one non-blocking
+// write; what the socket does not take is written by a goroutine that then
+// finishes the call.
+func (c *Client) onAsyncDone() bool {
+	u := c.up
+	call := u.call
+	buf := call.Replies
+	if call.Err != nil {
+		msg := upstream.ErrorReply(call.Err)
+		for i := call.Got(); i < call.N(); i++ {
+			buf = append(buf, '-')
+			buf = append(buf, msg...)
+			buf = append(buf, '\r', '\n')
+			c.s.stats.errorReplies.Add(1)
+		}
+	}
+	c.leaveGate()
+	u.asyncBuf = buf
+	written := 0
+	if u.raw != nil {
+		u.tryBuf = buf
+		if err := u.raw.Write(u.tryWriteFn); err == nil && u.tryN > 0 {
+			written = u.tryN
+		}
+		u.tryBuf = nil
+		if u.tryErr != nil && u.tryErr != syscall.EAGAIN {
+			u.asyncFailed = true
+			return true
+		}
+	}
+	c.s.stats.netOut.Add(int64(written))
+	if written == len(buf) {
+		return true
+	}
+	go func() {
+		n, err := c.nc.Write(buf[written:])
+		c.s.stats.netOut.Add(int64(n))
+		if err != nil {
+			u.asyncFailed = true
+		}
+		call.Signal()
+	}()
+	return false
+}
+
+// awaitAsync waits for the batch in flight, if any, and reports whether
+// its replies reached the socket.
+func (c *Client) awaitAsync() bool {
+	u := c.up
+	if u == nil || !u.asyncOut {
+		return true
+	}
+	u.call.Wait()
+	u.asyncOut = false
+	u.call.OnDone = nil
+	u.call.Replies = nil
+	return !u.asyncFailed
 }
 
 func (c *Client) enterGate() {
@@ -522,6 +632,7 @@ func (c *Client) upClose() {
 	if u == nil {
 		return
 	}
+	c.awaitAsync()
 	u.n, u.reqs = 0, nil
 	c.leaveGate()
 	c.unprotectAll()

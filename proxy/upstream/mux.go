@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 
 	"github.com/spillway/spillway/proxy/resp"
@@ -19,8 +20,26 @@ type Call struct {
 	// then holds the replies that did arrive.
 	Err error
 
+	// OnDone, if set, runs on the connection's reader goroutine when the
+	// batch is complete (or failed), before Wait returns. It reports
+	// whether the call is finished; if not, whoever finishes it calls
+	// Signal.
+	OnDone func() bool
+
 	n, got int
 	done   chan struct{}
+}
+
+// N returns how many replies the last batch expects.
+func (c *Call) N() int { return c.n }
+
+// Signal finishes a call whose OnDone reported false.
+func (c *Call) Signal() { c.done <- struct{}{} }
+
+func (c *Call) complete() {
+	if c.OnDone == nil || c.OnDone() {
+		c.done <- struct{}{}
+	}
 }
 
 // NewCall returns a Call ready for Submit.
@@ -88,6 +107,11 @@ func (m *Mux) Submit(c *Call, reqs []byte, n int) error {
 		return nil
 	}
 	m.writing = true
+	m.mu.Unlock()
+	// Let the other runnable clients queue their requests first, so that
+	// one write carries many (as an event loop's would).
+	runtime.Gosched()
+	m.mu.Lock()
 	for {
 		buf := m.out
 		m.out = m.spare[:0]
@@ -145,7 +169,7 @@ func (m *Mux) readLoop() {
 				m.queue, m.head = m.queue[:0], 0
 			}
 			m.mu.Unlock()
-			c.done <- struct{}{}
+			c.complete()
 		}
 	}
 }
@@ -175,7 +199,7 @@ func (m *Mux) fail(err error) {
 	m.mu.Unlock()
 	for _, c := range q {
 		c.Err = err
-		c.done <- struct{}{}
+		c.complete()
 	}
 	close(m.closed)
 }
