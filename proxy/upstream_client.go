@@ -246,12 +246,7 @@ func (c *Client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *Client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
-	if h := upLocal[cmd]; h != nil {
-		c.flushForwards()
-		h(c, args)
-		return
-	}
-	if h := upLocal[cmd.Parent()]; h != nil && cmd.Parent() != nil {
+	if h := upLocal[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
 		h(c, args)
 		return
@@ -266,6 +261,20 @@ func (c *Client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	default:
 		c.upForward(cmd, args)
 	}
+}
+
+// subscribedRESP2 reports whether a RESP2 client in passthrough (pub/sub)
+// sends a command Spillway would answer itself: the upstream gets it, so
+// the client sees Redis's "only (P|S)SUBSCRIBE ... allowed" error.
+func (c *Client) subscribedRESP2(cmd *cmdtable.Command) bool {
+	if !c.up.passthrough || c.w.Proto != 2 {
+		return false
+	}
+	switch cmd.Name {
+	case "quit", "reset", "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe":
+		return false
+	}
+	return true
 }
 
 // upForwardUnknown forwards a command Spillway's table does not know (a
@@ -320,6 +329,10 @@ var metaCmds = map[string]bool{
 	"persist": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
 }
 
+// reloadAlways are reads never answered from a cold copy: their cursors
+// would not survive the key's reload between calls.
+var reloadAlways = map[string]bool{"hscan": true, "sscan": true, "zscan": true}
+
 // countCmds count keys and may mix tiers: cold keys are counted (and
 // deleted) in the store, the rest upstream.
 var countCmds = map[string]bool{"del": true, "unlink": true, "exists": true, "touch": true}
@@ -335,7 +348,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 		return true
 	}
 	h0 := handlers[cmd]
-	if h0 != nil && sameKey(args, keys) && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
+	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
 		key := args[keys[0]]
 		h := upstream.KeyHash(key)
 		c.lockKey(idx, h)

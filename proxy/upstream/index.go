@@ -99,11 +99,13 @@ func (x *ColdIndex) Clear() {
 }
 
 // StartDemotion marks h as being demoted and in the index, unless it is
-// protected or already being demoted. Callers hold the key's lock.
+// protected, being demoted, or already in the index (a key with a cold
+// copy is resolved by the clients that touch it, never re-demoted over
+// it). Callers hold the key's lock.
 func (x *ColdIndex) StartDemotion(h uint64, done chan struct{}) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.protected[h] > 0 {
+	if x.protected[h] > 0 || x.Has(h) {
 		return false
 	}
 	if _, busy := x.demoting[h]; busy {
