@@ -269,7 +269,12 @@ func (d *Demoter) round() error {
 		default:
 		}
 		d.setThrottle(used > budget+budget/2)
-		n, err := d.DemoteSample(dbs[next%len(dbs)], d.opts.Batch)
+		// Far over budget (a bulk load), rounds move more keys at once.
+		batch := d.opts.Batch
+		if used > budget+budget/10 {
+			batch *= 8
+		}
+		n, err := d.DemoteSample(dbs[next%len(dbs)], batch)
 		if err != nil {
 			return err
 		}
