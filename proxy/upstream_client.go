@@ -456,6 +456,8 @@ func (c *Client) reloadLocked(idx *upstream.ColdIndex, db int, key []byte, h uin
 		args[2] = strconv.AppendInt(nil, exp, 10)
 		args = append(args, []byte("ABSTTL"))
 	}
+	up.census.RLock()
+	defer up.census.RUnlock()
 	r, err := c.ctlDo(db, args)
 	if err != nil {
 		return err

@@ -243,6 +243,8 @@ func (c *Client) coldDBSize(db int) int64 {
 }
 
 func upDBSize(c *Client, _ [][]byte) {
+	c.s.up.census.Lock()
+	defer c.s.up.census.Unlock()
 	n, ok := c.upInt("DBSIZE")
 	if !ok {
 		return
@@ -251,6 +253,8 @@ func upDBSize(c *Client, _ [][]byte) {
 }
 
 func upKeys(c *Client, args [][]byte) {
+	c.s.up.census.Lock()
+	defer c.s.up.census.Unlock()
 	r, err := c.ctlDo(c.db, args)
 	if err != nil {
 		c.err(upstream.ErrorReply(err))
@@ -470,16 +474,21 @@ func upDebug(c *Client, args [][]byte) {
 // upInfo is the upstream's INFO with the keyspace counting both tiers and
 // Spillway's tiering section added.
 func upInfo(c *Client, args [][]byte) {
+	c.s.up.census.Lock()
+	defer c.s.up.census.Unlock()
 	r, err := c.ctlDo(c.db, args)
-	if err != nil {
-		c.err(upstream.ErrorReply(err))
-		return
-	}
-	if upstream.IsError(r) {
+	if err == nil && upstream.IsError(r) {
 		c.w.Raw(r)
 		return
 	}
-	body := string(upstream.BulkPayload(r))
+	var body string
+	if err == nil {
+		body = string(upstream.BulkPayload(r))
+	} else {
+		// The upstream is unreachable: Spillway's own sections still answer
+		// (upstream_status:down), and the keyspace counts the cold store.
+		body = "# Keyspace\r\n"
+	}
 	want := len(args) == 1
 	for _, a := range args[1:] {
 		switch strings.ToLower(string(a)) {
@@ -493,7 +502,10 @@ func upInfo(c *Client, args [][]byte) {
 	}
 	ks := strings.Index(body, "# Keyspace\r\n")
 	if ks >= 0 {
-		body = body[:ks] + tiering.String() + "\r\n" + c.s.mergedKeyspace(body[ks:])
+		if tiering.Len() > 0 {
+			tiering.WriteString("\r\n")
+		}
+		body = body[:ks] + tiering.String() + c.s.mergedKeyspace(body[ks:])
 	} else if tiering.Len() > 0 {
 		if body != "" {
 			body += "\r\n"

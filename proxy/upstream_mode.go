@@ -33,7 +33,13 @@ type upMode struct {
 	ctlMu sync.Mutex
 	ctl   map[int]*upstream.Conn
 
-	reloads, reloadConflicts, coldReads, coldHits atomic.Int64
+	// census is held shared by whatever briefly has a key in both tiers
+	// (a demotion between its store write and its UNLINK, a reload between
+	// RESTORE and the drop) and exclusively by the commands that count or
+	// list both tiers, which then see every key once.
+	census sync.RWMutex
+
+	reloads, reloadConflicts, coldReads atomic.Int64
 }
 
 // UpstreamOptions configure upstream mode.
@@ -75,6 +81,7 @@ func (s *Server) EnableUpstream(opts UpstreamOptions, cleanShutdown bool) error 
 	u.demoter = upstream.NewDemoter(upstream.DemoterOptions{
 		Budget:    func() int64 { return s.cfg.MaxMemory() },
 		Databases: n,
+		Census:    &u.census,
 		Logger:    s.log,
 	}, u.pool, s.engine, u.index, &u.locks, &u.gate)
 	u.demoter.Start()

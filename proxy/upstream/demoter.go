@@ -25,7 +25,11 @@ type DemoterOptions struct {
 	Batch int
 	// Databases is the number of databases to demote from.
 	Databases int
-	Logger    *slog.Logger
+	// Census, if set, is held shared while keys are in both tiers (from the
+	// store write to the upstream UNLINK), so that a count taken under its
+	// exclusive side counts each key once.
+	Census *sync.RWMutex
+	Logger *slog.Logger
 }
 
 // Demoter keeps the upstream under its memory budget. Each round samples
@@ -41,8 +45,8 @@ type DemoterOptions struct {
 //  5. MULTI, UNLINK, EXEC: if any changed since WATCH, EXEC fails and the
 //     cold copies are dropped, so a racing write is never lost.
 //
-// While used_memory is over 1.5 times the budget, writers are slowed
-// (Throttle) until demotion catches up.
+// While used_memory is over 1.3 times the budget, writers are slowed
+// (Throttle) until it is back under 1.15 times (see watchMemory).
 type Demoter struct {
 	opts  DemoterOptions
 	pool  *Pool
@@ -60,6 +64,8 @@ type Demoter struct {
 	Demoted, Aborted     atomic.Int64
 	ThrottledWrites      atomic.Int64
 	throttling           atomic.Bool
+	// stuck is set while a round finds nothing to demote.
+	stuck atomic.Bool
 	thMu                 sync.Mutex
 	thCond               *sync.Cond
 
@@ -92,10 +98,76 @@ func NewDemoter(opts DemoterOptions, pool *Pool, eng *tiering.Engine, index func
 	return d
 }
 
-// Start runs the demotion loop in the background.
+// Start runs the demotion loop and the memory watcher in the background.
 func (d *Demoter) Start() {
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.loop()
+	go d.watchMemory()
+}
+
+// Throttling thresholds, as fractions of the budget: writers are slowed
+// from throttleOn until used_memory is back under throttleOff.
+const (
+	throttleOn  = 1.3
+	throttleOff = 1.15
+)
+
+// watchMemory polls the upstream's used_memory on its own connection,
+// every 20 ms while over budget (every Interval otherwise), wakes the
+// demoter when over budget, and turns writer throttling on and off with
+// hysteresis. A bulk load can add megabytes in 50 ms, so the throttle is
+// not left to the demotion rounds, which may take longer than that.
+func (d *Demoter) watchMemory() {
+	defer d.wg.Done()
+	var c *Conn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	wait := d.opts.Interval
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = d.opts.Interval
+		if c == nil {
+			var err error
+			if c, err = d.pool.Dial(2, d.pool.Target().DB); err != nil {
+				d.setThrottle(false)
+				continue
+			}
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		r, err := c.Do("INFO", "memory")
+		if err != nil {
+			c.Close()
+			c = nil
+			d.setThrottle(false)
+			continue
+		}
+		v, _ := InfoField(BulkPayload(r), "used_memory")
+		used, _ := strconv.ParseInt(v, 10, 64)
+		d.UsedMemory.Store(used)
+		if used > d.PeakUsed.Load() {
+			d.PeakUsed.Store(used)
+		}
+		budget := d.opts.Budget()
+		switch {
+		case budget <= 0 || d.stuck.Load():
+			d.setThrottle(false)
+		case float64(used) > throttleOn*float64(budget):
+			d.setThrottle(true)
+		case float64(used) < throttleOff*float64(budget):
+			d.setThrottle(false)
+		}
+		if budget > 0 && used > budget {
+			wait = 20 * time.Millisecond
+			d.Kick()
+		}
+	}
 }
 
 // Stop ends the loop, waiting for the round in progress.
@@ -172,7 +244,6 @@ func (d *Demoter) loop() {
 				d.opts.Logger.Warn("demotion round failed", "err", err)
 			}
 			d.closeConn()
-			d.setThrottle(false)
 		}
 	}
 }
@@ -256,7 +327,7 @@ func (d *Demoter) round() error {
 	}
 	budget := d.opts.Budget()
 	if budget <= 0 || used <= budget || len(dbs) == 0 {
-		d.setThrottle(false)
+		d.stuck.Store(false)
 		return nil
 	}
 	low := budget - budget/20
@@ -268,7 +339,6 @@ func (d *Demoter) round() error {
 			return nil
 		default:
 		}
-		d.setThrottle(used > budget+budget/2)
 		// Far over budget (a bulk load), rounds move more keys at once.
 		batch := d.opts.Batch
 		if used > budget+budget/10 {
@@ -281,10 +351,13 @@ func (d *Demoter) round() error {
 		next++
 		if n == 0 {
 			if idle++; idle >= 2*len(dbs) {
-				break // nothing demotable right now
+				// Nothing demotable right now: slowing writers would not help.
+				d.stuck.Store(true)
+				break
 			}
 		} else {
 			idle = 0
+			d.stuck.Store(false)
 		}
 		if used, dbs, err = d.poll(); err != nil {
 			return err
@@ -293,7 +366,6 @@ func (d *Demoter) round() error {
 			break
 		}
 	}
-	d.setThrottle(false)
 	return nil
 }
 
@@ -452,6 +524,10 @@ func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 	if len(vals) == 0 {
 		c.Do("UNWATCH")
 		return 0, nil
+	}
+	if cs := d.opts.Census; cs != nil {
+		cs.RLock()
+		defer cs.RUnlock()
 	}
 	if err := Import(d.eng, db, vals); err != nil {
 		c.Do("UNWATCH")
