@@ -102,6 +102,9 @@ type Value struct {
 	Elems   [][]byte
 	Members [][]byte
 	Scores  []float64
+	// Skiplist says the upstream held a sorted set in its skiplist
+	// encoding (OBJECT ENCODING), the one that keeps -0 scores.
+	Skiplist bool
 }
 
 // Import writes values as cold copies in one store transaction, replacing
@@ -165,6 +168,8 @@ func importOne(tx *tiering.Tx, db int, v *Value) error {
 		if err != nil {
 			return err
 		}
+		// Before any member is added: a compact set normalizes -0 to 0.
+		z.SetSkiplist(zsetSkiplist(v))
 		for i, m := range v.Members {
 			if _, err := z.Add(m, v.Scores[i]); err != nil {
 				return err
@@ -182,4 +187,18 @@ func importOne(tx *tiering.Tx, db int, v *Value) error {
 		}
 	}
 	return nil
+}
+
+// zsetSkiplist reports whether v needs the skiplist encoding: the
+// upstream said so, or it is too big for Redis's compact one.
+func zsetSkiplist(v *Value) bool {
+	if v.Skiplist || len(v.Members) > tiering.CompactZSetMembers {
+		return true
+	}
+	for _, m := range v.Members {
+		if len(m) > tiering.CompactZSetMember {
+			return true
+		}
+	}
+	return false
 }

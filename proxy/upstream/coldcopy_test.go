@@ -298,9 +298,6 @@ func TestColdCopyRoundTrip(t *testing.T) {
 				t.Errorf("restored PEXPIRETIME %d (native %d); want %d", gotExp, wantExp, v.ExpireAt)
 			}
 			if got != want {
-				if bug := importNegZeroBug(v, got, want); bug != "" {
-					t.Skip(bug)
-				}
 				t.Errorf("restored value differs from the same value built by commands:\n got %.600s\nwant %.600s", got, want)
 			}
 		})
@@ -313,10 +310,6 @@ func TestColdCopyRoundTrip(t *testing.T) {
 	} {
 		native := ReplyText(mustDo(t, c, "ZSCORE", "native:"+tt.key, tt.member))
 		got := ReplyText(mustDo(t, c, "ZSCORE", tt.key, tt.member))
-		if got == "0" && tt.want == "-0" && native == "-0" {
-			t.Logf("KNOWN BUG (%s): ZSCORE %s %s = 0 after the round trip", negZeroBug, tt.key, tt.member)
-			continue
-		}
 		if got != tt.want || native != tt.want {
 			t.Errorf("ZSCORE %s %s = %q (built by ZADD: %q); want %q", tt.key, tt.member, got, native, tt.want)
 		}
@@ -444,28 +437,4 @@ func TestColdCopyImportSemantics(t *testing.T) {
 	if got, _, ok := dump(0, "k"); !ok || got != valueText(seq[len(seq)-1]) {
 		t.Error("a failed Import changed an existing value")
 	}
-}
-
-// negZeroBug is a known bug (reported; coldcopy.go not ours to edit):
-// Import adds a sorted set's members to a compact set, which has no -0,
-// so a member scored -0 that comes before the 129th member or before a
-// member over 64 bytes (the demoter reads in score order, where -0 comes
-// early) loses its sign, although Redis holds the set as a skiplist and
-// keeps it. Fix: in importOne, after CreateZSet, call
-// z.SetSkiplist(true) when len(v.Members) > tiering.CompactZSetMembers or
-// a member is longer than tiering.CompactZSetMember (better: carry OBJECT
-// ENCODING from the demoter's read in Value).
-const negZeroBug = "Import drops the sign of -0 scores in skiplist-sized sorted sets"
-
-// importNegZeroBug says whether a sorted set's round trip differs only by
-// lost -0 signs (the known bug), and how, for a skip message.
-func importNegZeroBug(v *Value, got, want string) string {
-	if v.Type != codec.TypeZSet {
-		return ""
-	}
-	fixed := strings.ReplaceAll(want, "=-0(0x8000000000000000)", "=0(0x0)")
-	if fixed != got {
-		return ""
-	}
-	return fmt.Sprintf("KNOWN BUG (%s) in %s", negZeroBug, v.Key)
 }

@@ -203,7 +203,7 @@ func BulkPayload(r []byte) []byte {
 		i++
 	}
 	n, err := strconv.Atoi(string(r[1:i]))
-	if err != nil || n < 0 || i+2+n > len(r) {
+	if err != nil || n < 0 || n > len(r)-i-2 {
 		return nil
 	}
 	return r[i+2 : i+2+n]

@@ -466,27 +466,18 @@ func TestReplyHelpers(t *testing.T) {
 	}
 }
 
-// bulkPayloadOverflow is a known bug (reported, conn.go not ours to edit):
-// BulkPayload's bounds check i+2+n > len(r) overflows for a length near
-// math.MaxInt and the slice expression then panics. The fix is to compare
-// without overflow: n > len(r)-i-2.
-const bulkPayloadOverflow = "BulkPayload length overflow"
-
 // TestBulkPayloadHugeLength feeds BulkPayload lengths near the int range,
-// which must give nil, not a panic. Inputs that hit the known overflow bug
-// skip (with the reason) instead of failing, until conn.go is fixed; then
-// they are checked like the others.
+// which must give nil, not a panic (lengths whose bounds check would
+// overflow included).
 func TestBulkPayloadHugeLength(t *testing.T) {
 	tests := []struct {
 		frame string
-		known string // known bug this input hits, if any
 	}{
-		{"$99999999999\r\nab\r\n", ""},
-		{"$99999999999999999999\r\n", ""},
-		{"$9223372036854775807\r\n", bulkPayloadOverflow},
-		{"$9223372036854775806\r\nabc", bulkPayloadOverflow},
+		{"$99999999999\r\nab\r\n"},
+		{"$99999999999999999999\r\n"},
+		{"$9223372036854775807\r\n"},
+		{"$9223372036854775806\r\nabc"},
 	}
-	var known []string
 	for _, tt := range tests {
 		var p []byte
 		panicked := func() (v any) {
@@ -495,15 +486,10 @@ func TestBulkPayloadHugeLength(t *testing.T) {
 			return nil
 		}()
 		switch {
-		case panicked != nil && tt.known != "":
-			known = append(known, fmt.Sprintf("%q: %v", tt.frame, panicked))
 		case panicked != nil:
 			t.Errorf("BulkPayload(%q) panicked: %v", tt.frame, panicked)
 		case p != nil:
 			t.Errorf("BulkPayload(%q) = %q; want nil", tt.frame, p)
 		}
-	}
-	if len(known) > 0 && !t.Failed() {
-		t.Skipf("KNOWN BUG (%s, conn.go): BulkPayload panics on %s", bulkPayloadOverflow, strings.Join(known, "; "))
 	}
 }

@@ -65,9 +65,9 @@ type Demoter struct {
 	ThrottledWrites      atomic.Int64
 	throttling           atomic.Bool
 	// stuck is set while a round finds nothing to demote.
-	stuck atomic.Bool
-	thMu                 sync.Mutex
-	thCond               *sync.Cond
+	stuck  atomic.Bool
+	thMu   sync.Mutex
+	thCond *sync.Cond
 
 	// mu serializes rounds and on-demand demotions (the connection).
 	mu      sync.Mutex
@@ -591,6 +591,7 @@ func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
 	for _, k := range keys {
 		c.SendArgs([][]byte{[]byte("TYPE"), k})
 		c.SendArgs([][]byte{[]byte("PEXPIRETIME"), k})
+		c.SendArgs([][]byte{[]byte("OBJECT"), []byte("ENCODING"), k})
 	}
 	if err := c.Flush(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -610,13 +611,17 @@ func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		exp, _ := IntReply(r)
+		if r, err = c.Read(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		skiplist := ReplyText(r) == "skiplist"
 		if t == codec.TypeNone || exp == -2 {
 			continue
 		}
 		if exp < 0 {
 			exp = 0
 		}
-		vals[i] = &Value{Key: k, Type: t, ExpireAt: exp}
+		vals[i] = &Value{Key: k, Type: t, ExpireAt: exp, Skiplist: skiplist}
 	}
 	// Contents: a first request for every key, then more chunks for the
 	// big ones until each is whole.

@@ -48,7 +48,7 @@ func (p *replyParser) bulk() []byte {
 	if p.err != nil || n < 0 {
 		return nil
 	}
-	if len(p.b) < n+2 {
+	if n > len(p.b)-2 {
 		p.fail("short bulk")
 		return nil
 	}
@@ -63,7 +63,9 @@ func (p *replyParser) bulks() [][]byte {
 	if p.err != nil || n < 0 {
 		return nil
 	}
-	out := make([][]byte, 0, n)
+	// Every element takes at least 5 bytes: a hostile count cannot make
+	// the parser allocate more than the reply's size.
+	out := make([][]byte, 0, min(n, len(p.b)/5))
 	for i := 0; i < n && p.err == nil; i++ {
 		out = append(out, p.bulk())
 	}
