@@ -365,9 +365,9 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 		if metaCmds[cmd.Name] || !c.s.admitReload(h, size) {
 			h0(c, args)
 			if !metaCmds[cmd.Name] {
+				// A read leaves the copy (an expired one is found gone later).
 				up.coldReads.Add(1)
-			}
-			if _, still, err := upstream.ColdSize(c.s.engine, c.db, key); err == nil && !still {
+			} else if _, still, err := upstream.ColdSize(c.s.engine, c.db, key); err == nil && !still {
 				idx.Remove(h)
 			}
 			return true
