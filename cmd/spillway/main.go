@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -115,6 +116,7 @@ func run(args []string) error {
 		// maxmemory budgets the upstream; Spillway itself holds no hot tier.
 		b = upstreamBudget(cfg.BlockCache())
 		setMemoryLimit(0)
+		upstreamProcs()
 	}
 
 	dir := cfg.Dir()
@@ -180,6 +182,7 @@ func run(args []string) error {
 		"memtable", b.memtable,
 		"appendfsync", fsync.String(),
 		"keys_on_disk", engine.KeysOnDisk(),
+		"gomaxprocs", runtime.GOMAXPROCS(0),
 		"startup", time.Since(start).Round(time.Millisecond))
 
 	serveDone := make(chan struct{})
@@ -257,5 +260,16 @@ func takeCleanMarker(dir string) bool {
 func writeCleanMarker(dir string, log *slog.Logger) {
 	if err := os.WriteFile(filepath.Join(dir, cleanMarker), nil, 0o644); err != nil {
 		log.Warn("could not record the clean shutdown; the next start reconciles the tiers", "err", err)
+	}
+}
+
+// upstreamProcs gives a proxy in front of Redis half the machine's cores
+// (at least one) unless GOMAXPROCS says otherwise: the rest is left to the
+// upstream and the clients, and a forwarding path on fewer threads hands
+// goroutines between threads less often (measured on 2 cores: the same
+// CPU per command as twemproxy with one, 20-30% more with two).
+func upstreamProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(max(1, runtime.NumCPU()/2))
 	}
 }
