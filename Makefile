@@ -31,6 +31,7 @@ test: deps vet build
 # bench prints tables and asserts nothing about time (about 11 minutes on 2
 # cores): see scripts/bench.sh.
 bench: deps build
+	@./scripts/ensure-bench-tools.sh
 	@GO=$(GO) SPILLWAY_BIN=$(CURDIR)/$(BIN) ./scripts/bench.sh
 
 fmt:

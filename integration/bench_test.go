@@ -82,8 +82,8 @@ var benchCommands = []benchCmd{
 // (what a proxy costs does not depend on the command; the string rows show
 // it), nor are their reads against redis+aof (AOF only logs writes).
 var (
-	collSkip     = []string{"spw-cold", "twemproxy"}
-	collReadSkip = []string{"spw-cold", "twemproxy", "redis+aof"}
+	collSkip     = []string{"spw-cold", "twemproxy", "spw-upstream"}
+	collReadSkip = []string{"spw-cold", "twemproxy", "spw-upstream", "redis+aof"}
 )
 
 var benchPipelines = []int{1, 16}
@@ -173,6 +173,11 @@ func TestBenchThroughput(t *testing.T) {
 		targets = append(targets, benchTarget{"twemproxy", tw.Addr(),
 			"nutcracker 0.5 (1 server connection) in front of the 'redis' server"})
 	}
+	// Upstream mode in front of the same server, every key hot (no budget):
+	// what Spillway costs as a proxy, beside twemproxy.
+	upstreamMode := harness.StartSpillway(t, "", "--upstream", "redis://"+redis.Addr(), "--maxmemory", "0")
+	targets = append(targets, benchTarget{"spw-upstream", upstreamMode.Addr(),
+		"spillway --upstream (the 'redis' server) --maxmemory 0: upstream mode, every key hot"})
 	targets = append(targets,
 		benchTarget{"spw-hot", hot.Addr(), "spillway --maxmemory 512mb (appendfsync everysec): dataset fits in the hot tier"},
 		benchTarget{"spw-cold", cold.Addr(), "spillway --maxmemory 4mb --promote-min-hits 1000000, restarted after the load: " +
@@ -548,11 +553,18 @@ func throughputTable(targets []benchTarget, cmds []benchCmd, samples map[cellKey
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	type ratio struct{ label, num, den string }
 	var ratios []ratio
-	for _, num := range []string{"spw-hot", "spw-cold"} {
-		for _, den := range []string{"redis", "redis+aof"} {
+	for _, num := range []string{"spw-hot", "spw-cold", "spw-upstream"} {
+		for _, den := range []string{"redis", "redis+aof", "twemproxy"} {
+			if (num == "spw-upstream") != (den == "twemproxy") {
+				continue // upstream mode is a proxy: compared with the proxy
+			}
 			if slices.ContainsFunc(targets, func(tg benchTarget) bool { return tg.name == num }) &&
 				slices.ContainsFunc(targets, func(tg benchTarget) bool { return tg.name == den }) {
-				ratios = append(ratios, ratio{strings.TrimPrefix(num, "spw-") + "/" + strings.TrimPrefix(den, "redis+"), num, den})
+				label := strings.TrimPrefix(num, "spw-") + "/" + strings.TrimPrefix(den, "redis+")
+				if den == "twemproxy" {
+					label = "upstream/twem"
+				}
+				ratios = append(ratios, ratio{label, num, den})
 			}
 		}
 	}

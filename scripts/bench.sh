@@ -2,7 +2,9 @@
 # Runs `make bench`: the in-process micro-benchmarks, then the end-to-end
 # benchmark of integration/bench_test.go, bench_coll_test.go and
 # bench_list_test.go (redis-benchmark and redis-cli --pipe against
-# redis-server, twemproxy when nutcracker is installed, and bin/spillway):
+# redis-server, twemproxy (nutcracker, installed by `make bench`), and
+# bin/spillway, embedded and in upstream mode in front of the same
+# redis-server):
 # strings, hot hashes and sets, a cold million-field hash and set, hot lists
 # (LPUSH, RPOP, LRANGE_100), LRANGE at random offsets of a cold
 # million-element list, a 1,000,000-element queue (RPUSH, then LPOP) under
