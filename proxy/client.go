@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -51,12 +52,14 @@ type Client struct {
 	up   *upClient
 	quit bool
 
-	mu       sync.Mutex
-	name     string
-	libName  string
-	libVer   string
-	user     string
-	lastCmd  string
+	mu      sync.Mutex
+	name    string
+	libName string
+	libVer  string
+	user    string
+	// lastCmd is the latest command's table entry (CLIENT LIST's cmd=),
+	// stored without the lock: it is written on every command.
+	lastCmd  atomic.Pointer[cmdtable.Command]
 	created  time.Time
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool

@@ -226,10 +226,11 @@ func cmdClientGetName(c *Client, _ [][]byte) {
 // has no equivalent for carry Redis's idle values.
 func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	c.mu.Lock()
-	name, cmd, user := c.name, c.lastCmd, c.user
+	name, user := c.name, c.user
 	c.mu.Unlock()
-	if cmd == "" {
-		cmd = "NULL"
+	cmd := "NULL"
+	if last := c.lastCmd.Load(); last != nil {
+		cmd = last.Name
 	}
 	age := int64(now.Sub(c.created) / time.Second)
 	idle := (now.UnixMilli() - c.lastIO.Load()) / 1000

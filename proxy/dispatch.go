@@ -138,9 +138,7 @@ func (c *Client) dispatch(args [][]byte) {
 	if c.s.paused.Load() {
 		c.s.waitIfPaused(cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate))
 	}
-	c.mu.Lock()
-	c.lastCmd = cmd.Name
-	c.mu.Unlock()
+	c.lastCmd.Store(cmd)
 	if c.up != nil {
 		c.upDispatch(cmd, args)
 		return

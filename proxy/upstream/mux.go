@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spillway/spillway/proxy/resp"
 )
@@ -73,6 +74,7 @@ type Mux struct {
 	queue   []*Call // calls awaiting replies, oldest first
 	head    int
 	err     error // set once broken
+	broken  atomic.Bool
 	closed  chan struct{}
 }
 
@@ -83,11 +85,7 @@ func newMux(c *Conn, p *Pool) *Mux {
 }
 
 // Broken reports whether the connection failed.
-func (m *Mux) Broken() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err != nil
-}
+func (m *Mux) Broken() bool { return m.broken.Load() }
 
 // Submit queues reqs (n encoded requests) with c, which is told through
 // Wait when the n replies are in c.Replies. It fails at once if the
@@ -182,6 +180,7 @@ func (m *Mux) breakLocked(err error) {
 		return
 	}
 	m.err = err
+	m.broken.Store(true)
 	m.nc.Close()
 	if m.pool != nil {
 		go m.pool.noteBroken(err)

@@ -28,8 +28,9 @@ type Options struct {
 type Pool struct {
 	opts Options
 
-	mu     sync.Mutex
-	shared [2][]*Mux // by protocol: [0] RESP2, [1] RESP3
+	// shared holds the shared connections by protocol ([0] RESP2, [1]
+	// RESP3); a broken one is replaced in place by the reconnect loop.
+	shared [2][]atomic.Pointer[Mux]
 
 	up      atomic.Bool
 	lastErr atomic.Pointer[string]
@@ -61,7 +62,7 @@ func NewPool(opts Options) *Pool {
 	}
 	p := &Pool{opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	for i := range p.shared {
-		p.shared[i] = make([]*Mux, opts.Shared)
+		p.shared[i] = make([]atomic.Pointer[Mux], opts.Shared)
 	}
 	msg := "not connected yet"
 	p.lastErr.Store(&msg)
@@ -96,11 +97,9 @@ func (p *Pool) Close() {
 	}
 	p.idle = nil
 	p.idleMu.Unlock()
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, list := range p.shared {
-		for _, m := range list {
-			if m != nil {
+		for i := range list {
+			if m := list[i].Load(); m != nil {
 				m.Close()
 			}
 		}
@@ -115,11 +114,9 @@ func (p *Pool) Shared(proto int, id int64) (*Mux, error) {
 	if proto == 3 {
 		i = 1
 	}
-	p.mu.Lock()
 	list := p.shared[i]
-	m := list[int(uint64(id)%uint64(len(list)))]
-	p.mu.Unlock()
-	if m == nil || m.Broken() {
+	m := list[int(uint64(id)%uint64(len(list)))].Load()
+	if m == nil || m.broken.Load() {
 		p.noteBroken(nil)
 		return nil, p.unavailable()
 	}
@@ -204,10 +201,7 @@ func (p *Pool) noteBroken(err error) {
 func (p *Pool) connectAll() error {
 	for i, list := range p.shared {
 		for j := range list {
-			p.mu.Lock()
-			m := list[j]
-			p.mu.Unlock()
-			if m != nil && !m.Broken() {
+			if m := list[j].Load(); m != nil && !m.Broken() {
 				continue
 			}
 			c, err := Dial(p.opts.Target, i+2, p.opts.Target.DB, p.opts.DialTimeout)
@@ -216,9 +210,7 @@ func (p *Pool) connectAll() error {
 				p.lastErr.Store(&msg)
 				return err
 			}
-			p.mu.Lock()
-			list[j] = newMux(c, p)
-			p.mu.Unlock()
+			list[j].Store(newMux(c, p))
 		}
 	}
 	return nil
