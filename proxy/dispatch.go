@@ -123,6 +123,10 @@ func (c *Client) dispatch(args [][]byte) {
 		}
 	}
 	if !cmd.ArityOK(len(args)) {
+		if c.up != nil && c.up.inMulti && c.authed {
+			c.upForwardUnknown(args) // the upstream's error marks the transaction failed
+			return
+		}
 		c.err("ERR wrong number of arguments for '" + cmd.Name + "' command")
 		return
 	}

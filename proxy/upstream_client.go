@@ -35,6 +35,9 @@ type upClient struct {
 	// subscription (passthrough).
 	pinned            *upstream.Conn
 	inMulti, watching bool
+	// queueDB is the database commands queued in MULTI run on (a queued
+	// SELECT changes it; EXEC makes it the client's).
+	queueDB int
 	// passthrough: the pinned connection's frames are copied to the client
 	// as they come (pub/sub, MONITOR, CLIENT TRACKING), by ptLoop.
 	passthrough bool
@@ -663,7 +666,7 @@ func (c *Client) upClose() {
 func (c *Client) upQueue(cmd *cmdtable.Command, args [][]byte) {
 	keys, _ := cmd.KeyPositions(args, c.up.keyBuf[:0])
 	c.up.keyBuf = keys
-	if !c.prepareKeys(c.db, args, keys, true) {
+	if !c.prepareKeys(c.up.queueDB, args, keys, true) {
 		return
 	}
 	c.enqueue(args)

@@ -62,6 +62,7 @@ func init() {
 	local("flushall", upFlush)
 	local("swapdb", upSwapDB)
 	local("move", upMove)
+	local("copy", upCopy)
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
 		local("debug", upDebug)
 	}
@@ -114,15 +115,26 @@ func upReset(c *Client, args [][]byte) {
 }
 
 func upSelect(c *Client, args [][]byte) {
+	u := c.up
+	if u.inMulti {
+		// Queued: the upstream switches at EXEC, and so does the client
+		// (upEndTx); commands queued after it are on that database.
+		mark := c.w.Len()
+		c.forwardNow(args)
+		if db, ok := strops.ParseInt(args[1]); ok && db >= 0 && db < int64(c.s.engine.Databases()) &&
+			bytes.HasPrefix(c.w.Buf[mark:], []byte("+QUEUED")) {
+			u.queueDB = int(db)
+		}
+		return
+	}
 	old := c.db
 	mark := c.w.Len()
 	cmdSelect(c, args)
 	if c.db == old {
 		return
 	}
-	u := c.up
 	if u.pinned != nil {
-		// The pinned connection (transaction, watch, subscription) follows.
+		// The pinned connection (watch, subscription) follows.
 		c.w.Truncate(mark)
 		c.forwardNow(args)
 		if !c.replyOK(mark) {
@@ -152,14 +164,25 @@ func upMulti(c *Client, args [][]byte) {
 	c.forwardNow(args)
 	if c.replyOK(mark) {
 		c.up.inMulti = true
+		c.up.queueDB = c.db
 	}
 	c.maybeUnpin()
 }
 
 // upEndTx is EXEC and DISCARD: the transaction's protection ends with it.
 func upEndTx(c *Client, args [][]byte) {
+	mark := c.w.Len()
 	c.forwardNow(args)
 	u := c.up
+	// An EXEC that ran (an array reply) ran its queued SELECTs too.
+	if u.inMulti && u.queueDB != c.db && eqFold(args[0], "exec") &&
+		bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
+		c.db = u.queueDB
+		c.dbShown.Store(int32(c.db))
+		if u.pinned != nil {
+			u.pinned.DB = c.db
+		}
+	}
 	u.inMulti, u.watching = false, false
 	c.unprotectAll()
 	c.maybeUnpin()
@@ -293,13 +316,16 @@ func upKeys(c *Client, args [][]byte) {
 const coldPhase = 1 << 63
 
 // upScan walks the upstream, then the cold store, with one cursor: below
-// coldPhase it is the upstream's, above it the store's.
+// coldPhase it is the upstream's, above it the store's. When the
+// upstream's walk ends, the same call goes on into the store, so a small
+// keyspace is returned in one call, as Redis would.
 func upScan(c *Client, args [][]byte) {
 	cursor, ok := c.scanCursor(args[1])
 	if !ok {
 		return
 	}
 	a := append([][]byte(nil), args...)
+	var items [][]byte
 	if cursor < coldPhase {
 		a[1] = strconv.AppendUint(nil, cursor, 10)
 		r, err := c.ctlDo(c.db, a)
@@ -307,44 +333,38 @@ func upScan(c *Client, args [][]byte) {
 			c.err(upstream.ErrorReply(err))
 			return
 		}
-		next, items, err := upstream.ParseScan(r)
+		next, hot, err := upstream.ParseScan(r)
 		if err != nil {
-			c.w.Raw(r)
+			c.w.Raw(r) // the upstream's error (bad options...)
 			return
 		}
-		if next == 0 && c.coldDBSize(c.db) > 0 {
-			next = coldPhase
+		if next != 0 || c.coldDBSize(c.db) == 0 {
+			writeScanReply(c, next, hot)
+			return
 		}
-		c.w.Array(2)
-		c.w.BulkString(strconv.FormatUint(next, 10))
-		c.w.Array(len(items))
-		for _, k := range items {
-			c.w.Bulk(k)
-		}
-		return
+		items, cursor = hot, coldPhase
 	}
 	a[1] = strconv.AppendUint(nil, (cursor&^coldPhase)<<1, 10)
 	mark := c.w.Len()
 	cmdScan(c, a)
-	// Rewrite the store's cursor into the combined one.
-	r := c.w.Buf[mark:]
-	p := bytes.Index(r, []byte("\r\n$"))
-	if len(r) == 0 || r[0] != '*' || p < 0 {
-		return // an error reply
+	next, cold, err := upstream.ParseScan(c.w.Buf[mark:])
+	if err != nil {
+		return // cmdScan's error reply stays
 	}
-	head := r[p+3:]
-	e := bytes.Index(head, []byte("\r\n"))
-	n, _ := strconv.Atoi(string(head[:e]))
-	val := head[e+2 : e+2+n]
-	next, _ := strconv.ParseUint(string(val), 10, 64)
+	c.w.Truncate(mark)
 	if next != 0 {
 		next = coldPhase | next>>1
 	}
-	rest := append([]byte(nil), head[e+2+n:]...)
-	c.w.Truncate(mark)
+	writeScanReply(c, next, append(items, cold...))
+}
+
+func writeScanReply(c *Client, next uint64, items [][]byte) {
 	c.w.Array(2)
 	c.w.BulkString(strconv.FormatUint(next, 10))
-	c.w.Raw(rest)
+	c.w.Array(len(items))
+	for _, k := range items {
+		c.w.Bulk(k)
+	}
 }
 
 func upRandomKey(c *Client, args [][]byte) {
@@ -429,6 +449,28 @@ func upSwapDB(c *Client, args [][]byte) {
 	ia, ib := up.index(int(a)), up.index(int(b))
 	up.indexes[a].Store(ib)
 	up.indexes[b].Store(ia)
+}
+
+// upCopy reloads the destination in the target database first (COPY ...
+// DB n), so that COPY finds it there as Redis would.
+func upCopy(c *Client, args [][]byte) {
+	cmd := cmdtable.LookupFullName([]byte("copy"))
+	if c.up.inMulti {
+		c.upQueue(cmd, args)
+		return
+	}
+	for i := 3; i+1 < len(args); i++ {
+		if !eqFold(args[i], "db") {
+			continue
+		}
+		if db, ok := strops.ParseInt(args[i+1]); ok && db >= 0 && db < int64(c.s.engine.Databases()) {
+			if !c.prepareKeys(int(db), args, []int{2}, false) {
+				return
+			}
+		}
+		break
+	}
+	c.upForward(cmd, args)
 }
 
 // upMove reloads the key in the target database too, so that MOVE finds

@@ -13,12 +13,21 @@ import (
 
 // ColdSize returns the size the promotion policy weighs a cold key by
 // and whether the store holds a live cold copy of it.
+//
+// A copy found expired is deleted (the transaction commits it), so that
+// the key stops being counted as soon as a client has found it gone.
 func ColdSize(eng *tiering.Engine, db int, key []byte) (int64, bool, error) {
 	tx := eng.Begin()
-	defer tx.Abort()
 	e, err := tx.Peek(db, key)
-	if err != nil || e == nil {
+	if err != nil {
+		tx.Abort()
 		return 0, false, err
+	}
+	if _, err := tx.Commit(); err != nil {
+		return 0, false, err
+	}
+	if e == nil {
+		return 0, false, nil
 	}
 	if e.Type == codec.TypeString {
 		return int64(len(e.Str)), true, nil
@@ -31,11 +40,16 @@ func ColdSize(eng *tiering.Engine, db int, key []byte) (int64, bool, error) {
 // copy.
 func DumpKey(eng *tiering.Engine, db int, key []byte, d *Dump) (expireAt int64, ok bool, err error) {
 	tx := eng.Begin()
-	defer tx.Abort()
 	e, err := tx.Peek(db, key)
 	if err != nil || e == nil {
+		if err == nil {
+			_, err = tx.Commit() // an expired copy found is deleted
+		} else {
+			tx.Abort()
+		}
 		return 0, false, err
 	}
+	defer tx.Abort()
 	d.Reset()
 	switch e.Type {
 	case codec.TypeString:

@@ -326,8 +326,12 @@ func (d *Demoter) round() error {
 		return err
 	}
 	budget := d.opts.Budget()
-	if budget <= 0 || used <= budget || len(dbs) == 0 {
+	if budget <= 0 || used <= budget {
 		d.stuck.Store(false)
+		return nil
+	}
+	if len(dbs) == 0 {
+		d.noteStuck(used, budget) // over budget with no key at all
 		return nil
 	}
 	low := budget - budget/20
@@ -352,7 +356,7 @@ func (d *Demoter) round() error {
 		if n == 0 {
 			if idle++; idle >= 2*len(dbs) {
 				// Nothing demotable right now: slowing writers would not help.
-				d.stuck.Store(true)
+				d.noteStuck(used, budget)
 				break
 			}
 		} else {
@@ -367,6 +371,16 @@ func (d *Demoter) round() error {
 		}
 	}
 	return nil
+}
+
+// noteStuck records that the upstream is over budget with nothing left to
+// demote (a budget below what the upstream needs empty, or only streams):
+// writers are not throttled then, and the log says so once.
+func (d *Demoter) noteStuck(used, budget int64) {
+	if !d.stuck.Swap(true) {
+		d.opts.Logger.Warn("upstream over budget with nothing left to demote; is maxmemory below what the upstream uses empty?",
+			"used_memory", used, "maxmemory", budget)
+	}
 }
 
 // DemoteSample demotes up to n of the coldest keys among a random sample
