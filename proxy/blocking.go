@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
 )
@@ -288,6 +289,7 @@ func (c *Client) watchConn(gone, exited chan struct{}) {
 // blocked client sent while it waited first, then the socket.
 type connSource struct {
 	nc      net.Conn
+	raw     *rawio.Conn // nc's raw reads (nil: read nc)
 	pending []byte
 }
 
@@ -299,6 +301,9 @@ func (s *connSource) Read(p []byte) (int, error) {
 			s.pending = nil
 		}
 		return n, nil
+	}
+	if s.raw != nil {
+		return s.raw.Read(p)
 	}
 	return s.nc.Read(p)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -33,6 +34,8 @@ type Client struct {
 	s  *Server
 	id int64
 	nc net.Conn
+	// raw does nc's reads and writes with raw system calls (nil: use nc).
+	raw *rawio.Conn
 	// src feeds rd: the socket, after what arrived while blocked.
 	src *connSource
 	rd  *resp.Reader
@@ -69,9 +72,11 @@ type Client struct {
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
-	src := &connSource{nc: nc}
+	raw := rawio.New(nc)
+	src := &connSource{nc: nc, raw: raw}
 	c := &Client{
 		s:       s,
+		raw:     raw,
 		id:      s.nextID.Add(1),
 		nc:      nc,
 		src:     src,
@@ -171,7 +176,13 @@ func (c *Client) flush() bool {
 		c.up.wmu.Lock()
 		defer c.up.wmu.Unlock()
 	}
-	n, err := c.nc.Write(c.w.Buf)
+	var n int
+	var err error
+	if c.raw != nil {
+		n, err = c.raw.Write(c.w.Buf)
+	} else {
+		n, err = c.nc.Write(c.w.Buf)
+	}
 	c.s.stats.netOut.Add(int64(n))
 	if cap(c.w.Buf) > 1<<20 {
 		c.w.Buf = nil

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
@@ -51,13 +50,7 @@ type upClient struct {
 	asyncOut    bool
 	asyncFailed bool
 	asyncBuf    []byte
-	asyncN      int
-	raw         syscall.RawConn
 	onDone      func() bool
-	tryWriteFn  func(fd uintptr) bool
-	tryBuf      []byte
-	tryN        int
-	tryErr      error
 }
 
 type protectedKey struct {
@@ -73,14 +66,7 @@ const (
 
 func newUpClient(c *Client) *upClient {
 	u := &upClient{call: upstream.NewCall(), ctlCall: upstream.NewCall()}
-	if sc, ok := c.nc.(syscall.Conn); ok {
-		u.raw, _ = sc.SyscallConn()
-	}
 	u.onDone = c.onAsyncDone
-	u.tryWriteFn = func(fd uintptr) bool {
-		u.tryN, u.tryErr = syscall.Write(int(fd), u.tryBuf)
-		return true
-	}
 	return u
 }
 
@@ -131,16 +117,13 @@ func (c *Client) onAsyncDone() bool {
 	c.leaveGate()
 	u.asyncBuf = buf
 	written := 0
-	if u.raw != nil {
-		u.tryBuf = buf
-		if err := u.raw.Write(u.tryWriteFn); err == nil && u.tryN > 0 {
-			written = u.tryN
-		}
-		u.tryBuf = nil
-		if u.tryErr != nil && u.tryErr != syscall.EAGAIN {
+	if c.raw != nil {
+		n, err := c.raw.TryWrite(buf)
+		if err != nil {
 			u.asyncFailed = true
 			return true
 		}
+		written = n
 	}
 	c.s.stats.netOut.Add(int64(written))
 	if written == len(buf) {

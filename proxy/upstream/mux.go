@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -64,6 +65,7 @@ func (c *Call) Wait() error {
 // replaced by the Pool.
 type Mux struct {
 	nc   net.Conn
+	raw  *rawio.Conn // nc's raw reads and writes (nil: use nc)
 	rd   *resp.ReplyReader
 	pool *Pool
 
@@ -80,6 +82,11 @@ type Mux struct {
 
 func newMux(c *Conn, p *Pool) *Mux {
 	m := &Mux{nc: c.nc, rd: c.rd, pool: p, closed: make(chan struct{})}
+	if raw := rawio.New(c.nc); raw != nil {
+		// The handshake's replies are consumed: nothing is buffered yet.
+		m.raw = raw
+		m.rd = resp.NewReplyReader(raw)
+	}
 	go m.readLoop()
 	return m
 }
@@ -114,7 +121,12 @@ func (m *Mux) Submit(c *Call, reqs []byte, n int) error {
 		buf := m.out
 		m.out = m.spare[:0]
 		m.mu.Unlock()
-		_, err := m.nc.Write(buf)
+		var err error
+		if m.raw != nil {
+			_, err = m.raw.Write(buf)
+		} else {
+			_, err = m.nc.Write(buf)
+		}
 		m.mu.Lock()
 		m.spare = buf[:0]
 		if err != nil {
