@@ -647,6 +647,7 @@ func (c *Client) upClose() {
 // upQueue queues a command inside MULTI: its keys are reloaded now and
 // kept from demotion until the transaction ends.
 func (c *Client) upQueue(cmd *cmdtable.Command, args [][]byte) {
+	c.leaveGate() // never held across a wait for a demotion (see upBlocking)
 	keys, _ := cmd.KeyPositions(args, c.up.keyBuf[:0])
 	c.up.keyBuf = keys
 	if !c.prepareKeys(c.up.queueDB, args, keys, true) {
@@ -660,6 +661,9 @@ func (c *Client) upQueue(cmd *cmdtable.Command, args [][]byte) {
 // blocked has its upstream connection closed, so the upstream stops
 // waiting for it too.
 func (c *Client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
+	// The batch before it runs first, and leaves the gate: waiting for a
+	// demotion (prepareKeys) while holding it would deadlock the demoter.
+	c.flushForwards()
 	keys, _ := cmd.KeyPositions(args, c.up.keyBuf[:0])
 	c.up.keyBuf = keys
 	n := len(c.up.protected)
