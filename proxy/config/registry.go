@@ -164,7 +164,7 @@ var registry = [numSettings]*setting{
 	idxUpstream: strSetting("upstream", "",
 		"Upstream Redis URL "+upstreamSyntax+" (empty: embedded mode).").
 		withMut(immutable).withCheck(checkUpstream).own(),
-	idxUpstreamConnections: intSetting("upstream-connections", 1, 64, "2",
+	idxUpstreamConnections: intSetting("upstream-connections", 1, 64, "1",
 		"Shared upstream connections per protocol that clients' commands are pipelined onto (upstream mode).").
 		withMut(immutable).own(),
 	idxMaxClients: intSetting("maxclients", 1, maxUint32, "10000",

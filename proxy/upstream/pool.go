@@ -52,7 +52,7 @@ const maxIdle = 32
 // an error: the pool starts down and keeps trying.
 func NewPool(opts Options) *Pool {
 	if opts.Shared <= 0 {
-		opts.Shared = 2
+		opts.Shared = 1
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 2 * time.Second
