@@ -236,7 +236,7 @@ func upPassthroughCommand(c *Client, args [][]byte) {
 	c.flushForwards()
 }
 
-// upCount1 runs a command returning an integer on the client's database
+// upInt runs a command returning an integer on the client's database
 // upstream.
 func (c *Client) upInt(args ...string) (int64, bool) {
 	a := make([][]byte, len(args))
