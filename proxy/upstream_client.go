@@ -276,17 +276,22 @@ func (c *Client) upForwardUnknown(args [][]byte) {
 // store (metadata commands, and reads the promotion policy keeps cold).
 func (c *Client) upForward(cmd *cmdtable.Command, args [][]byte) {
 	up := c.s.up
-	keys, _ := cmd.KeyPositions(args, c.up.keyBuf[:0])
-	c.up.keyBuf = keys
 	if up.demoter.Throttling() && cmd.Is(cmdtable.FlagDenyOOM) {
 		c.flushForwards()
 		up.demoter.Throttle(time.Second)
 	}
 	idx := up.index(c.db)
+	var keys []int
+	keysFound := false
 	for attempt := 0; attempt < 50; attempt++ {
 		c.enterGate()
 		cold := false
 		if idx.Len() > 0 {
+			// The keys are only looked for when some key is cold at all.
+			if !keysFound {
+				keys, _ = cmd.KeyPositions(args, c.up.keyBuf[:0])
+				c.up.keyBuf, keysFound = keys, true
+			}
 			for _, p := range keys {
 				if idx.Has(upstream.KeyHash(args[p])) {
 					cold = true

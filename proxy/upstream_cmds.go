@@ -259,8 +259,9 @@ func (c *Client) upInt(args ...string) (int64, bool) {
 	return n, ok
 }
 
-func (c *Client) coldDBSize(db int) int64 {
-	tx := c.s.engine.Begin()
+// coldDBSize is how many keys db has in the cold store.
+func (s *Server) coldDBSize(db int) int64 {
+	tx := s.engine.Begin()
 	defer tx.Abort()
 	return tx.DBSize(db)
 }
@@ -272,7 +273,7 @@ func upDBSize(c *Client, _ [][]byte) {
 	if !ok {
 		return
 	}
-	c.w.Int(n + c.coldDBSize(c.db))
+	c.w.Int(n + c.s.coldDBSize(c.db))
 }
 
 func upKeys(c *Client, args [][]byte) {
@@ -338,7 +339,7 @@ func upScan(c *Client, args [][]byte) {
 			c.w.Raw(r) // the upstream's error (bad options...)
 			return
 		}
-		if next != 0 || c.coldDBSize(c.db) == 0 {
+		if next != 0 || c.s.coldDBSize(c.db) == 0 {
 			writeScanReply(c, next, hot)
 			return
 		}
@@ -368,7 +369,7 @@ func writeScanReply(c *Client, next uint64, items [][]byte) {
 }
 
 func upRandomKey(c *Client, args [][]byte) {
-	cold := c.coldDBSize(c.db)
+	cold := c.s.coldDBSize(c.db)
 	hot, ok := c.upInt("DBSIZE")
 	if !ok {
 		return
@@ -596,10 +597,7 @@ func (s *Server) writeUpstreamTiering(sb *strings.Builder) {
 	if !u.pool.Up() {
 		st = "down"
 	}
-	var cold int64
-	for db := range u.indexes {
-		cold += s.coldKeys(db)
-	}
+	cold := s.engine.KeysOnDisk()
 	sb.WriteString("# Tiering\r\n")
 	field(sb, "mode", "upstream")
 	field(sb, "upstream", u.pool.Target().Addr)
@@ -624,10 +622,4 @@ func (s *Server) writeUpstreamTiering(sb *strings.Builder) {
 	rs := s.engine.Cold().ReadStats()
 	field(sb, "cold_store_gets", rs.Gets)
 	field(sb, "cold_store_iter_steps", rs.IterSteps)
-}
-
-func (s *Server) coldKeys(db int) int64 {
-	tx := s.engine.Begin()
-	defer tx.Abort()
-	return tx.DBSize(db)
 }

@@ -85,14 +85,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 }
 
 func reloadError(key []byte, err error) string {
-	return "ERR spillway could not reload cold key '" + trunc(key) + "': " + firstLine(err.Error())
-}
-
-func firstLine(s string) string {
-	if i := bytes.IndexAny([]byte(s), "\r\n"); i >= 0 {
-		return s[:i]
-	}
-	return s
+	return "ERR spillway could not reload cold key '" + trunc(key) + "': " + upstream.FirstLine(err.Error())
 }
 
 // sameKey reports whether every key position names the same key.

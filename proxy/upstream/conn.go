@@ -26,6 +26,9 @@ type Target struct {
 // ErrUnavailable wraps every error caused by an unreachable upstream.
 var ErrUnavailable = errors.New("upstream unavailable")
 
+// lost wraps a connection's I/O error as ErrUnavailable.
+func lost(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
+
 // Conn is one upstream connection used by one goroutine at a time:
 // requests are buffered by Send and written by Flush; replies are read in
 // order by Read. It is what pinned clients, blocking commands and the
@@ -145,22 +148,12 @@ func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
 func (c *Conn) Close() error { return c.nc.Close() }
 
 // AppendCommand appends args as a RESP array of bulk strings.
-func AppendCommand(dst []byte, args [][]byte) []byte {
-	dst = append(dst, '*')
-	dst = strconv.AppendInt(dst, int64(len(args)), 10)
-	dst = append(dst, '\r', '\n')
-	for _, a := range args {
-		dst = append(dst, '$')
-		dst = strconv.AppendInt(dst, int64(len(a)), 10)
-		dst = append(dst, '\r', '\n')
-		dst = append(dst, a...)
-		dst = append(dst, '\r', '\n')
-	}
-	return dst
-}
+func AppendCommand(dst []byte, args [][]byte) []byte { return appendCommand(dst, args) }
 
 // AppendCommandStrings is AppendCommand for string arguments.
-func AppendCommandStrings(dst []byte, args []string) []byte {
+func AppendCommandStrings(dst []byte, args []string) []byte { return appendCommand(dst, args) }
+
+func appendCommand[T string | []byte](dst []byte, args []T) []byte {
 	dst = append(dst, '*')
 	dst = strconv.AppendInt(dst, int64(len(args)), 10)
 	dst = append(dst, '\r', '\n')

@@ -21,25 +21,25 @@ func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
 		c.SendArgs([][]byte{[]byte("OBJECT"), []byte("ENCODING"), k})
 	}
 	if err := c.Flush(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, lost(err)
 	}
 	if _, err := c.Read(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, lost(err)
 	}
 	vals := make([]*Value, len(keys))
 	for i, k := range keys {
 		r, err := c.Read()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, lost(err)
 		}
 		t := typeByName(ReplyText(r))
 		r, err = c.Read()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, lost(err)
 		}
 		exp, _ := IntReply(r)
 		if r, err = c.Read(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, lost(err)
 		}
 		skiplist := ReplyText(r) == "skiplist"
 		if t == codec.TypeNone || exp == -2 {
@@ -68,13 +68,13 @@ func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
 			sendChunk(c, cur.v, cur.next)
 		}
 		if err := c.Flush(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, lost(err)
 		}
 		still := open[:0]
 		for _, cur := range open {
 			r, err := c.Read()
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+				return nil, lost(err)
 			}
 			more, next, err := takeChunk(cur.v, r, cur.next, &cur.seen)
 			if err != nil {

@@ -147,12 +147,7 @@ func (d *Demoter) watchMemory() {
 			d.setThrottle(false)
 			continue
 		}
-		v, _ := InfoField(BulkPayload(r), "used_memory")
-		used, _ := strconv.ParseInt(v, 10, 64)
-		d.UsedMemory.Store(used)
-		if used > d.PeakUsed.Load() {
-			d.PeakUsed.Store(used)
-		}
+		used := d.noteUsed(r)
 		budget := d.opts.Budget()
 		switch {
 		case budget <= 0 || d.stuck.Load():
@@ -286,17 +281,16 @@ func (d *Demoter) poll() (used int64, dbs []int, err error) {
 	c.Send("INFO", "memory")
 	c.Send("INFO", "keyspace")
 	if err := c.Flush(); err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, nil, lost(err)
 	}
 	r, err := c.Read()
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, nil, lost(err)
 	}
-	v, _ := InfoField(BulkPayload(r), "used_memory")
-	used, _ = strconv.ParseInt(v, 10, 64)
+	used = d.noteUsed(r)
 	r, err = c.Read()
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, nil, lost(err)
 	}
 	info := BulkPayload(r)
 	for db := 0; db < d.opts.Databases; db++ {
@@ -304,11 +298,18 @@ func (d *Demoter) poll() (used int64, dbs []int, err error) {
 			dbs = append(dbs, db)
 		}
 	}
+	return used, dbs, nil
+}
+
+// noteUsed records used_memory from an INFO memory reply and returns it.
+func (d *Demoter) noteUsed(info []byte) int64 {
+	v, _ := InfoField(BulkPayload(info), "used_memory")
+	used, _ := strconv.ParseInt(v, 10, 64)
 	d.UsedMemory.Store(used)
 	if used > d.PeakUsed.Load() {
 		d.PeakUsed.Store(used)
 	}
-	return used, dbs, nil
+	return used
 }
 
 func (d *Demoter) connDBOr0() int {
@@ -394,14 +395,14 @@ func (d *Demoter) DemoteSample(db, n int) (int, error) {
 		c.Send("RANDOMKEY")
 	}
 	if err := c.Flush(); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, lost(err)
 	}
 	seen := map[string]bool{}
 	var keys [][]byte
 	for i := 0; i < sample; i++ {
 		r, err := c.Read()
 		if err != nil {
-			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return 0, lost(err)
 		}
 		k := BulkPayload(r)
 		if k != nil && !seen[string(k)] {
@@ -432,7 +433,7 @@ func (d *Demoter) rank(c *Conn, keys [][]byte) ([][]byte, error) {
 		c.SendArgs([][]byte{[]byte("OBJECT"), []byte(sub), k})
 	}
 	if err := c.Flush(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, lost(err)
 	}
 	type ranked struct {
 		key  []byte
@@ -443,7 +444,7 @@ func (d *Demoter) rank(c *Conn, keys [][]byte) ([][]byte, error) {
 	for _, k := range keys {
 		r, err := c.Read()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, lost(err)
 		}
 		v, ok := IntReply(r)
 		if !ok {
@@ -560,16 +561,16 @@ func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 	c.Send("EXEC")
 	execSent = true
 	if err := c.Flush(); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, lost(err)
 	}
 	for i := 0; i < 2; i++ {
 		if _, err := c.Read(); err != nil {
-			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return 0, lost(err)
 		}
 	}
 	r, err := c.Read()
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, lost(err)
 	}
 	execSent = false
 	if len(r) >= 3 && r[0] == '*' && r[1] == '-' {
@@ -622,7 +623,7 @@ func (d *Demoter) DemoteAll(db int) (int, error) {
 		r, err := c.Do("SCAN", strconv.FormatUint(cursor, 10), "COUNT", "200")
 		if err != nil {
 			d.closeConn()
-			return total, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return total, lost(err)
 		}
 		next, keys, err := ParseScan(r)
 		if err != nil {

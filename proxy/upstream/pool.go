@@ -172,12 +172,14 @@ func ErrorReply(err error) string {
 	msg := err.Error()
 	if errors.Is(err, ErrUnavailable) {
 		msg = strings.Replace(msg, ErrUnavailable.Error()+": ", "", 1)
-		return "ERR upstream unavailable: " + firstLine(msg)
+		return "ERR upstream unavailable: " + FirstLine(msg)
 	}
-	return "ERR upstream: " + firstLine(msg)
+	return "ERR upstream: " + FirstLine(msg)
 }
 
-func firstLine(s string) string {
+// FirstLine returns s up to its first line break (for one-line error
+// replies).
+func FirstLine(s string) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		return s[:i]
 	}
