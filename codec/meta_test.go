@@ -299,3 +299,32 @@ func cmpInt(a, b int) int {
 	}
 	return 0
 }
+
+func TestKeyCountsRoundTrip(t *testing.T) {
+	keys, exps := make([]int64, 256), make([]int64, 256)
+	keys[0], exps[0] = 10, 3
+	keys[7] = 1
+	keys[255], exps[255] = 1<<40, 1<<40
+	b := AppendKeyCounts(nil, keys, exps)
+	gk, gx := make([]int64, 256), make([]int64, 256)
+	gk[3] = 99 // cleared by the parse
+	if err := ParseKeyCounts(b, gk, gx); err != nil {
+		t.Fatal(err)
+	}
+	for db := range 256 {
+		if gk[db] != keys[db] || gx[db] != exps[db] {
+			t.Fatalf("db %d: got %d/%d, want %d/%d", db, gk[db], gx[db], keys[db], exps[db])
+		}
+	}
+	for _, bad := range [][]byte{
+		b[:len(b)-1], // truncated
+		append(append([]byte{}, b[17:34]...), b[:17]...),       // out of order
+		append([]byte{1}, make([]byte, 7)...),                  // short entry
+		{2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2},    // more expiries than keys
+		{2, 0x80, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, // negative
+	} {
+		if err := ParseKeyCounts(bad, gk, gx); err == nil {
+			t.Fatalf("ParseKeyCounts(%x) accepted a corrupt value", bad)
+		}
+	}
+}

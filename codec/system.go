@@ -16,7 +16,51 @@ const (
 	// in keys: byte i is logical database i's physical number. SWAPDB swaps
 	// two bytes. Its value is the raw map, not an integer.
 	SysDBMap = "dbmap"
+	// SysKeyCounts holds each physical database's key and expiry counts,
+	// written by a graceful shutdown and deleted (durably) by the next
+	// start before it serves anything: present means the counts are exact
+	// and the start-up scan of every meta record can be skipped. Its value
+	// is AppendKeyCounts's.
+	SysKeyCounts = "keycounts"
 )
+
+// AppendKeyCounts appends the per-database key and expiry counts (256 of
+// each, indexed by physical database) as the SysKeyCounts value: for each
+// database with keys, its byte, then keys and expiries as 8 big-endian
+// bytes each.
+func AppendKeyCounts(dst []byte, keys, exps []int64) []byte {
+	for db := range 256 {
+		if keys[db] == 0 && exps[db] == 0 {
+			continue
+		}
+		dst = append(dst, byte(db))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(keys[db]))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(exps[db]))
+	}
+	return dst
+}
+
+// ParseKeyCounts decodes a SysKeyCounts value into keys and exps (256
+// entries each, zeroed first).
+func ParseKeyCounts(b []byte, keys, exps []int64) error {
+	const entry = 1 + 8 + 8
+	if len(b)%entry != 0 || len(keys) < 256 || len(exps) < 256 {
+		return corrupt("key counts", "length %d", len(b))
+	}
+	clear(keys)
+	clear(exps)
+	last := -1
+	for ; len(b) > 0; b = b[entry:] {
+		db := int(b[0])
+		k, x := int64(binary.BigEndian.Uint64(b[1:])), int64(binary.BigEndian.Uint64(b[9:]))
+		if db <= last || k < 0 || x < 0 || x > k {
+			return corrupt("key counts", "entry for db %d out of order or negative", db)
+		}
+		last = db
+		keys[db], exps[db] = k, x
+	}
+	return nil
+}
 
 // AppendSystemKey appends the system-record key 's' | name.
 func AppendSystemKey(dst []byte, name string) []byte {

@@ -102,6 +102,9 @@ type Engine struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	// countsSaved is set once Close has recorded the key counts; the next
+	// transaction that writes deletes the record (see saveKeyCounts).
+	countsSaved bool
 }
 
 // Open builds the engine over an open cold store: it loads the database map
@@ -139,7 +142,7 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 	if err := e.loadDBMap(); err != nil {
 		return nil, err
 	}
-	if err := e.countKeys(); err != nil {
+	if err := e.loadKeyCounts(); err != nil {
 		return nil, err
 	}
 	e.wg.Add(3)
@@ -154,7 +157,67 @@ func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		close(e.stop)
 		e.wg.Wait()
+		e.saveKeyCounts()
 	})
+}
+
+// saveKeyCounts durably records the key counts at a graceful shutdown, so
+// that the next start skips the scan of every meta record (with ten
+// million keys, seconds). A transaction that writes anything afterwards
+// deletes the record again (Tx.Commit), so it is never stale.
+func (e *Engine) saveKeyCounts() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.cold.NewBatch()
+	err := b.Set(codec.AppendSystemKey(nil, codec.SysKeyCounts), codec.AppendKeyCounts(nil, e.keys, e.exps))
+	if err == nil {
+		_, err = b.Commit()
+	}
+	if err == nil {
+		err = e.cold.SyncWAL()
+	}
+	if err != nil {
+		e.opts.Logger.Warn("could not record the key counts; the next start scans the store", "err", err)
+		return
+	}
+	e.countsSaved = true
+}
+
+// loadKeyCounts sets the per-database key counts at start-up: from the
+// record a graceful shutdown left, deleted durably before anything is
+// served (a crash later must not find it), or else by scanning the store.
+func (e *Engine) loadKeyCounts() error {
+	key := codec.AppendSystemKey(nil, codec.SysKeyCounts)
+	v, found, err := e.cold.Get(key, nil)
+	if err != nil {
+		return fmt.Errorf("tiering: read key counts: %w", err)
+	}
+	if found {
+		perr := codec.ParseKeyCounts(v, e.keys, e.exps)
+		b := e.cold.NewBatch()
+		err := b.Delete(key)
+		if err == nil {
+			_, err = b.Commit()
+		}
+		if err == nil {
+			err = e.cold.SyncWAL()
+		}
+		if err != nil {
+			return fmt.Errorf("tiering: delete key counts: %w", err)
+		}
+		if perr == nil {
+			var n int64
+			for _, k := range e.keys {
+				n += k
+			}
+			e.opts.Logger.Info("key counts restored from the last graceful shutdown; no start-up scan", "keys_on_disk", n)
+			return nil
+		}
+		e.opts.Logger.Warn("key counts record unreadable; scanning the store", "err", perr)
+	}
+	clear(e.keys)
+	clear(e.exps)
+	return e.countKeys()
 }
 
 // Cold returns the cold store.

@@ -108,6 +108,10 @@ type LRU struct {
 	lru    *simplelru.LRU[string, *Entry]
 	used   int64
 	budget int64
+	// perDB counts the hot keys of each physical database: when it equals
+	// the database's stored key count, every key is hot and a miss needs
+	// no store lookup (Tx.loadCold).
+	perDB [256]int64
 }
 
 // NewLRU returns an empty hot tier with the given byte budget.
@@ -143,6 +147,7 @@ func (l *LRU) put(hk []byte, e *Entry) {
 		l.lru.Add(view(hk), e) // the map keeps its original key string
 	} else {
 		l.lru.Add(string(hk), e)
+		l.perDB[hk[0]]++
 	}
 	l.used += e.size
 }
@@ -159,6 +164,7 @@ func (l *LRU) remove(hk []byte) bool {
 	if e, ok := l.lru.Peek(view(hk)); ok {
 		l.used -= e.size
 		l.lru.Remove(view(hk))
+		l.perDB[hk[0]]--
 		return true
 	}
 	return false
@@ -167,9 +173,10 @@ func (l *LRU) remove(hk []byte) bool {
 // demoteOldest drops the least recently used entry; it reports false when
 // the tier is empty.
 func (l *LRU) demoteOldest() bool {
-	_, e, ok := l.lru.RemoveOldest()
+	k, e, ok := l.lru.RemoveOldest()
 	if ok {
 		l.used -= e.size
+		l.perDB[k[0]]--
 	}
 	return ok
 }
@@ -178,6 +185,7 @@ func (l *LRU) demoteOldest() bool {
 func (l *LRU) purge() {
 	l.lru.Purge()
 	l.used = 0
+	l.perDB = [256]int64{}
 }
 
 // removeDB drops every entry of physical database db.
@@ -190,6 +198,7 @@ func (l *LRU) removeDB(db uint8) {
 			l.lru.Remove(k)
 		}
 	}
+	l.perDB[db] = 0
 }
 
 // Contains implements HotTier.
@@ -197,6 +206,9 @@ func (l *LRU) Contains(db uint8, key []byte) bool {
 	var buf [64]byte
 	return l.lru.Contains(view(hotKey(buf[:0], db, key)))
 }
+
+// LenDB is the number of hot keys of physical database db.
+func (l *LRU) LenDB(db uint8) int64 { return l.perDB[db] }
 
 // Len implements HotTier.
 func (l *LRU) Len() int { return l.lru.Len() }

@@ -75,6 +75,15 @@ func (v *env) checkInvariants() {
 	for x := range withExpiry {
 		v.t.Fatalf("meta with expiry %s has no index entry", x)
 	}
+	var hotPerDB [256]int64
+	for _, hk := range e.hot.lru.Keys() {
+		hotPerDB[hk[0]]++
+	}
+	for db := range 256 {
+		if hotPerDB[db] != e.hot.LenDB(uint8(db)) || hotPerDB[db] > keys[db] {
+			v.t.Fatalf("physical db %d: hot counter %d, hot tier holds %d keys of %d stored", db, e.hot.LenDB(uint8(db)), hotPerDB[db], keys[db])
+		}
+	}
 	var used int64
 	for _, hk := range e.hot.lru.Keys() {
 		he, _ := e.hot.lru.Peek(hk)

@@ -93,6 +93,16 @@ func (tx *Tx) Commit() (coldstore.Pending, error) {
 	e := tx.e
 	defer e.mu.Unlock()
 	defer e.held.Store(0)
+	if e.countsSaved && !tx.batch.Empty() {
+		if err := tx.batch.Delete(codec.AppendSystemKey(nil, codec.SysKeyCounts)); err != nil {
+			tx.batch.Abort()
+			e.hot.purge()
+			tx.undoSwaps()
+			tx.resetDeltas()
+			return coldstore.Pending{}, err
+		}
+		e.countsSaved = false
+	}
 	p, err := tx.batch.Commit()
 	if err != nil {
 		// The hot copies may hold writes the store refused: drop them all so
@@ -127,6 +137,14 @@ func (tx *Tx) Abort() {
 	tx.resetDeltas()
 }
 
+// allHot reports whether every key stored in physical database pdb,
+// counting this transaction's writes, is in the hot tier. Hot entries
+// mirror stored meta records (write-through), so equal counts mean the
+// same set of keys.
+func (tx *Tx) allHot(pdb uint8) bool {
+	return tx.e.hot.LenDB(pdb) == tx.e.keys[pdb]+tx.keyDelta[pdb]
+}
+
 func (tx *Tx) resetDeltas() {
 	clear(tx.keyDelta)
 	clear(tx.expDelta)
@@ -159,8 +177,14 @@ func (tx *Tx) live(pdb uint8, key []byte) (*Entry, bool, error) {
 	return e, wasHot, nil
 }
 
-// loadCold decodes key's meta record into a fresh Entry, or nil.
+// loadCold decodes key's meta record into a fresh Entry, or nil. When
+// every stored key of the database is hot, a key the hot tier does not hold
+// does not exist, and the store is not asked (GET of a missing key, SET of
+// a new one cost no disk access while the dataset fits the budget).
 func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
+	if tx.allHot(pdb) {
+		return nil, nil
+	}
 	buf, found, err := tx.batch.GetMeta(pdb, key, &tx.meta, tx.mbuf)
 	tx.mbuf = buf
 	if err != nil {
