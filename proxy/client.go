@@ -12,6 +12,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering"
 )
 
 // replyMode is CLIENT REPLY's state.
@@ -62,8 +63,10 @@ type Client struct {
 	user    string
 	// lastCmd is the latest command's table entry (CLIENT LIST's cmd=),
 	// stored without the lock: it is written on every command.
-	lastCmd  atomic.Pointer[cmdtable.Command]
-	created  time.Time
+	lastCmd atomic.Pointer[cmdtable.Command]
+	created time.Time
+	// coldBufs are the buffers of this client's lock-free cold reads.
+	coldBufs tiering.ColdBuffers
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool
 	blocked  atomic.Bool // waiting in a blocking pop

@@ -60,10 +60,27 @@ func (c *Client) getString(tx *tiering.Tx, key []byte) (*tiering.Entry, bool) {
 	return e, true
 }
 
+// cmdGet reads a cold key without holding the engine's lock across the
+// store lookup (see tiering/coldread.go), so cold reads overlap each other
+// and everything else.
 func cmdGet(c *Client, args [][]byte) {
 	tx := c.begin()
-	e, ok := c.getString(tx, args[1])
-	if !ok {
+	e, probe, err := tx.GetOrProbe(c.db, args[1])
+	if err == nil && probe.Cold() {
+		tx.Abort() // nothing written: it only released the lock
+		var read *tiering.Entry
+		read, err = c.s.engine.ReadCold(probe, args[1], &c.coldBufs)
+		tx = c.begin()
+		if err == nil {
+			e, err = tx.FinishGet(c.db, args[1], probe, read)
+		}
+	}
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	if e != nil && e.Type != codec.TypeString {
+		c.txFail(tx, errWrongType)
 		return
 	}
 	if e == nil {

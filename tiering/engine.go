@@ -96,6 +96,9 @@ type Engine struct {
 	// goroutine can tell whether it holds the lock (Engine.HeldBy).
 	held  atomic.Uint64
 	txSeq uint64
+	// writes counts the transactions that committed writes: a lock-free
+	// cold read promotes only if it did not change in between (coldread.go).
+	writes uint64
 
 	Stats Stats
 

@@ -93,6 +93,9 @@ func (tx *Tx) Commit() (coldstore.Pending, error) {
 	e := tx.e
 	defer e.mu.Unlock()
 	defer e.held.Store(0)
+	if !tx.batch.Empty() {
+		e.writes++
+	}
 	if e.countsSaved && !tx.batch.Empty() {
 		if err := tx.batch.Delete(codec.AppendSystemKey(nil, codec.SysKeyCounts)); err != nil {
 			tx.batch.Abort()
@@ -193,7 +196,12 @@ func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 	if !found {
 		return nil, nil
 	}
-	m := &tx.meta
+	return entryOfMeta(&tx.meta), nil
+}
+
+// entryOfMeta decodes a meta record into a fresh Entry (a string's value
+// copied).
+func entryOfMeta(m *codec.Meta) *Entry {
 	e := &Entry{Type: m.Type, ExpireAt: m.ExpireAt}
 	if m.Type == codec.TypeString {
 		e.Str = append([]byte(nil), m.Value...)
@@ -202,7 +210,7 @@ func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
 		e.Head, e.Tail = m.Head, m.Tail
 		e.ZSkip = m.Flags&codec.ZSetSkiplist != 0
 	}
-	return e, nil
+	return e
 }
 
 // Get returns key's live value, or nil if it does not exist or has expired
@@ -226,16 +234,7 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
 	if e, ok := tx.e.hot.get(tx.hk); ok {
-		if tx.expired(e) {
-			tx.e.Stats.KeyspaceMisses.Add(1)
-			return nil, tx.expire(pdb, key, e, true)
-		}
-		tx.e.Stats.KeyspaceHits.Add(1)
-		e.access = tx.now
-		if e.loading != nil {
-			tx.e.Stats.ColdReads.Add(1)
-		}
-		return e, nil
+		return tx.hotHit(pdb, key, e)
 	}
 	e, err := tx.loadCold(pdb, key)
 	if err != nil || e == nil {
@@ -274,6 +273,21 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 		return e, nil
 	}
 	tx.e.Stats.ColdReads.Add(1)
+	return e, nil
+}
+
+// hotHit accounts a lookup that found e in the hot tier (tx.hk): an
+// expired entry is deleted and reported absent.
+func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry) (*Entry, error) {
+	if tx.expired(e) {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+		return nil, tx.expire(pdb, key, e, true)
+	}
+	tx.e.Stats.KeyspaceHits.Add(1)
+	e.access = tx.now
+	if e.loading != nil {
+		tx.e.Stats.ColdReads.Add(1)
+	}
 	return e, nil
 }
 
