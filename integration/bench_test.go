@@ -1,16 +1,17 @@
 package integration
 
 // The benchmark run of `make bench`: redis-benchmark and redis-cli --pipe
-// against a reference redis-server and Spillway started side by side. It
-// measures and prints tables; it never asserts on time. It fails only when
-// a tool or server does not work (an error reply, a wrong key count).
+// against a reference redis-server and Spillway started side by side, and
+// the helpers every bench_*_test.go file shares (the hot-path and proxy
+// sections are in bench_hot_test.go). It measures and prints tables; it
+// never asserts on time. It fails only when a tool or server does not work
+// (an error reply, a wrong key count).
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,7 +21,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -39,10 +39,10 @@ const (
 	loadValue     = 1024
 	// benchCollFields is the field count of myhash and the member count of
 	// myset, the keys redis-benchmark's HSET and SADD tests write, and their
-	// -r: the hash (about 30 MB) fits in an eighth of spw-hot's budget, so
-	// it stays in the hot tier.
+	// -r: the hash (about 30 MB) fits in an eighth of Spillway's budget, so
+	// it stays in the hot tier. (myzset has zsetBenchMembers.)
 	benchCollFields = 50_000
-	benchCollBatch  = 1000 // fields per HSET / members per SADD in load files
+	benchCollBatch  = 1000 // fields per HSET / members per SADD or ZADD in load files
 )
 
 // benchRunTime is how long each measured redis-benchmark run is sized to
@@ -59,32 +59,6 @@ type benchCmd struct {
 	keyspace int      // redis-benchmark -r
 	skip     []string // names of the targets it is not run against
 }
-
-// benchCommands are the redis-benchmark runs measured, in table order
-// (GET(miss) reads keys that do not exist). The dataset holds every key,
-// field and member the others touch, so HSET and SADD update, HGET and
-// SISMEMBER hit.
-var benchCommands = []benchCmd{
-	{"SET", []string{"-t", "set"}, benchKeys, nil},
-	{"GET", []string{"-t", "get"}, benchKeys, nil},
-	{"GET(miss)", []string{"GET", "miss:__rand_int__"}, benchKeys, nil},
-	{"INCR", []string{"-t", "incr"}, benchKeys, nil},
-	{"MSET(10)", []string{"-t", "mset"}, benchKeys, nil},
-	{"HSET", []string{"-t", "hset"}, benchCollFields, collSkip},
-	{"HGET", []string{"HGET", "myhash", "element:__rand_int__"}, benchCollFields, collReadSkip},
-	{"SADD", []string{"-t", "sadd"}, benchCollFields, collSkip},
-	{"SISMEMBER", []string{"SISMEMBER", "myset", "element:__rand_int__"}, benchCollFields, collReadSkip},
-}
-
-// The hash and set commands are not run against spw-cold (cold hashes and
-// sets have their own section, TestBenchColdCollections). To keep `make
-// bench` within about 10 minutes they are not run against twemproxy either
-// (what a proxy costs does not depend on the command; the string rows show
-// it), nor are their reads against redis+aof (AOF only logs writes).
-var (
-	collSkip     = []string{"spw-cold", "twemproxy", "spw-upstream"}
-	collReadSkip = []string{"spw-cold", "twemproxy", "spw-upstream", "redis+aof"}
-)
 
 var benchPipelines = []int{1, 16}
 
@@ -124,130 +98,6 @@ func needBench(t *testing.T) {
 			t.Fatalf("%s not found on PATH: run `make deps` (apt-get install redis-server redis-tools)", tool)
 		}
 	}
-}
-
-// TestBenchThroughput measures SET/GET/INCR/MSET and HSET/HGET/SADD/SISMEMBER
-// with redis-benchmark against redis-server (without and with AOF),
-// twemproxy in front of redis-server when nutcracker is installed, and
-// Spillway with the dataset hot and cold (strings only: cold hashes and sets
-// are TestBenchColdCollections').
-func TestBenchThroughput(t *testing.T) {
-	needBench(t)
-	began := time.Now()
-	dataset := filepath.Join(t.TempDir(), "dataset.resp")
-	if err := writeDataset(dataset); err != nil {
-		t.Fatal(err)
-	}
-
-	redis := harness.StartRedis(t)
-	aof := harness.StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec")
-	if r := aof.Conn(t).Do("CONFIG", "GET", "appendonly"); len(r.Elems) != 2 || r.Elems[1].Str != "yes" {
-		t.Fatalf("redis+aof: CONFIG GET appendonly = %s", r.String())
-	}
-	hot := harness.StartSpillway(t, "", "--maxmemory", "512mb")
-	// The cold server is loaded with a budget that holds the dataset (loading
-	// under a tiny budget is much slower, see the bulk-load table), then
-	// restarted with the tiny one: after a restart every key is cold.
-	coldDir := t.TempDir()
-	loader := harness.StartSpillway(t, coldDir, "--maxmemory", "512mb")
-	servers := []*harness.Server{redis, aof, hot, loader}
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { _, errs[i] = pipeLoad(s.Addr(), dataset, datasetCommands) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("preload: %v", err)
-	}
-	loader.Term()
-	cold := harness.StartSpillway(t, coldDir, "--maxmemory", "4mb", "--promote-min-hits", "1000000")
-	t.Logf("dataset (%d keys of %d-%d bytes, %d counters, a hash and a set of %d) loaded in %v", benchKeys,
-		benchValueMin, benchValueMax, benchKeys, benchCollFields, time.Since(began).Round(time.Millisecond))
-
-	targets := []benchTarget{
-		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no"},
-		{"redis+aof", aof.Addr(), "redis-server 7.0, --appendonly yes --appendfsync everysec"},
-	}
-	if tw := startTwemproxy(t, redis.Addr()); tw != nil {
-		targets = append(targets, benchTarget{"twemproxy", tw.Addr(),
-			"nutcracker 0.5 (1 server connection) in front of the 'redis' server"})
-	}
-	// Upstream mode in front of the same server, every key hot (no budget):
-	// what Spillway costs as a proxy, beside twemproxy.
-	upstreamMode := harness.StartSpillway(t, "", "--upstream", "redis://"+redis.Addr(), "--maxmemory", "0")
-	targets = append(targets, benchTarget{"spw-upstream", upstreamMode.Addr(),
-		"spillway --upstream (the 'redis' server) --maxmemory 0: upstream mode, every key hot"})
-	targets = append(targets,
-		benchTarget{"spw-hot", hot.Addr(), "spillway --maxmemory 512mb (appendfsync everysec): dataset fits in the hot tier"},
-		benchTarget{"spw-cold", cold.Addr(), "spillway --maxmemory 4mb --promote-min-hits 1000000, restarted after the load: " +
-			"reads served from disk (strings only; see the cold hash and set section)"})
-
-	// Calibrate: short runs per cell (also a warm-up) size -n so that each
-	// measured run takes about benchRunTime.
-	sizes := map[cellKey]int{}
-	for _, tg := range targets {
-		for _, p := range benchPipelines {
-			for _, c := range benchCommands {
-				if !tg.runs(c) {
-					continue
-				}
-				n, err := calibrate(tg.addr, c, p)
-				if err != nil {
-					t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
-				}
-				sizes[cellKey{tg.name, c.label, p}] = n
-			}
-		}
-	}
-	t.Logf("calibrated in %v", time.Since(began).Round(time.Millisecond))
-
-	// Repetitions are interleaved across servers so that a noisy moment on
-	// the shared machine is spread over every column.
-	samples := map[cellKey][]benchSample{}
-	var raw strings.Builder
-	raw.WriteString("rep\tserver\tcommand\tP\tn\tops/s\tp50ms\tp99ms\n")
-	for rep := 1; rep <= benchReps; rep++ {
-		for _, tg := range targets {
-			for _, p := range benchPipelines {
-				for _, c := range benchCommands {
-					if !tg.runs(c) {
-						continue
-					}
-					k := cellKey{tg.name, c.label, p}
-					s, err := runRedisBenchmark(tg.addr, c, p, sizes[k])
-					if err != nil {
-						t.Fatalf("%s %s -P %d: %v", tg.name, c.label, p, err)
-					}
-					samples[k] = append(samples[k], s)
-					fmt.Fprintf(&raw, "%d\t%s\t%s\t%d\t%d\t%.0f\t%.3f\t%.3f\n",
-						rep, tg.name, c.label, p, sizes[k], s.rps, s.p50, s.p99)
-				}
-			}
-		}
-		t.Logf("repetition %d/%d done at %v", rep, benchReps, time.Since(began).Round(time.Second))
-	}
-
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Throughput: redis-benchmark -c %d -r %d (hashes and sets: %d) -d %d, median of %d runs of ~%v each ==\n",
-		benchClients, benchKeys, benchCollFields, benchDataSize, benchReps, benchRunTime)
-	out.WriteString(machineNotes())
-	for _, tg := range targets {
-		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
-	}
-	out.WriteString(throughputTable(targets, benchCommands, samples, "MSET(10): commands/s, 10 keys each; "+
-		"GET(miss): keys that do not exist; HSET/SADD update existing fields/members; -: not run"))
-	out.WriteString(latencyTable(targets, benchCommands, samples))
-	fmt.Fprintf(&out, "Spread: %s\n", spreadNote(samples))
-	out.WriteString(tieringNote(t, map[string]*harness.Server{"spw-hot": hot, "spw-cold": cold}))
-	if path := os.Getenv("SPILLWAY_BENCH_RAW"); path != "" {
-		if err := os.WriteFile(path, []byte(raw.String()), 0o644); err != nil {
-			t.Errorf("SPILLWAY_BENCH_RAW: %v", err)
-		}
-		fmt.Fprintf(&out, "every run's numbers: %s\n", path)
-	}
-	fmt.Fprintf(&out, "(throughput section took %v)\n", time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
 }
 
 // TestBenchColdCollections measures HGET and SISMEMBER on a hash and a set
@@ -357,7 +207,8 @@ func startTwemproxy(t *testing.T, backend string) *harness.Proc {
 
 // calibrate returns the request count (-n) that makes one run of the
 // command take about benchRunTime, from runs of growing size until one takes
-// an eighth of it.
+// an eighth of it and sends at least 10 requests per client (a smaller run
+// mostly measures the clients connecting).
 func calibrate(addr string, c benchCmd, pipeline int) (int, error) {
 	goal := benchRunTime.Seconds()
 	for n := 100 * pipeline; ; n *= 4 {
@@ -365,7 +216,7 @@ func calibrate(addr string, c benchCmd, pipeline int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if float64(n)/s.rps >= goal/8 || n >= 1_000_000 {
+		if (float64(n)/s.rps >= goal/8 && n >= 10*benchClients*pipeline) || n >= 1_000_000 {
 			return min(max(int(s.rps*goal)/100*100, 2*benchClients*pipeline), 20_000_000), nil
 		}
 	}
@@ -434,8 +285,12 @@ func pipeLoad(addr, file string, want int) (time.Duration, error) {
 	return d, nil
 }
 
-// datasetCommands is the number of commands writeDataset writes.
-const datasetCommands = 2*benchKeys + 2*benchCollFields/benchCollBatch
+// datasetCommands is the number of commands writeDataset writes, and
+// datasetKeys the number of keys they create.
+const (
+	datasetCommands = 2*benchKeys + 2*benchCollFields/benchCollBatch + (zsetBenchMembers+benchCollBatch-1)/benchCollBatch
+	datasetKeys     = 2*benchKeys + 3 // and myhash, myset, myzset
+)
 
 // writeDataset writes, with a fixed seed, redis-benchmark's key names for
 // the whole -r keyspace: SETs of key:%012d to values of
@@ -443,7 +298,9 @@ const datasetCommands = 2*benchKeys + 2*benchCollFields/benchCollBatch
 // that INCR measures increments, not key creation), then HSETs filling
 // myhash with element:%012d fields of benchDataSize-byte values (the size
 // redis-benchmark's HSET writes, so the hash does not grow) and SADDs
-// filling myset with element:%012d, benchCollBatch at a time.
+// filling myset with element:%012d, benchCollBatch at a time, then ZADDs
+// filling myzset with zsetBenchMembers members element:%012d scored i (a
+// sorted set Spillway holds in memory; see bench_zset_test.go).
 func writeDataset(path string) error {
 	r := rand.New(rand.NewPCG(1, 2))
 	pool := randomLetters(r, 1<<20)
@@ -462,6 +319,14 @@ func writeDataset(path string) error {
 				off := r.IntN(len(pool) - benchDataSize)
 				return pool[off : off+benchDataSize]
 			})
+		args := make([][]byte, 0, 2+2*benchCollBatch)
+		for lo := 0; lo < zsetBenchMembers; lo += benchCollBatch {
+			args = append(args[:0], []byte("ZADD"), []byte("myzset"))
+			for i := lo; i < min(lo+benchCollBatch, zsetBenchMembers); i++ {
+				args = append(args, strconv.AppendInt(nil, int64(i), 10), fmt.Appendf(nil, "element:%012d", i))
+			}
+			w.command(args...)
+		}
 	})
 }
 
@@ -652,20 +517,6 @@ func spreadNote(samples map[cellKey][]benchSample) string {
 	}
 	return fmt.Sprintf("(max-min)/median of ops/s over the %d runs: median cell %.0f%%, worst %.0f%% (%s %s -P %d)",
 		benchReps, 100*median(spreads), 100*worst, worstKey.target, worstKey.cmd, worstKey.pipeline)
-}
-
-// tieringNote reports where each Spillway server's keys ended up.
-func tieringNote(t *testing.T, servers map[string]*harness.Server) string {
-	var b strings.Builder
-	for _, name := range []string{"spw-hot", "spw-cold"} {
-		info := tieringInfo(t, servers[name])
-		var fields []string
-		for _, k := range []string{"hot_keys", "cold_keys", "hot_budget", "promotions", "demotions", "cold_reads"} {
-			fields = append(fields, k+"="+info[k])
-		}
-		fmt.Fprintf(&b, "%s after the run: %s\n", name, strings.Join(fields, " "))
-	}
-	return b.String()
 }
 
 // tieringInfo returns the fields of a Spillway server's INFO tiering.
