@@ -5,7 +5,7 @@ PORT     ?= 6380
 DATA     ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-unit test-integration fuzz-corpus bench deps vet fmt clean
+.PHONY: all build run test test-unit test-integration fuzz-corpus bench bench-full deps vet fmt clean
 
 all: build
 
@@ -28,11 +28,18 @@ vet:
 test: deps vet build
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-# bench prints tables and asserts nothing about time (about 11 minutes on 2
-# cores): see scripts/bench.sh.
+# bench measures Spillway against redis-server and twemproxy started on
+# loopback and prints Markdown tables (about 10 minutes on 2 cores); the
+# report, its figures and a chart go to bench/results/. It asserts nothing
+# about time: see scripts/bench.sh. bench-full adds bigger datasets, every
+# other section and the micro-benchmarks.
 bench: deps build
 	@./scripts/ensure-bench-tools.sh
 	@GO=$(GO) SPILLWAY_BIN=$(CURDIR)/$(BIN) ./scripts/bench.sh
+
+bench-full: deps build
+	@./scripts/ensure-bench-tools.sh
+	@GO=$(GO) SPILLWAY_BIN=$(CURDIR)/$(BIN) SPILLWAY_BENCH_FULL=1 ./scripts/bench.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# Runs `make bench`: the in-process micro-benchmarks, then the end-to-end
-# benchmark of integration/bench_test.go, bench_coll_test.go and
-# bench_list_test.go (redis-benchmark and redis-cli --pipe against
-# redis-server, twemproxy (nutcracker, installed by `make bench`), and
-# bin/spillway, embedded and in upstream mode in front of the same
-# redis-server):
-# strings, hot hashes and sets, a cold million-field hash and set, hot lists
-# (LPUSH, RPOP, LRANGE_100), LRANGE at random offsets of a cold
-# million-element list, a 1,000,000-element queue (RPUSH, then LPOP) under
-# --maxmemory 32mb, bulk loads; sorted sets (bench_zset_test.go: hot ZADD,
-# ZSCORE, ZRANGEBYSCORE, and pages by score and ZSCORE on a cold
-# 1,000,000-member leaderboard). It prints tables and asserts nothing about
-# time; it fails only when a tool or server does not work. About 11 minutes on
-# 2 cores.
+# Runs `make bench` (quick: about 10 minutes on 2 cores) or, with
+# SPILLWAY_BENCH_FULL=1, `make bench-full`. Each section starts its own
+# references on loopback (redis-server, twemproxy) beside bin/spillway,
+# measures alternately, prints Markdown tables with each figure beside its
+# reference and the ratio, and the whole report is saved under
+# bench/results/ (<UTC time>.md, .json, .png, and latest.*). It asserts
+# nothing about time; it fails only when a tool or server does not work.
 #
-# Environment: GO (default go), SPILLWAY_BIN (default bin/spillway, built by
-# `make build`), SPILLWAY_BENCH_RUNTIME (length of each redis-benchmark run,
-# a Go duration, default 1.5s), SPILLWAY_BENCH_RAW (a file to write every
-# throughput run's numbers to, as TSV), SPILLWAY_BENCH_FULL=1 (the queue
-# benchmark with 5,000,000 elements, as TestQueueFiveMillion).
+# Quick sections (integration/bench_*_test.go):
+#   TestBenchHotPath   redis-benchmark's standard ops, embedded, vs redis-server
+#   TestBenchProxy     the same ops through twemproxy and upstream mode
+#   TestBenchColdReads uniform and Zipfian reads of a dataset 10x the budget
+#   TestBenchMemory    RSS at 1x/5x/20x the budget, disk vs RDB
+#   TestBenchRestart   time to first command with millions of cold keys
+# bench-full adds larger sizes and every other section (bulk load, lists,
+# queue, sorted sets, cold hashes and sets) and the in-process
+# micro-benchmarks.
+#
+# Environment: GO (default go), SPILLWAY_BIN (default bin/spillway),
+# SPILLWAY_BENCH_FULL=1, SPILLWAY_BENCH_RUNTIME (length of each
+# redis-benchmark run, a Go duration), SPILLWAY_BENCH_RAW (a TSV file of
+# every throughput run), SPILLWAY_BENCH_RESULTS (results directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -27,12 +29,18 @@ if [ ! -x "$SPILLWAY_BIN" ]; then
   echo "bench: $SPILLWAY_BIN not found: run \`make build\` first" >&2
   exit 1
 fi
+export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
-echo "== In-process micro-benchmarks =="
-"$GO" test -run '^$' -bench . -benchtime 300ms ./codec/ ./proxy/... ./tiering/...
+run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart)$'
+timeout=20m
+if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
+  echo "== In-process micro-benchmarks =="
+  "$GO" test -run '^$' -bench . -benchtime 300ms ./codec/ ./proxy/... ./tiering/...
+  run='^TestBench'
+  timeout=90m
+fi
 
-echo
-echo "== End-to-end benchmarks (integration/bench_test.go, bench_coll_test.go, bench_list_test.go, bench_zset_test.go) =="
-# -v streams the tables; the per-run subtest lines of the load section are noise.
-SPILLWAY_BENCH=1 "$GO" test -count=1 -run '^TestBench' -v -timeout 15m ./integration/ |
-  grep --line-buffered -v -e '^=== RUN' -e '^=== NAME' -e '^    --- PASS: TestBenchLoad/'
+echo "== End-to-end benchmarks =="
+# -v streams the tables as they are measured; the per-run subtest lines are noise.
+SPILLWAY_BENCH=1 "$GO" test -count=1 -run "$run" -v -timeout "$timeout" ./integration/ |
+  grep --line-buffered -v -e '^=== RUN' -e '^=== NAME' -e '^=== PAUSE' -e '^=== CONT' -e '^    --- PASS: TestBench[A-Za-z]*/'
