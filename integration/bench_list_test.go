@@ -4,9 +4,9 @@ package integration
 // LRANGE_100 on a hot list, LRANGE of 100 elements at random offsets of a
 // cold 1,000,000-element list, and the queue workload of queue_test.go,
 // each against redis-server holding the same list in memory. Like the rest
-// of the benchmark it prints tables and asserts nothing about time; it fails
-// only when a tool or server does not work (an error reply, a wrong length,
-// a wrong element).
+// of the benchmark it reports Markdown tables (benchreport) and asserts
+// nothing about time; it fails only when a tool or server does not work (an
+// error reply, a wrong length, a wrong element).
 
 import (
 	"bufio"
@@ -22,9 +22,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spillway/spillway/integration/benchreport"
 	"github.com/spillway/spillway/integration/harness"
 )
 
@@ -91,8 +91,8 @@ func benchHotLists(t *testing.T) {
 	defer redis.Term()
 	defer spw.Term()
 	targets := []benchTarget{
-		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no"},
-		{"spw-hot", spw.Addr(), "spillway --maxmemory 512mb (appendfsync everysec): mylist is hot, " +
+		{"redis", redis.Addr(), "`redis-server --save '' --appendonly no`"},
+		{"spw-hot", spw.Addr(), "`spillway --maxmemory 512mb` (default appendfsync everysec): mylist is hot, " +
 			"whole while small, by a window at each end while an LPUSH run makes it big"},
 	}
 	conns := map[string]*harness.Conn{}
@@ -155,21 +155,29 @@ func benchHotLists(t *testing.T) {
 		t.Logf("hot lists: repetition %d/%d done at %v", rep, benchReps, time.Since(began).Round(time.Second))
 	}
 
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Lists: redis-benchmark -c %d, -t lpush (-d %d), -t rpop, LRANGE mylist 0 99 (-t lrange_100's), "+
-		"median of %d runs of ~%v each ==\n", benchClients, listBenchDataSize, benchReps, benchRunTime)
-	out.WriteString(machineNotes())
+	info := tieringInfo(t, spw)
+	title := fmt.Sprintf("Lists: redis-benchmark -c %d, -t lpush (-d %d), -t rpop, LRANGE mylist 0 99 (-t lrange_100's), "+
+		"median of %d runs of ~%v each", benchClients, listBenchDataSize, benchReps, benchRunTime)
+	var md strings.Builder
+	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
 	for _, tg := range targets {
-		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
+		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
 	}
-	out.WriteString(throughputTable(targets, listCommands, samples, fmt.Sprintf(
-		"each LPUSH run is followed by an RPOP run of as many requests, so mylist holds about %s elements "+
-			"between runs and RPOP never finds it empty; LRANGE_100 returns the first 100", thousands(listBenchBase))))
-	out.WriteString(latencyTable(targets, listCommands, samples))
-	fmt.Fprintf(&out, "Spread: %s\n", spreadNote(samples))
-	fmt.Fprintf(&out, "spw-hot INFO tiering after the run: %s\n", tieringFields(tieringInfo(t, spw)))
-	fmt.Fprintf(&out, "(hot list section took %v)\n", time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
+	fmt.Fprintf(&md, "\nLoad: `redis-benchmark -c %d` with `-P 1` and `-P 16`: `-t lpush -d %d`, `-t rpop`, and `LRANGE mylist 0 99` "+
+		"(what `-t lrange_100` measures, without its own LPUSH fill). Each LPUSH run is followed by an RPOP run of as many "+
+		"requests, so mylist holds about %s elements between runs and RPOP never finds it empty; LRANGE_100 returns the first 100. "+
+		"Each cell: median of %d runs of about %v, the repetitions measured alternately across the targets; -n calibrated "+
+		"on each target (short runs of growing size, also a warm-up), at most %s for LPUSH; RPOP reuses LPUSH's. %s\n\n",
+		benchClients, listBenchDataSize, thousands(listBenchBase), benchReps, benchRunTime, thousands(listBenchMaxN),
+		benchLatencyNote)
+	md.WriteString(strings.TrimSpace(machineNotes()) + "\n\n")
+	table, figs := benchCmdTable(title, targets, listCommands, samples)
+	md.WriteString(table)
+	fmt.Fprintf(&md, "\nSpread: %s.\n\n", spreadNote(samples))
+	fmt.Fprintf(&md, "`spw-hot` INFO tiering after the runs: %s\n", tieringFields(info))
+	fmt.Fprintf(&md, "\n(Section took %v, calibration included.)\n", time.Since(began).Round(time.Second))
+	benchreport.Default.Add(figs...)
+	benchreport.Default.AddSection(title, md.String())
 }
 
 // checkListRun checks that a run of n requests of command label with
@@ -275,9 +283,9 @@ func benchColdList(t *testing.T) {
 		loadTime[1].Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 
 	targets := []benchTarget{
-		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no: the list in memory"},
-		{"spw-cold", spw.Addr(), "spillway --maxmemory " + coldListMaxMemory + ", loaded with --maxmemory " +
-			coldListLoadMemory + " and restarted: the list cold, read from disk"},
+		{"redis", redis.Addr(), "`redis-server --save '' --appendonly no`: the list in memory"},
+		{"spw-cold", spw.Addr(), "`spillway --maxmemory " + coldListMaxMemory + "`, loaded with `--maxmemory " +
+			coldListLoadMemory + "` and restarted: the list cold, read from disk"},
 	}
 	// The sequential loop runs first, on a freshly restarted server.
 	seq := map[string][]time.Duration{}
@@ -310,58 +318,67 @@ func benchColdList(t *testing.T) {
 	}
 	after := tieringInfo(t, spw)
 
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Cold list: LRANGE %s S S+%d at random S of a %s-element list (%d-%d byte elements) ==\n",
+	title := fmt.Sprintf("Cold list: LRANGE %s S S+%d at random S of a %s-element list (%d-%d byte elements)",
 		coldListKey, coldListRange-1, thousands(coldListElems), queueElemMin, queueElemMax)
-	out.WriteString(machineNotes())
+	var md strings.Builder
+	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
 	for _, tg := range targets {
-		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
+		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
 	}
-	fmt.Fprintf(&out, "load with redis-cli --pipe (%d RPUSH of %d elements each): redis %.1fs, spillway %.1fs (at --maxmemory %s)\n",
+	fmt.Fprintf(&md, "\nLoad: `redis-cli --pipe`, %d RPUSH of %d elements each, into both servers at once: "+
+		"redis %.1f s, spillway %.1f s (at --maxmemory %s).\n\n",
 		commands, coldListBatch, loadTime[0].Seconds(), loadTime[1].Seconds(), coldListLoadMemory)
-	fmt.Fprintf(&out, "\nrequests of the Go test client (every reply checked: %d elements, each the one at its index), latency ms\n", coldListRange)
-	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "clients\tserver\trequests\tops/s\tp50\tp90\tp99\tmax\tops/s vs redis\t")
-	for _, row := range []struct {
-		clients int
-		lat     func(string) []time.Duration
-		rps     func(string) float64
-	}{
-		{1, func(n string) []time.Duration { return seq[n] }, func(n string) float64 {
-			var sum time.Duration
-			for _, d := range seq[n] {
-				sum += d
-			}
-			return float64(len(seq[n])) / sum.Seconds()
-		}},
-		{benchClients, func(n string) []time.Duration { return par[n].lat }, func(n string) float64 { return median(par[n].rps) }},
-	} {
-		base := row.rps("redis")
-		for _, tg := range targets {
-			d := slices.Clone(row.lat(tg.name))
-			slices.Sort(d)
-			q := func(f float64) float64 { return float64(d[min(int(f*float64(len(d))), len(d)-1)]) / 1e6 }
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.2fx\t\n", row.clients, tg.name, thousands(float64(len(d))),
-				thousands(row.rps(tg.name)), q(0.5), q(0.9), q(0.99), float64(d[len(d)-1])/1e6, row.rps(tg.name)/base)
+	md.WriteString(strings.TrimSpace(machineNotes()) + " (the Go test client runs in the test process, on the same cores)\n\n")
+	fmt.Fprintf(&md, "Requests of the Go test client, every reply checked (%d elements, each the one at its index). "+
+		"1 client: %d requests one after the other on a freshly restarted server; %d clients: one request in flight each, "+
+		"%d runs of about %v interleaved across the targets, median ops/s, latencies of all runs pooled. Round trips in ms:\n\n",
+		coldListRange, coldListSeq, benchClients, benchReps, benchRunTime)
+	seqRPS := func(n string) float64 {
+		var sum time.Duration
+		for _, d := range seq[n] {
+			sum += d
 		}
+		return float64(len(seq[n])) / sum.Seconds()
 	}
-	w.Flush()
-	fmt.Fprintf(&out, "(1 client: %d requests one after the other on a fresh server; %d clients: one request in flight each, "+
-		"%d runs of ~%v, median ops/s, latencies of all runs pooled)\n", coldListSeq, benchClients, benchReps, benchRunTime)
-	fmt.Fprintf(&out, "spw-cold INFO tiering after the restart: %s\n", tieringFields(before))
-	fmt.Fprintf(&out, "spw-cold INFO tiering after the run:     %s\n", tieringFields(after))
+	var rows []clientRow
+	for _, clients := range []int{1, benchClients} {
+		row := clientRow{lead: []string{strconv.Itoa(clients)}, workload: clientsWorkload("LRANGE_100", clients),
+			cells: map[string]clientCell{}}
+		for _, tg := range targets {
+			if clients == 1 {
+				row.cells[tg.name] = clientCell{rps: seqRPS(tg.name), lat: seq[tg.name]}
+			} else {
+				row.cells[tg.name] = clientCell{rps: median(par[tg.name].rps), lat: par[tg.name].lat}
+			}
+		}
+		rows = append(rows, row)
+	}
+	table, figs := clientTable(title, []string{"clients"}, targets, rows)
+	md.WriteString(table)
+	md.WriteString("\n" + tieringList("spw-cold", "after the restart", tieringFields(before), "after the run", tieringFields(after)))
 	// Promoting a big list loads its ends only, so LRANGE in its middle
 	// stays a cold read; cold_reads says whether every request was one.
 	reqs := int64(len(seq["spw-cold"]) + len(par["spw-cold"].lat))
 	d := infoDelta(before, after, "cold_reads")
 	if d >= reqs {
-		fmt.Fprintf(&out, "(every LRANGE was a cold read: cold_reads grew by %d over %d requests, %d store iterator steps a request)\n",
+		fmt.Fprintf(&md, "\nEvery LRANGE was a cold read: cold_reads grew by %d over %d requests, %d store iterator steps a request.\n",
 			d, reqs, infoDelta(before, after, "cold_store_iter_steps")/max(reqs, 1))
 	} else {
-		fmt.Fprintf(&out, "NOTE: only %d of %d LRANGE requests were cold reads: some figures above are not reads from disk\n", d, reqs)
+		fmt.Fprintf(&md, "\n**Note**: only %d of %d LRANGE requests were cold reads: some figures above are not reads from disk.\n", d, reqs)
 	}
-	fmt.Fprintf(&out, "(cold list section took %v)\n", time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
+	fmt.Fprintf(&md, "\n(Section took %v, loads included.)\n", time.Since(began).Round(time.Second))
+	figs = append(figs, loadFigures(title, "load (redis-cli --pipe)", loadTime)...)
+	benchreport.Default.Add(figs...)
+	benchreport.Default.AddSection(title, md.String())
+}
+
+// clientsWorkload names a row of a clientTable in the figures:
+// "LRANGE_100 1 client", "LRANGE_100 50 clients".
+func clientsWorkload(cmd string, clients int) string {
+	if clients == 1 {
+		return cmd + " 1 client"
+	}
+	return fmt.Sprintf("%s %d clients", cmd, clients)
 }
 
 // infoDelta returns after[field]-before[field] of two INFO snapshots (0
@@ -498,7 +515,7 @@ func (c *lrangeClient) header(kind byte) (int, error) {
 // TestBenchQueue runs the workload of TestQueueFiveMillion, with
 // queueBenchElems elements (SPILLWAY_BENCH_FULL=1: 5,000,000), benchReps
 // times against redis-server and against Spillway with --maxmemory 32mb,
-// and prints median push and pop rates and peak RSS side by side.
+// and reports median push and pop rates and peak RSS side by side.
 func TestBenchQueue(t *testing.T) {
 	needBench(t)
 	began := time.Now()
@@ -512,8 +529,8 @@ func TestBenchQueue(t *testing.T) {
 		res        []queueResult
 	}
 	targets := []*target{
-		{name: "redis", desc: "redis-server 7.0, --save '' --appendonly no: the queue in memory", s: harness.StartRedis(t)},
-		{name: "spw-" + queueBenchMem, desc: "spillway --maxmemory " + queueBenchMem + " (appendfsync everysec)",
+		{name: "redis", desc: "`redis-server --save '' --appendonly no`: the queue in memory", s: harness.StartRedis(t)},
+		{name: "spw-" + queueBenchMem, desc: "`spillway --maxmemory " + queueBenchMem + "` (default appendfsync everysec)",
 			s: harness.StartSpillway(t, "", "--maxmemory", queueBenchMem)},
 	}
 	// Repetitions are interleaved; each drains the queue it pushed, so the
@@ -538,28 +555,45 @@ func TestBenchQueue(t *testing.T) {
 		f.push, f.pop, f.rpush, f.lpop = median(push), median(pop), median(rpush), median(lpop)
 		return f
 	}
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Queue: %s elements of %d-%d bytes pushed by RPUSH (mostly 100-500 a command), "+
-		"then drained by LPOP (mostly with a count of 100-500); one connection, %d commands in flight; median of %d runs ==\n",
+	title := fmt.Sprintf("Queue: %s elements of %d-%d bytes pushed by RPUSH (mostly 100-500 a command), "+
+		"then drained by LPOP (mostly with a count of 100-500); one connection, %d commands in flight; median of %d runs",
 		thousands(float64(n)), queueElemMin, queueElemMax, queueWindow, benchReps)
-	out.WriteString(machineNotes())
+	var md strings.Builder
+	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
 	for _, tg := range targets {
-		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
+		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
 	}
-	out.WriteString("\n")
-	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "server\tpushes/s\tRPUSH/s\tpops/s\tLPOP/s\tpeak RSS MB\t")
-	for _, tg := range targets {
-		f := fig(tg)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.0f\t\n", tg.name, thousands(f.push), thousands(f.rpush),
-			thousands(f.pop), thousands(f.lpop), f.peakMB)
+	fmt.Fprintf(&md, "\nEach run pushes every element, then drains the queue, so the next starts from an empty key; "+
+		"the %d runs alternate between the targets. pushes/s and pops/s count elements, RPUSH/s and LPOP/s commands; "+
+		"every element is checked. Peak RSS is the largest of VmRSS sampled every 50 ms and VmHWM over all runs.\n\n", benchReps)
+	md.WriteString(strings.TrimSpace(machineNotes()) + "\n\n")
+	ref, spw := targets[0], targets[1]
+	fr, fs := fig(ref), fig(spw)
+	metrics := []struct {
+		label, workload, metric string
+		ref, spw                float64
+	}{
+		{"pushes/s", "push (elements)", benchreport.OpsPerSec, fr.push, fs.push},
+		{"RPUSH/s", "RPUSH (commands)", benchreport.OpsPerSec, fr.rpush, fs.rpush},
+		{"pops/s", "pop (elements)", benchreport.OpsPerSec, fr.pop, fs.pop},
+		{"LPOP/s", "LPOP (commands)", benchreport.OpsPerSec, fr.lpop, fs.lpop},
+		{"peak RSS MB", "queue", benchreport.RSSMB, fr.peakMB, fs.peakMB},
 	}
-	a, b := fig(targets[1]), fig(targets[0])
-	fmt.Fprintf(w, "%s/redis\t%.2fx\t%.2fx\t%.2fx\t%.2fx\t%.2fx\t\n", targets[1].name,
-		a.push/b.push, a.rpush/b.rpush, a.pop/b.pop, a.lpop/b.lpop, a.peakMB/b.peakMB)
-	w.Flush()
-	fmt.Fprintf(&out, "(pushes/s and pops/s count elements, RPUSH/s and LPOP/s commands; every element checked; peak RSS is "+
-		"the largest of VmRSS sampled every 50 ms and VmHWM over all runs; queue section took %v)\n",
-		time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
+	var rows [][]string
+	var figs []benchreport.Figure
+	for _, m := range metrics {
+		format := thousands
+		if m.metric == benchreport.RSSMB {
+			format = func(v float64) string { return fmt.Sprintf("%.0f", v) }
+		}
+		rows = append(rows, []string{m.label, format(m.ref), format(m.spw), benchreport.Ratio(m.spw, m.ref)})
+		figs = append(figs,
+			benchreport.Figure{Section: title, Workload: m.workload, Target: ref.name, Metric: m.metric, Value: m.ref},
+			benchreport.Figure{Section: title, Workload: m.workload, Target: spw.name, Metric: m.metric, Value: m.spw,
+				Reference: ref.name})
+	}
+	md.WriteString(benchreport.Table([]string{"figure", ref.name, spw.name, spw.name + "/" + ref.name}, rows))
+	fmt.Fprintf(&md, "\n(Section took %v.)\n", time.Since(began).Round(time.Second))
+	benchreport.Default.Add(figs...)
+	benchreport.Default.AddSection(title, md.String())
 }

@@ -22,9 +22,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spillway/spillway/integration/benchreport"
 	"github.com/spillway/spillway/integration/harness"
 )
 
@@ -119,27 +119,34 @@ func TestBenchLoad(t *testing.T) {
 	}
 	type config struct {
 		name  string
+		cmd   string // how it is started, for the legend
 		start func(t *testing.T) (addr string, pid func() int)
 	}
-	redisCfg := func(args ...string) func(t *testing.T) (string, func() int) {
-		return func(t *testing.T) (string, func() int) {
+	// The harness starts redis-server with --save '' --appendonly no
+	// before args, spillway with no option of these.
+	redisCfg := func(name string, args ...string) config {
+		cmd := "redis-server --save ''"
+		if !slices.Contains(args, "--appendonly") {
+			cmd += " --appendonly no"
+		}
+		return config{name, strings.Join(append([]string{cmd}, args...), " "), func(t *testing.T) (string, func() int) {
 			s := harness.StartRedis(t, args...)
 			return s.Addr(), s.Pid
-		}
+		}}
 	}
-	spwCfg := func(args ...string) func(t *testing.T) (string, func() int) {
-		return func(t *testing.T) (string, func() int) {
+	spwCfg := func(name string, args ...string) config {
+		return config{name, strings.Join(append([]string{"spillway"}, args...), " "), func(t *testing.T) (string, func() int) {
 			s := harness.StartSpillway(t, "", args...)
 			return s.Addr(), s.Pid
-		}
+		}}
 	}
 	configs := []config{
-		{"redis (no persistence)", redisCfg()},
-		{"redis AOF everysec", redisCfg("--appendonly", "yes", "--appendfsync", "everysec")},
-		{"redis AOF always", redisCfg("--appendonly", "yes", "--appendfsync", "always")},
-		{"spillway everysec 512mb", spwCfg("--maxmemory", "512mb", "--appendfsync", "everysec")},
-		{"spillway always 512mb", spwCfg("--maxmemory", "512mb", "--appendfsync", "always")},
-		{"spillway everysec 32mb", spwCfg("--maxmemory", "32mb", "--appendfsync", "everysec")},
+		redisCfg("redis (no persistence)"),
+		redisCfg("redis AOF everysec", "--appendonly", "yes", "--appendfsync", "everysec"),
+		redisCfg("redis AOF always", "--appendonly", "yes", "--appendfsync", "always"),
+		spwCfg("spillway everysec 512mb", "--maxmemory", "512mb", "--appendfsync", "everysec"),
+		spwCfg("spillway always 512mb", "--maxmemory", "512mb", "--appendfsync", "always"),
+		spwCfg("spillway everysec 32mb", "--maxmemory", "32mb", "--appendfsync", "everysec"),
 	}
 	type result struct{ secs, rssMB []float64 }
 	results := make([]result, len(configs))
@@ -169,21 +176,42 @@ func TestBenchLoad(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Bulk load: redis-cli --pipe, %d SETs of %d-byte values (%.0f MB of data), fresh server each run, median of %d ==\n",
+	title := fmt.Sprintf("Bulk load: redis-cli --pipe, %d SETs of %d-byte values (%.0f MB of data), fresh server each run, median of %d",
 		loadKeys, loadValue, float64(loadKeys*loadValue)/(1<<20), benchReps)
-	out.WriteString(machineNotes())
-	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "server\tload s\tkeys/s\ttime vs redis\tpeak RSS MB\t")
-	base := median(results[0].secs)
-	for i, cfg := range configs {
-		s := median(results[i].secs)
-		fmt.Fprintf(w, "%s\t%.2f\t%s\t%.2fx\t%.0f\t\n", cfg.name, s, thousands(float64(loadKeys)/s),
-			s/base, median(results[i].rssMB))
+	var md strings.Builder
+	md.WriteString("Servers, each started by the benchmark on loopback, a fresh one (empty, in a new directory) for every run:\n\n")
+	for _, cfg := range configs {
+		fmt.Fprintf(&md, "- `%s`: `%s`\n", cfg.name, cfg.cmd)
 	}
-	w.Flush()
-	fmt.Fprintf(&out, "(peak RSS is VmHWM after the load; load section took %v)\n", time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
+	fmt.Fprintf(&md, "\nEach run: `redis-cli --pipe` sends the %s SETs (keys `load:N`, random letters) and waits for every reply; "+
+		"the %d runs alternate between the servers. load s: its wall time; keys/s: the keys over that time; time vs redis: "+
+		"the load time divided by `%s`'s; peak RSS: the server's VmHWM after the load.\n\n",
+		thousands(loadKeys), benchReps, configs[0].name)
+	md.WriteString(strings.TrimSpace(machineNotes()) + "\n\n")
+	base := median(results[0].secs)
+	var rows [][]string
+	var figs []benchreport.Figure
+	const workload = "redis-cli --pipe SET"
+	for i, cfg := range configs {
+		s, rss := median(results[i].secs), median(results[i].rssMB)
+		rows = append(rows, []string{cfg.name, fmt.Sprintf("%.2f", s), thousands(float64(loadKeys) / s),
+			benchreport.Ratio(s, base), fmt.Sprintf("%.0f", rss)})
+		ref := configs[0].name
+		if i == 0 {
+			ref = ""
+		}
+		for _, f := range []struct {
+			metric string
+			v      float64
+		}{{benchreport.Seconds, s}, {benchreport.OpsPerSec, float64(loadKeys) / s}, {benchreport.RSSMB, rss}} {
+			figs = append(figs, benchreport.Figure{Section: title, Workload: workload, Target: cfg.name, Metric: f.metric,
+				Value: f.v, Reference: ref})
+		}
+	}
+	md.WriteString(benchreport.Table([]string{"server", "load s", "keys/s", "time vs redis", "peak RSS MB"}, rows))
+	fmt.Fprintf(&md, "\n(Section took %v.)\n", time.Since(began).Round(time.Second))
+	benchreport.Default.Add(figs...)
+	benchreport.Default.AddSection(title, md.String())
 }
 
 // startTwemproxy starts nutcracker in front of backend when it is
@@ -408,92 +436,6 @@ func writeRESP(path string, emit func(w *respWriter)) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// throughputTable prints the median ops/s of each cell, "-" for a cell not
-// measured, and ratios of the spw-* columns to the redis ones present.
-func throughputTable(targets []benchTarget, cmds []benchCmd, samples map[cellKey][]benchSample, note string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nops/s (%s)\n", note)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	type ratio struct{ label, num, den string }
-	var ratios []ratio
-	for _, num := range []string{"spw-hot", "spw-cold", "spw-upstream"} {
-		for _, den := range []string{"redis", "redis+aof", "twemproxy"} {
-			if (num == "spw-upstream") != (den == "twemproxy") {
-				continue // upstream mode is a proxy: compared with the proxy
-			}
-			if slices.ContainsFunc(targets, func(tg benchTarget) bool { return tg.name == num }) &&
-				slices.ContainsFunc(targets, func(tg benchTarget) bool { return tg.name == den }) {
-				label := strings.TrimPrefix(num, "spw-") + "/" + strings.TrimPrefix(den, "redis+")
-				if den == "twemproxy" {
-					label = "upstream/twem"
-				}
-				ratios = append(ratios, ratio{label, num, den})
-			}
-		}
-	}
-	fmt.Fprint(w, "command\tP\t")
-	for _, tg := range targets {
-		fmt.Fprintf(w, "%s\t", tg.name)
-	}
-	for _, r := range ratios {
-		fmt.Fprintf(w, "%s\t", r.label)
-	}
-	fmt.Fprintln(w)
-	for _, p := range benchPipelines {
-		for _, c := range cmds {
-			fmt.Fprintf(w, "%s\t%d\t", c.label, p)
-			rps := map[string]float64{}
-			for _, tg := range targets {
-				ss := samples[cellKey{tg.name, c.label, p}]
-				if len(ss) == 0 {
-					fmt.Fprint(w, "-\t")
-					continue
-				}
-				rps[tg.name] = medianOf(ss, func(s benchSample) float64 { return s.rps })
-				fmt.Fprintf(w, "%s\t", thousands(rps[tg.name]))
-			}
-			for _, r := range ratios {
-				if rps[r.num] == 0 || rps[r.den] == 0 {
-					fmt.Fprint(w, "-\t")
-					continue
-				}
-				fmt.Fprintf(w, "%.2fx\t", rps[r.num]/rps[r.den])
-			}
-			fmt.Fprintln(w)
-		}
-	}
-	w.Flush()
-	return b.String()
-}
-
-func latencyTable(targets []benchTarget, cmds []benchCmd, samples map[cellKey][]benchSample) string {
-	var b strings.Builder
-	b.WriteString("\nlatency p50/p99 ms (redis-benchmark's, per request; with -P 16 a request waits for its whole batch)\n")
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(w, "command\tP\t")
-	for _, tg := range targets {
-		fmt.Fprintf(w, "%s\t", tg.name)
-	}
-	fmt.Fprintln(w)
-	for _, p := range benchPipelines {
-		for _, c := range cmds {
-			fmt.Fprintf(w, "%s\t%d\t", c.label, p)
-			for _, tg := range targets {
-				ss := samples[cellKey{tg.name, c.label, p}]
-				if len(ss) == 0 {
-					fmt.Fprint(w, "-\t")
-					continue
-				}
-				fmt.Fprintf(w, "%.3f/%.3f\t", medianOf(ss, func(s benchSample) float64 { return s.p50 }),
-					medianOf(ss, func(s benchSample) float64 { return s.p99 }))
-			}
-			fmt.Fprintln(w)
-		}
-	}
-	w.Flush()
-	return b.String()
 }
 
 // spreadNote summarises run-to-run noise: (max-min)/median of ops/s per cell.

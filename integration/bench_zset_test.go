@@ -5,9 +5,10 @@ package integration
 // 1,000,000-member leaderboard of zset_tiering_test.go, cold in Spillway
 // (sorted sets over 4,096 members are always served from the store) and in
 // memory in redis-server: pages of 10 by score at random scores and ZSCORE
-// of random members. Like the rest of the benchmark it prints tables and
-// asserts nothing about time; it fails only when a tool or server does not
-// work (an error reply, a wrong count, a wrong member or score).
+// of random members. Like the rest of the benchmark it reports Markdown
+// tables (benchreport) and asserts nothing about time; it fails only when a
+// tool or server does not work (an error reply, a wrong count, a wrong
+// member or score).
 
 import (
 	"bytes"
@@ -20,9 +21,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spillway/spillway/integration/benchreport"
 	"github.com/spillway/spillway/integration/harness"
 )
 
@@ -77,8 +78,8 @@ func benchHotZSets(t *testing.T) {
 	defer redis.Term()
 	defer spw.Term()
 	targets := []benchTarget{
-		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no"},
-		{"spw-hot", spw.Addr(), fmt.Sprintf("spillway --maxmemory 512mb (appendfsync everysec): myzset (%d members) "+
+		{"redis", redis.Addr(), "`redis-server --save '' --appendonly no`"},
+		{"spw-hot", spw.Addr(), fmt.Sprintf("`spillway --maxmemory 512mb` (default appendfsync everysec): myzset (%d members) "+
 			"held in memory, every write also stored", zsetBenchMembers)},
 	}
 	conns := map[string]*harness.Conn{}
@@ -138,25 +139,32 @@ func benchHotZSets(t *testing.T) {
 	}
 	info := tieringInfo(t, spw)
 
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Sorted sets: redis-benchmark -c %d -r %d, -t zadd, ZSCORE myzset element:__rand_int__, "+
-		"ZRANGEBYSCORE myzset __rand_int__ +inf LIMIT 0 10, median of %d runs of ~%v each ==\n",
+	title := fmt.Sprintf("Sorted sets: redis-benchmark -c %d -r %d, -t zadd, ZSCORE myzset element:__rand_int__, "+
+		"ZRANGEBYSCORE myzset __rand_int__ +inf LIMIT 0 10, median of %d runs of ~%v each",
 		benchClients, zsetBenchMembers, benchReps, benchRunTime)
-	out.WriteString(machineNotes())
+	var md strings.Builder
+	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
 	for _, tg := range targets {
-		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
+		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
 	}
-	out.WriteString(throughputTable(targets, zsetCommands, samples, fmt.Sprintf(
-		"myzset holds %s members element:0..%d scored 0..%d; ZADD sets random scores of existing members, "+
-			"ZRANGEBYSCORE_10 returns 10 members from a random score", thousands(zsetBenchMembers), zsetBenchMembers-1, zsetBenchMembers-1)))
-	out.WriteString(latencyTable(targets, zsetCommands, samples))
-	fmt.Fprintf(&out, "Spread: %s\n", spreadNote(samples))
-	fmt.Fprintf(&out, "spw-hot INFO tiering after the run: %s\n", tieringFields(info))
+	fmt.Fprintf(&md, "\nLoad: `redis-benchmark -c %d -r %d` with `-P 1` and `-P 16`: `-t zadd`, `ZSCORE myzset element:__rand_int__` "+
+		"and `ZRANGEBYSCORE myzset __rand_int__ +inf LIMIT 0 10`. myzset holds %s members element:0..%d scored 0..%d; "+
+		"ZADD sets random scores of existing members, ZRANGEBYSCORE_10 returns 10 members from a random score. "+
+		"Each cell: median of %d runs of about %v, the repetitions measured alternately across the targets; -n calibrated "+
+		"on each target (short runs of growing size, also a warm-up). %s\n\n",
+		benchClients, zsetBenchMembers, thousands(zsetBenchMembers), zsetBenchMembers-1, zsetBenchMembers-1,
+		benchReps, benchRunTime, benchLatencyNote)
+	md.WriteString(strings.TrimSpace(machineNotes()) + "\n\n")
+	table, figs := benchCmdTable(title, targets, zsetCommands, samples)
+	md.WriteString(table)
+	fmt.Fprintf(&md, "\nSpread: %s.\n\n", spreadNote(samples))
+	fmt.Fprintf(&md, "`spw-hot` INFO tiering after the runs: %s\n", tieringFields(info))
 	if info["hot_keys"] == "0" {
-		out.WriteString("NOTE: myzset was not in the hot tier after the run: the spw-hot figures are not of a hot sorted set\n")
+		md.WriteString("\n**Note**: myzset was not in the hot tier after the run: the spw-hot figures are not of a hot sorted set.\n")
 	}
-	fmt.Fprintf(&out, "(hot sorted set section took %v)\n", time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
+	fmt.Fprintf(&md, "\n(Section took %v, calibration included.)\n", time.Since(began).Round(time.Second))
+	benchreport.Default.Add(figs...)
+	benchreport.Default.AddSection(title, md.String())
 }
 
 // benchColdLeaderboard is the cold half of TestBenchZSets: the
@@ -206,9 +214,9 @@ func benchColdLeaderboard(t *testing.T) {
 		loadTime[1].Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 
 	targets := []benchTarget{
-		{"redis", redis.Addr(), "redis-server 7.0, --save '' --appendonly no: the sorted set in memory"},
-		{"spw-cold", spw.Addr(), "spillway --maxmemory " + coldZSetMaxMemory + ", loaded with --maxmemory " +
-			coldZSetLoadMemory + " and restarted: the sorted set cold (over 4,096 members), " +
+		{"redis", redis.Addr(), "`redis-server --save '' --appendonly no`: the sorted set in memory"},
+		{"spw-cold", spw.Addr(), "`spillway --maxmemory " + coldZSetMaxMemory + "`, loaded with `--maxmemory " +
+			coldZSetLoadMemory + "` and restarted: the sorted set cold (over 4,096 members), " +
 			"read from the store's score index and member records"},
 	}
 	type cell struct {
@@ -255,41 +263,43 @@ func benchColdLeaderboard(t *testing.T) {
 		peakMB[i] = float64(p) / (1 << 20)
 	}
 
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n== Cold leaderboard: a sorted set of %s members (%d-byte names, %s distinct scores, ties of %d), "+
-		"ZRANGEBYSCORE %s S +inf LIMIT 0 %d at random S and ZSCORE of random members ==\n",
+	title := fmt.Sprintf("Cold leaderboard: a sorted set of %s members (%d-byte names, %s distinct scores, ties of %d), "+
+		"ZRANGEBYSCORE %s S +inf LIMIT 0 %d at random S and ZSCORE of random members",
 		thousands(coldZSetMembers), len(leaderMember(0)), thousands(leaderScoreSpan), coldZSetMembers/leaderScoreSpan,
 		coldZSetKey, coldZSetPage)
-	out.WriteString(machineNotes())
+	var md strings.Builder
+	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
 	for _, tg := range targets {
-		fmt.Fprintf(&out, "  %-10s %s\n", tg.name, tg.desc)
+		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
 	}
-	fmt.Fprintf(&out, "load with redis-cli --pipe (%d ZADD of %d members each): redis %.1fs, spillway %.1fs (at --maxmemory %s); "+
-		"peak RSS (VmHWM) at the end: redis %.0f MB, spillway %.0f MB (since its restart)\n",
+	fmt.Fprintf(&md, "\nLoad: `redis-cli --pipe`, %d ZADD of %d members each, into both servers at once: "+
+		"redis %.1f s, spillway %.1f s (at --maxmemory %s). Peak RSS (VmHWM) at the end: redis %.0f MB, spw-cold %.0f MB "+
+		"(since its restart).\n\n",
 		commands, coldZSetBatch, loadTime[0].Seconds(), loadTime[1].Seconds(), coldZSetLoadMemory, peakMB[0], peakMB[1])
-	fmt.Fprintf(&out, "\nrequests of the Go test client (every reply checked: the members of the page in order, the exact score), latency ms\n")
-	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "command\tclients\tserver\trequests\tops/s\tp50\tp90\tp99\tmax\tops/s vs redis\t")
+	md.WriteString(strings.TrimSpace(machineNotes()) + " (the Go test client runs in the test process, on the same cores)\n\n")
+	fmt.Fprintf(&md, "Requests of the Go test client, every reply checked (the members of the page in order, the exact score). "+
+		"1 client: %d requests one after the other; %d clients: one request in flight each, %d runs of about %v "+
+		"interleaved across the targets, median ops/s, latencies of all runs pooled. Round trips in ms:\n\n",
+		coldZSetSeq, benchClients, benchReps, benchRunTime)
+	var rows []clientRow
 	for _, cmd := range coldZSetCommands {
-		for _, row := range []struct {
+		for _, run := range []struct {
 			clients int
 			cells   map[cellKey]*cell
 		}{{1, seq}, {benchClients, par}} {
-			base := median(row.cells[cellKey{"redis", cmd, row.clients}].rps)
+			row := clientRow{lead: []string{cmd, strconv.Itoa(run.clients)}, workload: clientsWorkload(cmd, run.clients),
+				cells: map[string]clientCell{}}
 			for _, tg := range targets {
-				c := row.cells[cellKey{tg.name, cmd, row.clients}]
-				rps := median(c.rps)
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.2fx\t\n", cmd, row.clients, tg.name,
-					thousands(float64(len(c.lat))), thousands(rps), durMs(durQuantile(c.lat, 0.5)), durMs(durQuantile(c.lat, 0.9)),
-					durMs(durQuantile(c.lat, 0.99)), durMs(slices.Max(c.lat)), rps/base)
+				if c := run.cells[cellKey{tg.name, cmd, run.clients}]; c != nil {
+					row.cells[tg.name] = clientCell{rps: median(c.rps), lat: c.lat}
+				}
 			}
+			rows = append(rows, row)
 		}
 	}
-	w.Flush()
-	fmt.Fprintf(&out, "(1 client: %d requests one after the other; %d clients: one request in flight each, "+
-		"%d runs of ~%v, median ops/s, latencies of all runs pooled)\n", coldZSetSeq, benchClients, benchReps, benchRunTime)
-	fmt.Fprintf(&out, "spw-cold INFO tiering after the restart: %s\n", tieringFields(before))
-	fmt.Fprintf(&out, "spw-cold INFO tiering after the run:     %s\n", tieringFields(after))
+	table, figs := clientTable(title, []string{"op", "clients"}, targets, rows)
+	md.WriteString(table)
+	md.WriteString("\n" + tieringList("spw-cold", "after the restart", tieringFields(before), "after the run", tieringFields(after)))
 	var reqs, pages int64 // sent to spw-cold
 	for _, cells := range []map[cellKey]*cell{seq, par} {
 		for k, c := range cells {
@@ -303,16 +313,22 @@ func benchColdLeaderboard(t *testing.T) {
 		}
 	}
 	if d := infoDelta(before, after, "cold_reads"); d >= reqs && infoDelta(before, after, "promotions") == 0 {
-		fmt.Fprintf(&out, "(every request was a cold read: cold_reads grew by %d over %d requests; no promotion; "+
-			"%.1f store iterator steps a page, %.2f store lookups a request)\n", d, reqs,
+		fmt.Fprintf(&md, "\nEvery request was a cold read: cold_reads grew by %d over %d requests; no promotion; "+
+			"%.1f store iterator steps a page, %.2f store lookups a request.\n", d, reqs,
 			float64(infoDelta(before, after, "cold_store_iter_steps"))/float64(max(pages, 1)),
 			float64(infoDelta(before, after, "cold_store_gets"))/float64(max(reqs, 1)))
 	} else {
-		fmt.Fprintf(&out, "NOTE: only %d of %d requests were cold reads (%d promotions): some figures above are not reads from disk\n",
+		fmt.Fprintf(&md, "\n**Note**: only %d of %d requests were cold reads (%d promotions): some figures above are not reads from disk.\n",
 			d, reqs, infoDelta(before, after, "promotions"))
 	}
-	fmt.Fprintf(&out, "(cold leaderboard section took %v)\n", time.Since(began).Round(time.Second))
-	fmt.Print(out.String())
+	fmt.Fprintf(&md, "\n(Section took %v, loads included.)\n", time.Since(began).Round(time.Second))
+	figs = append(figs, loadFigures(title, "load (redis-cli --pipe)", loadTime)...)
+	figs = append(figs,
+		benchreport.Figure{Section: title, Workload: "peak at the end", Target: "redis", Metric: benchreport.RSSMB, Value: peakMB[0]},
+		benchreport.Figure{Section: title, Workload: "peak at the end", Target: "spw-cold", Metric: benchreport.RSSMB, Value: peakMB[1],
+			Reference: "redis"})
+	benchreport.Default.Add(figs...)
+	benchreport.Default.AddSection(title, md.String())
 }
 
 // durMs converts d to milliseconds.
