@@ -207,7 +207,7 @@ func TestBenchColdReads(t *testing.T) {
 	type cell struct{ wl, target string }
 	closed := map[cell][]loadgen.Result{}
 	firstRun := map[string][]loadgen.Result{} // spw-cold's run right after a restart
-	coldInfo := map[cell]map[string]string{} // spw-cold INFO tiering after its last run
+	coldInfo := map[cell]map[string]string{}  // spw-cold INFO tiering after its last run
 	for rep := 1; rep <= benchReps; rep++ {
 		for _, wl := range coldReadsWLs {
 			for _, tg := range targets {
