@@ -22,6 +22,12 @@ const (
 	// and the start-up scan of every meta record can be skipped. Its value
 	// is AppendKeyCounts's.
 	SysKeyCounts = "keycounts"
+	// SysKeyCountsSeq holds the store sequence number of the SysKeyCounts
+	// record (an 8-byte integer), written right after it: the counts are
+	// trusted only if the next write the store sees is the start deleting
+	// both, so a write by anything else in between (an older build that
+	// does not know the record) makes the start scan instead.
+	SysKeyCountsSeq = "keycounts-seq"
 )
 
 // AppendKeyCounts appends the per-database key and expiry counts (256 of

@@ -277,6 +277,39 @@ func (s *Store) Close() error {
 }
 
 // Get copies the value stored under key into buf (reusing its capacity) and
+
+// SetSync durably writes one record in a batch of its own and returns the
+// sequence number Pebble gave it. Sequence numbers count every record
+// committed, so comparing them tells whether anything was written between
+// two such calls (see tiering's key counts).
+func (s *Store) SetSync(key, value []byte) (uint64, error) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(key, value, nil); err != nil {
+		return 0, fmt.Errorf("coldstore: set: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("coldstore: commit: %w", err)
+	}
+	return uint64(b.SeqNum()), nil
+}
+
+// DeleteSync durably deletes keys in one batch and returns the sequence
+// number Pebble gave its first record.
+func (s *Store) DeleteSync(keys ...[]byte) (uint64, error) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		if err := b.Delete(k, nil); err != nil {
+			return 0, fmt.Errorf("coldstore: delete: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("coldstore: commit: %w", err)
+	}
+	return uint64(b.SeqNum()), nil
+}
+
 // reports whether the key exists.
 func (s *Store) Get(key, buf []byte) ([]byte, bool, error) {
 	return s.getInto(s.db, key, buf)

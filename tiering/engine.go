@@ -105,9 +105,9 @@ type Engine struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
-	// countsSaved is set once Close has recorded the key counts; the next
-	// transaction that writes deletes the record (see saveKeyCounts).
-	countsSaved bool
+	// countsRestored reports whether this start took the key counts from
+	// the record instead of scanning (for tests).
+	countsRestored bool
 }
 
 // Open builds the engine over an open cold store: it loads the database map
@@ -166,57 +166,60 @@ func (e *Engine) Close() {
 
 // saveKeyCounts durably records the key counts at a graceful shutdown, so
 // that the next start skips the scan of every meta record (with ten
-// million keys, seconds). A transaction that writes anything afterwards
-// deletes the record again (Tx.Commit), so it is never stale.
+// million keys, a second or more). The next start trusts it only if no
+// write at all reached the store in between (codec.SysKeyCountsSeq), so a
+// transaction after Close or another writer makes it scan instead.
 func (e *Engine) saveKeyCounts() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b := e.cold.NewBatch()
-	err := b.Set(codec.AppendSystemKey(nil, codec.SysKeyCounts), codec.AppendKeyCounts(nil, e.keys, e.exps))
+	seq, err := e.cold.SetSync(codec.AppendSystemKey(nil, codec.SysKeyCounts), codec.AppendKeyCounts(nil, e.keys, e.exps))
 	if err == nil {
-		_, err = b.Commit()
-	}
-	if err == nil {
-		err = e.cold.SyncWAL()
+		_, err = e.cold.SetSync(codec.AppendSystemKey(nil, codec.SysKeyCountsSeq), codec.AppendUint64Value(nil, seq))
 	}
 	if err != nil {
 		e.opts.Logger.Warn("could not record the key counts; the next start scans the store", "err", err)
-		return
 	}
-	e.countsSaved = true
 }
 
 // loadKeyCounts sets the per-database key counts at start-up: from the
-// record a graceful shutdown left, deleted durably before anything is
-// served (a crash later must not find it), or else by scanning the store.
+// record a graceful shutdown left, if nothing was written to the store
+// since, or else by scanning the store. The record is deleted durably
+// before anything is served, so a crash later cannot find it.
 func (e *Engine) loadKeyCounts() error {
-	key := codec.AppendSystemKey(nil, codec.SysKeyCounts)
-	v, found, err := e.cold.Get(key, nil)
+	countsKey := codec.AppendSystemKey(nil, codec.SysKeyCounts)
+	seqKey := codec.AppendSystemKey(nil, codec.SysKeyCountsSeq)
+	counts, found, err := e.cold.Get(countsKey, nil)
 	if err != nil {
 		return fmt.Errorf("tiering: read key counts: %w", err)
 	}
-	if found {
-		perr := codec.ParseKeyCounts(v, e.keys, e.exps)
-		b := e.cold.NewBatch()
-		err := b.Delete(key)
-		if err == nil {
-			_, err = b.Commit()
-		}
-		if err == nil {
-			err = e.cold.SyncWAL()
-		}
+	seqVal, seqFound, err := e.cold.Get(seqKey, nil)
+	if err != nil {
+		return fmt.Errorf("tiering: read key counts: %w", err)
+	}
+	if found || seqFound {
+		next, err := e.cold.DeleteSync(countsKey, seqKey)
 		if err != nil {
 			return fmt.Errorf("tiering: delete key counts: %w", err)
 		}
-		if perr == nil {
-			var n int64
-			for _, k := range e.keys {
-				n += k
+		saved, perr := codec.ParseUint64Value(seqVal)
+		switch {
+		case !found || !seqFound || perr != nil:
+			e.opts.Logger.Warn("key counts record incomplete; scanning the store")
+		case next != saved+2:
+			e.opts.Logger.Warn("the store was written after the key counts were recorded; scanning it",
+				"recorded_at", saved, "now", next)
+		default:
+			if perr = codec.ParseKeyCounts(counts, e.keys, e.exps); perr == nil {
+				var n int64
+				for _, k := range e.keys {
+					n += k
+				}
+				e.opts.Logger.Info("key counts restored from the last graceful shutdown; no start-up scan", "keys_on_disk", n)
+				e.countsRestored = true
+				return nil
 			}
-			e.opts.Logger.Info("key counts restored from the last graceful shutdown; no start-up scan", "keys_on_disk", n)
-			return nil
+			e.opts.Logger.Warn("key counts record unreadable; scanning the store", "err", perr)
 		}
-		e.opts.Logger.Warn("key counts record unreadable; scanning the store", "err", perr)
 	}
 	clear(e.keys)
 	clear(e.exps)

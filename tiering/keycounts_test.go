@@ -29,11 +29,22 @@ func TestKeyCountsAcrossRestarts(t *testing.T) {
 		}
 	}
 	cases := []struct {
-		name  string
-		after func(v *env) // between Engine.Close and Store.Close
+		name     string
+		after    func(v *env) // between Engine.Close and Store.Close
+		restored bool         // the start uses the record
 	}{
-		{"graceful", func(v *env) {}},
-		{"write after the counts were saved", func(v *env) { v.set(0, "late", "v", 0) }},
+		{"graceful", func(v *env) {}, true},
+		{"write after the counts were saved", func(v *env) { v.set(0, "late", "v", 0) }, false},
+		{"another writer's write (an older build)", func(v *env) {
+			if _, err := v.s.SetSync(codec.AppendSystemKey(nil, "scratch"), []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"sequence record missing", func(v *env) {
+			if _, err := v.s.DeleteSync(codec.AppendSystemKey(nil, codec.SysKeyCountsSeq)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
 		{"unreadable record", func(v *env) {
 			b := v.s.NewBatch()
 			if err := b.Set(countsKey, []byte{1, 2, 3}); err != nil {
@@ -42,7 +53,7 @@ func TestKeyCountsAcrossRestarts(t *testing.T) {
 			if _, err := b.Commit(); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +71,9 @@ func TestKeyCountsAcrossRestarts(t *testing.T) {
 			v.open()
 			if recorded(v) {
 				t.Fatal("the key counts record survived the start that used it")
+			}
+			if v.e.countsRestored != tc.restored {
+				t.Fatalf("counts restored from the record: %v, want %v", v.e.countsRestored, tc.restored)
 			}
 			v.checkInvariants() // the counters equal a scan of the store
 			if n0, _ := v.sizes(0); n0 == 0 {

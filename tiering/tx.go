@@ -96,16 +96,6 @@ func (tx *Tx) Commit() (coldstore.Pending, error) {
 	if !tx.batch.Empty() {
 		e.writes++
 	}
-	if e.countsSaved && !tx.batch.Empty() {
-		if err := tx.batch.Delete(codec.AppendSystemKey(nil, codec.SysKeyCounts)); err != nil {
-			tx.batch.Abort()
-			e.hot.purge()
-			tx.undoSwaps()
-			tx.resetDeltas()
-			return coldstore.Pending{}, err
-		}
-		e.countsSaved = false
-	}
 	p, err := tx.batch.Commit()
 	if err != nil {
 		// The hot copies may hold writes the store refused: drop them all so
