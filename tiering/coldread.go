@@ -94,9 +94,7 @@ func (tx *Tx) FinishGet(db int, key []byte, p ColdProbe, read *Entry) (*Entry, e
 	tx.e.Stats.KeyspaceHits.Add(1)
 	if tx.e.writes == p.writes && read.Type == codec.TypeString &&
 		tx.e.admit(tx.hk, tx.promotedSize(key, read)) {
-		read.access = tx.now
-		tx.e.hot.put(tx.hk, read)
-		tx.e.Stats.Promotions.Add(1)
+		tx.promote(read)
 		return read, nil
 	}
 	tx.e.Stats.ColdReads.Add(1)

@@ -257,13 +257,18 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
 				return nil, err
 			}
 		}
-		e.access = tx.now
-		tx.e.hot.put(tx.hk, e)
-		tx.e.Stats.Promotions.Add(1)
+		tx.promote(e)
 		return e, nil
 	}
 	tx.e.Stats.ColdReads.Add(1)
 	return e, nil
+}
+
+// promote puts cold entry e, loaded whole, into the hot tier under tx.hk.
+func (tx *Tx) promote(e *Entry) {
+	e.access = tx.now
+	tx.e.hot.put(tx.hk, e)
+	tx.e.Stats.Promotions.Add(1)
 }
 
 // hotHit accounts a lookup that found e in the hot tier (tx.hk): an
