@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/spillway/spillway/proxy/upstream"
 )
 
 // Workload is the command a run issues.
@@ -551,9 +553,9 @@ func (w *worker) send(ctx context.Context, q request) error {
 	var field string
 	if w.cfg.Workload == HGet {
 		field = w.cfg.Field(q.field)
-		w.buf = appendCommand(w.buf[:0], "HGET", key, field)
+		w.buf = upstream.AppendCommandStrings(w.buf[:0], []string{"HGET", key, field})
 	} else {
-		w.buf = appendCommand(w.buf[:0], "GET", key)
+		w.buf = upstream.AppendCommandStrings(w.buf[:0], []string{"GET", key})
 	}
 	what := func() string { // the request, for error messages
 		if w.cfg.Workload == HGet {
@@ -636,7 +638,7 @@ func (c *conn) redial(ctx context.Context) error {
 		c.interrupt()
 	}
 	if c.cfg.Password != "" {
-		kind, msg, err := c.roundTrip(appendCommand(nil, "AUTH", c.cfg.Password))
+		kind, msg, err := c.roundTrip(upstream.AppendCommandStrings(nil, []string{"AUTH", c.cfg.Password}))
 		if err == nil && kind != '+' {
 			err = fmt.Errorf("AUTH answered %q", msg)
 		}
@@ -692,21 +694,6 @@ func (c *conn) roundTrip(cmd []byte) (kind byte, msg string, err error) {
 		return 0, "", fmt.Errorf("read reply: %w", err)
 	}
 	return kind, msg, nil
-}
-
-// appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(b []byte, args ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
 }
 
 // maxReplyDepth bounds nesting in aggregate replies.
