@@ -149,10 +149,7 @@ func benchColdCollections(t *testing.T) {
 	title := fmt.Sprintf("Cold hash and set: HGET/SISMEMBER on a hash of %d fields (%d-%d byte values) and a set of %d members",
 		coldCollFields, coldCollValueMin, coldCollValueMax, coldCollFields)
 	var md strings.Builder
-	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
-	for _, tg := range targets {
-		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
-	}
+	md.WriteString(targetLegend(targets))
 	fmt.Fprintf(&md, "\nLoad: `redis-cli --pipe`, %d HSET/SADD of %d fields/members each, into both servers at once: "+
 		"redis %.1f s, spillway %.1f s (at --maxmemory %s).\n\n",
 		commands, benchCollBatch, loadTime[0].Seconds(), loadTime[1].Seconds(), coldCollLoadMemory)

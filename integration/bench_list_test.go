@@ -159,10 +159,7 @@ func benchHotLists(t *testing.T) {
 	title := fmt.Sprintf("Lists: redis-benchmark -c %d, -t lpush (-d %d), -t rpop, LRANGE mylist 0 99 (-t lrange_100's), "+
 		"median of %d runs of ~%v each", benchClients, listBenchDataSize, benchReps, benchRunTime)
 	var md strings.Builder
-	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
-	for _, tg := range targets {
-		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
-	}
+	md.WriteString(targetLegend(targets))
 	fmt.Fprintf(&md, "\nLoad: `redis-benchmark -c %d` with `-P 1` and `-P 16`: `-t lpush -d %d`, `-t rpop`, and `LRANGE mylist 0 99` "+
 		"(what `-t lrange_100` measures, without its own LPUSH fill). Each LPUSH run is followed by an RPOP run of as many "+
 		"requests, so mylist holds about %s elements between runs and RPOP never finds it empty; LRANGE_100 returns the first 100. "+
@@ -321,10 +318,7 @@ func benchColdList(t *testing.T) {
 	title := fmt.Sprintf("Cold list: LRANGE %s S S+%d at random S of a %s-element list (%d-%d byte elements)",
 		coldListKey, coldListRange-1, thousands(coldListElems), queueElemMin, queueElemMax)
 	var md strings.Builder
-	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
-	for _, tg := range targets {
-		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
-	}
+	md.WriteString(targetLegend(targets))
 	fmt.Fprintf(&md, "\nLoad: `redis-cli --pipe`, %d RPUSH of %d elements each, into both servers at once: "+
 		"redis %.1f s, spillway %.1f s (at --maxmemory %s).\n\n",
 		commands, coldListBatch, loadTime[0].Seconds(), loadTime[1].Seconds(), coldListLoadMemory)

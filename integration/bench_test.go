@@ -80,6 +80,17 @@ type cellKey struct {
 	pipeline    int
 }
 
+// targetLegend is the Markdown list of a section's targets and how each
+// was started.
+func targetLegend(targets []benchTarget) string {
+	var b strings.Builder
+	b.WriteString("Targets, each started by the benchmark on loopback:\n\n")
+	for _, tg := range targets {
+		fmt.Fprintf(&b, "- `%s`: %s\n", tg.name, tg.desc)
+	}
+	return b.String()
+}
+
 // needBench skips t unless SPILLWAY_BENCH=1 and checks the tools exist.
 func needBench(t *testing.T) {
 	t.Helper()

@@ -143,10 +143,7 @@ func benchHotZSets(t *testing.T) {
 		"ZRANGEBYSCORE myzset __rand_int__ +inf LIMIT 0 10, median of %d runs of ~%v each",
 		benchClients, zsetBenchMembers, benchReps, benchRunTime)
 	var md strings.Builder
-	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
-	for _, tg := range targets {
-		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
-	}
+	md.WriteString(targetLegend(targets))
 	fmt.Fprintf(&md, "\nLoad: `redis-benchmark -c %d -r %d` with `-P 1` and `-P 16`: `-t zadd`, `ZSCORE myzset element:__rand_int__` "+
 		"and `ZRANGEBYSCORE myzset __rand_int__ +inf LIMIT 0 10`. myzset holds %s members element:0..%d scored 0..%d; "+
 		"ZADD sets random scores of existing members, ZRANGEBYSCORE_10 returns 10 members from a random score. "+
@@ -268,10 +265,7 @@ func benchColdLeaderboard(t *testing.T) {
 		thousands(coldZSetMembers), len(leaderMember(0)), thousands(leaderScoreSpan), coldZSetMembers/leaderScoreSpan,
 		coldZSetKey, coldZSetPage)
 	var md strings.Builder
-	md.WriteString("Targets, each started by the benchmark on loopback:\n\n")
-	for _, tg := range targets {
-		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
-	}
+	md.WriteString(targetLegend(targets))
 	fmt.Fprintf(&md, "\nLoad: `redis-cli --pipe`, %d ZADD of %d members each, into both servers at once: "+
 		"redis %.1f s, spillway %.1f s (at --maxmemory %s). Peak RSS (VmHWM) at the end: redis %.0f MB, spw-cold %.0f MB "+
 		"(since its restart).\n\n",
