@@ -52,6 +52,13 @@ type Client struct {
 	mark int
 	// txID is the last transaction this client began (see begin).
 	txID uint64
+	// group is the transaction a MULTI/EXEC or a script holds across its
+	// commands (nil otherwise): begin returns it and commit leaves it open.
+	group *tiering.Tx
+	// groupErr is the storage error that failed the group (it is aborted).
+	groupErr error
+	// multi is MULTI's queue and WATCH's keys (multi.go).
+	multi multiState
 	// up is the upstream-mode state (nil in embedded mode).
 	up   *upClient
 	quit bool

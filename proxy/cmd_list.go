@@ -585,6 +585,12 @@ func (c *Client) popOrBlock(op popOp, keys [][]byte, timeoutMs int64) {
 	if c.runNow(tx, op, keys) {
 		return
 	}
+	if tx == c.group {
+		// Inside EXEC or a script a blocking pop does not block: it times
+		// out at once, as in Redis.
+		c.w.NullArray()
+		return
+	}
 	w := &waiter{c: c, db: c.db, op: op, proto: c.w.Proto, done: make(chan struct{})}
 	for _, k := range keys {
 		dup := false

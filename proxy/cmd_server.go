@@ -35,7 +35,7 @@ func (c *Client) replyError(err error) {
 func cmdDBSize(c *Client, _ [][]byte) {
 	tx := c.begin()
 	n := tx.DBSize(c.db)
-	tx.Abort()
+	c.release(tx)
 	c.w.Int(n)
 }
 
@@ -58,8 +58,7 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	}
 	tx := c.begin()
 	if err := tx.FlushDB(c.db); err != nil {
-		tx.Abort()
-		c.replyError(err)
+		c.txErr(tx, err)
 		return
 	}
 	c.w.OK()
@@ -72,8 +71,7 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	}
 	tx := c.begin()
 	if err := tx.FlushAll(); err != nil {
-		tx.Abort()
-		c.replyError(err)
+		c.txErr(tx, err)
 		return
 	}
 	c.w.OK()
@@ -98,8 +96,7 @@ func cmdSwapDB(c *Client, args [][]byte) {
 	}
 	tx := c.begin()
 	if err := tx.SwapDB(int(a), int(b)); err != nil {
-		tx.Abort()
-		c.replyError(err)
+		c.txErr(tx, err)
 		return
 	}
 	c.s.blocking.noteBlockedKeys(tx, int(a), int(b))

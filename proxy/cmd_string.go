@@ -33,18 +33,6 @@ func init() {
 
 const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
-// txErr aborts tx and replies with err.
-func (c *Client) txErr(tx *tiering.Tx, err error) {
-	tx.Abort()
-	c.replyError(err)
-}
-
-// txFail commits tx (it may hold lazy expirations) and replies with msg.
-func (c *Client) txFail(tx *tiering.Tx, msg string) {
-	c.err(msg)
-	c.commit(tx)
-}
-
 // getString looks key up for a string command. It returns the entry (nil if
 // missing) and false after replying WRONGTYPE (tx is then finished).
 func (c *Client) getString(tx *tiering.Tx, key []byte) (*tiering.Entry, bool) {
@@ -66,7 +54,10 @@ func (c *Client) getString(tx *tiering.Tx, key []byte) (*tiering.Entry, bool) {
 func cmdGet(c *Client, args [][]byte) {
 	tx := c.begin()
 	e, probe, err := tx.GetOrProbe(c.db, args[1])
-	if err == nil && probe.Cold() {
+	if err == nil && probe.Cold() && tx == c.group {
+		// A group must read under its hold of the lock.
+		e, err = tx.Get(c.db, args[1])
+	} else if err == nil && probe.Cold() {
 		tx.Abort() // nothing written: it only released the lock
 		var read *tiering.Entry
 		read, err = c.s.engine.ReadCold(probe, args[1], &c.coldBufs)

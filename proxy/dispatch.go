@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spillway/spillway/tiering"
-
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/strops"
 )
@@ -154,14 +152,6 @@ func (c *Client) dispatch(args [][]byte) {
 func (c *Client) err(msg string) {
 	c.s.stats.errorReplies.Add(1)
 	c.w.Error(msg)
-}
-
-// begin starts a transaction for the current command, remembering it so
-// that recoverPanic can release it.
-func (c *Client) begin() *tiering.Tx {
-	tx := c.s.engine.Begin()
-	c.txID = tx.TxID()
-	return tx
 }
 
 // recoverPanic turns a panic in a command (a bug) into an error reply and

@@ -34,7 +34,7 @@ func cmdInfo(c *Client, args [][]byte) {
 		if sb.Len() > 0 {
 			sb.WriteString("\r\n")
 		}
-		c.s.writeInfoSection(&sb, sec)
+		c.s.writeInfoSection(&sb, sec, c)
 	}
 	c.w.Verbatim("txt", []byte(sb.String()))
 }
@@ -72,7 +72,9 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-func (s *Server) writeInfoSection(sb *strings.Builder, sec string) {
+// writeInfoSection writes one section; c runs the keyspace section's
+// transaction (it may hold one already, inside MULTI or a script).
+func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 	e := s.engine
 	st := &e.Stats
 	switch sec {
@@ -178,7 +180,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string) {
 		field(sb, "cold_store_iter_steps", rs.IterSteps)
 	case "keyspace":
 		sb.WriteString("# Keyspace\r\n")
-		tx := e.Begin()
+		tx := c.begin()
 		for db := 0; db < e.Databases(); db++ {
 			n := tx.DBSize(db)
 			if n == 0 {
@@ -186,6 +188,6 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string) {
 			}
 			fmt.Fprintf(sb, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, tx.Expires(db))
 		}
-		tx.Abort()
+		c.release(tx)
 	}
 }
