@@ -61,6 +61,8 @@ func cmdQuit(c *Client, _ [][]byte) {
 }
 
 func cmdReset(c *Client, _ [][]byte) {
+	c.discardMulti()
+	c.unwatchAll()
 	c.db = 0
 	c.dbShown.Store(0)
 	c.setProto(2)
