@@ -586,9 +586,13 @@ func (c *Client) popOrBlock(op popOp, keys [][]byte, timeoutMs int64) {
 		return
 	}
 	if tx == c.group {
-		// Inside EXEC or a script a blocking pop does not block: it times
-		// out at once, as in Redis.
-		c.w.NullArray()
+		// Inside EXEC or a script a blocking pop does not block: it
+		// replies at once as Redis does (a null, a null bulk for a move).
+		if lo, ok := op.(*listOp); ok && lo.move {
+			c.w.Null()
+		} else {
+			c.w.NullArray()
+		}
 		return
 	}
 	w := &waiter{c: c, db: c.db, op: op, proto: c.w.Proto, done: make(chan struct{})}

@@ -57,6 +57,10 @@ func cmdFlushDB(c *Client, args [][]byte) {
 		return
 	}
 	tx := c.begin()
+	if err := c.s.touchWatchedInDB(tx, c.db, -1); err != nil {
+		c.txErr(tx, err)
+		return
+	}
 	if err := tx.FlushDB(c.db); err != nil {
 		c.txErr(tx, err)
 		return
@@ -70,6 +74,12 @@ func cmdFlushAll(c *Client, args [][]byte) {
 		return
 	}
 	tx := c.begin()
+	for db := range c.s.engine.Databases() {
+		if err := c.s.touchWatchedInDB(tx, db, -1); err != nil {
+			c.txErr(tx, err)
+			return
+		}
+	}
 	if err := tx.FlushAll(); err != nil {
 		c.txErr(tx, err)
 		return
@@ -95,6 +105,14 @@ func cmdSwapDB(c *Client, args [][]byte) {
 		return
 	}
 	tx := c.begin()
+	if a != b {
+		for _, p := range [][2]int{{int(a), int(b)}, {int(b), int(a)}} {
+			if err := c.s.touchWatchedInDB(tx, p[0], p[1]); err != nil {
+				c.txErr(tx, err)
+				return
+			}
+		}
+	}
 	if err := tx.SwapDB(int(a), int(b)); err != nil {
 		c.txErr(tx, err)
 		return

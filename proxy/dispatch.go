@@ -100,6 +100,7 @@ func (c *Client) dispatch(args [][]byte) {
 		return
 	}
 	if base == nil {
+		c.failMulti()
 		unknownCommand(c, args)
 		return
 	}
@@ -116,6 +117,7 @@ func (c *Client) dispatch(args [][]byte) {
 			return
 		}
 		if cmd == nil {
+			c.failMulti()
 			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(strops.CString(args[0]))) + " HELP.")
 			return
 		}
@@ -125,16 +127,21 @@ func (c *Client) dispatch(args [][]byte) {
 			c.upForwardUnknown(args) // the upstream's error marks the transaction failed
 			return
 		}
-		c.err("ERR wrong number of arguments for '" + cmd.Name + "' command")
+		c.rejectInMulti("ERR wrong number of arguments for '" + cmd.Name + "' command")
 		return
 	}
 	if !c.authed && !cmd.Is(cmdtable.FlagNoAuth) {
-		c.err("NOAUTH Authentication required.")
+		c.rejectInMulti("NOAUTH Authentication required.")
 		return
 	}
 	h := handlers[cmd]
 	if h == nil && c.up == nil {
+		c.failMulti()
 		unknownCommand(c, args)
+		return
+	}
+	if c.multi.active && !runsInMulti(cmd) {
+		c.queueCommand(cmd, args)
 		return
 	}
 	if c.s.paused.Load() {
@@ -163,6 +170,7 @@ func (c *Client) recoverPanic(args [][]byte) {
 	if r == nil {
 		return
 	}
+	c.group, c.groupErr = nil, nil
 	aborted := c.s.engine.AbortIfHeld(c.txID)
 	c.s.log.Error("command panicked; its transaction was aborted and the connection is closed",
 		"client", c.id, "command", trunc(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,

@@ -29,6 +29,8 @@ type Server struct {
 	engine   *tiering.Engine
 	log      *slog.Logger
 	blocking *blockRegistry
+	// watches are the WATCHed keys (multi.go); guarded by the engine's lock.
+	watches watchRegistry
 	// up is upstream mode's state; nil in embedded mode.
 	up *upMode
 
@@ -78,6 +80,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger) *Se
 	}
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())
+	s.initKeyEvents()
 	return s
 }
 
@@ -144,6 +147,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		go func() {
 			defer s.wg.Done()
 			c.serve()
+			c.unwatchAll()
 			s.mu.Lock()
 			delete(s.clients, c.id)
 			s.mu.Unlock()

@@ -101,6 +101,8 @@ type Engine struct {
 	writes uint64
 
 	Stats Stats
+	// observer is told of key modifications (observe.go).
+	observer observerState
 
 	stop      chan struct{}
 	wg        sync.WaitGroup

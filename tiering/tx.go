@@ -292,11 +292,18 @@ func (tx *Tx) expire(pdb uint8, key []byte, e *Entry, wasHot bool) error {
 	if !wasHot {
 		tx.e.Stats.ExpiredColdKeys.Add(1)
 	}
-	return tx.remove(pdb, key, e)
+	tx.observe(pdb, key, KeyExpired)
+	return tx.drop(pdb, key, e)
 }
 
 // remove deletes a stored key (both tiers). tx.hk must hold its hot key.
 func (tx *Tx) remove(pdb uint8, key []byte, old *Entry) error {
+	tx.observe(pdb, key, KeyDeleted)
+	return tx.drop(pdb, key, old)
+}
+
+// drop is remove without the observer's event.
+func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 	// dropData reads the meta record: it must run before the delete.
 	if err := tx.dropData(pdb, key, old); err != nil {
 		return err
@@ -465,6 +472,7 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 			m.Flags = codec.ZSetSkiplist
 		}
 	}
+	tx.observe(pdb, key, KeyModified)
 	return tx.batch.PutMeta(pdb, key, m)
 }
 
