@@ -76,12 +76,19 @@ func startUpstreamPair(t *testing.T, maxmemory string) upstreamPair {
 // failing the test if the counters the upstream tests rely on are missing.
 func upstreamStats(t *testing.T, c *harness.Conn) map[string]int64 {
 	t.Helper()
+	return tieringStats(t, c, "upstream")
+}
+
+// tieringStats returns the numeric fields of INFO tiering, failing the
+// test unless Spillway runs in mode and has the counters tests rely on.
+func tieringStats(t *testing.T, c *harness.Conn, mode string) map[string]int64 {
+	t.Helper()
 	info, err := harness.Info(c, "tiering")
 	if err != nil {
 		t.Fatalf("INFO tiering: %v", err)
 	}
-	if info["mode"] != "upstream" {
-		t.Fatalf("INFO tiering: mode %q, want upstream", info["mode"])
+	if info["mode"] != mode {
+		t.Fatalf("INFO tiering: mode %q, want %s", info["mode"], mode)
 	}
 	stats := map[string]int64{}
 	for k, v := range info {
@@ -89,7 +96,11 @@ func upstreamStats(t *testing.T, c *harness.Conn) map[string]int64 {
 			stats[k] = n
 		}
 	}
-	for _, k := range []string{"demotions", "promotions", "cold_reads", "cold_keys"} {
+	want := []string{"demotions", "promotions", "cold_reads", "cold_keys"}
+	if mode == "embedded" {
+		want = want[:3]
+	}
+	for _, k := range want {
 		if _, ok := stats[k]; !ok {
 			t.Fatalf("INFO tiering has no %s field", k)
 		}
@@ -365,6 +376,9 @@ type scen struct {
 	name  string // "redis" or "spillway", for messages
 	addr  string
 	spill bool          // the server is Spillway in upstream mode
+	// embedded: the server is Spillway in embedded mode (spill is set too:
+	// DEBUG DEMOTE works the same).
+	embedded bool
 	side  *harness.Conn // uncompared: DEBUG DEMOTE, INFO, waits
 	steps []scenStep
 }
@@ -488,9 +502,9 @@ func (s *scen) noReload(what string, f func()) {
 		f()
 		return
 	}
-	before := upstreamStats(s.t, s.side)["promotions"]
+	before := s.stats()["promotions"]
 	f()
-	if after := upstreamStats(s.t, s.side)["promotions"]; after != before {
+	if after := s.stats()["promotions"]; after != before {
 		s.t.Errorf("spillway: %s reloaded %d cold keys (promotions %d -> %d); it should be answered from the cold tier",
 			what, after-before, before, after)
 	}
@@ -502,7 +516,16 @@ func (s *scen) coldKeys() int64 {
 	if !s.spill {
 		return -1
 	}
-	return upstreamStats(s.t, s.side)["cold_keys"]
+	return s.stats()["cold_keys"]
+}
+
+// stats returns Spillway's INFO tiering counters.
+func (s *scen) stats() map[string]int64 {
+	s.t.Helper()
+	if s.embedded {
+		return tieringStats(s.t, s.side, "embedded")
+	}
+	return upstreamStats(s.t, s.side)
 }
 
 // waitBlocked waits until n clients are blocked (INFO clients
@@ -606,20 +629,41 @@ func TestUpstreamScenariosRedisVsRedis(t *testing.T) {
 	runUpstreamScenarios(t, harness.StartRedis(t).Addr(), false)
 }
 
-// runUpstreamScenarios runs every scenario on a fresh redis-server and on
-// the server at subAddr (Spillway when spill), and compares them.
+// scenSubject is the server a scenario run compares with redis-server.
+type scenSubject int
+
+const (
+	subjectRedis    scenSubject = iota // a second redis-server
+	subjectUpstream                    // Spillway fronting a redis-server
+	subjectEmbedded                    // Spillway in embedded mode
+)
+
+// runUpstreamScenarios runs every upstream scenario on a fresh
+// redis-server and on the server at subAddr (Spillway when spill), and
+// compares them.
 func runUpstreamScenarios(t *testing.T, subAddr string, spill bool) {
+	subject := subjectRedis
+	if spill {
+		subject = subjectUpstream
+	}
+	runScenarios(t, subAddr, subject, upstreamScenarios)
+}
+
+// runScenarios runs each scenario on a fresh redis-server and on the
+// subject at subAddr, and compares the transcripts.
+func runScenarios(t *testing.T, subAddr string, subject scenSubject, scenarios []upScenario) {
 	ref := harness.StartRedis(t)
 	refSide, subSide := harness.MustDial(t, ref.Addr()), harness.MustDial(t, subAddr)
 	subName := "redis-2"
-	if spill {
+	if subject != subjectRedis {
 		subName = "spillway"
 	}
-	for _, sc := range upstreamScenarios {
+	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			runs := [2]*scen{
 				{t: t, name: "redis", addr: ref.Addr(), side: refSide},
-				{t: t, name: subName, addr: subAddr, spill: spill, side: subSide},
+				{t: t, name: subName, addr: subAddr, spill: subject != subjectRedis,
+					embedded: subject == subjectEmbedded, side: subSide},
 			}
 			for _, s := range runs {
 				s.sideSelect(0)

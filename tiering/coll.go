@@ -190,6 +190,9 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 		}
 		e.Bytes += int64(len(val))
 	}
+	if !created && e.Type == codec.TypeSet {
+		return false, nil // already a member: nothing changes
+	}
 	c.dirty = true
 	if err := c.tx.batch.Set(c.fieldKey(field), val); err != nil {
 		return false, err
