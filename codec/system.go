@@ -28,6 +28,9 @@ const (
 	// both, so a write by anything else in between (an older build that
 	// does not know the record) makes the start scan instead.
 	SysKeyCountsSeq = "keycounts-seq"
+	// SysFunctions holds the FUNCTION libraries, as FUNCTION DUMP's payload;
+	// written in the same batch as the FUNCTION command that changed them.
+	SysFunctions = "functions"
 )
 
 // AppendKeyCounts appends the per-database key and expiry counts (256 of
