@@ -237,6 +237,24 @@ var multiScenarios = []upScenario{
 		c.do("SELECT", "0")
 		c.do("MGET", "a", "b")
 	}},
+	{name: "blocked-pop-served-by-exec", run: func(s *scen) {
+		c1, c2, c3 := s.conn("c1", 2), s.conn("c2", 3), s.conn("c3", 2)
+		c1.send("BLPOP", "q", "0")
+		s.waitBlocked(1)
+		c2.send("BLMOVE", "q2", "q", "LEFT", "RIGHT", "0")
+		s.waitBlocked(2)
+		// The EXEC pushes, pops and pushes again: the waiters are served
+		// after it, in the order they blocked, from what it left.
+		c3.do("MULTI")
+		c3.do("RPUSH", "q", "a", "b")
+		c3.do("LPOP", "q")
+		c3.do("RPUSH", "q2", "x")
+		c3.do("EXEC")
+		c1.read()
+		c2.read()
+		c3.do("LRANGE", "q", "0", "-1")
+		c3.do("EXISTS", "q2")
+	}},
 	{name: "watch-interleaved-random", run: func(s *scen) { watchRandomScenario(s, 7, 400) }},
 	{name: "watch-interleaved-random-2", run: func(s *scen) { watchRandomScenario(s, 11, 400) }},
 }
