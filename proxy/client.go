@@ -64,6 +64,13 @@ type Client struct {
 	// up is the upstream-mode state (nil in embedded mode).
 	up   *upClient
 	quit bool
+	// out is the output queue of a client that has subscribed to Pub/Sub
+	// (pushout.go): once set, flush hands replies to it instead of
+	// writing the socket. nil for every other client.
+	out *pushOut
+	// subscribed: the client subscribes to a channel, pattern or shard
+	// channel (Redis's CLIENT_PUBSUB flag).
+	subscribed bool
 
 	mu      sync.Mutex
 	name    string
@@ -81,6 +88,11 @@ type Client struct {
 	blocked  atomic.Bool // waiting in a blocking pop
 	dbShown  atomic.Int32
 	protoVer atomic.Int32
+
+	// nSub, nPSub and nSSub count the client's channels, patterns and
+	// shard channels (CLIENT LIST's sub=, psub=, ssub=); only the
+	// client's goroutine changes them.
+	nSub, nPSub, nSSub atomic.Int32
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
@@ -122,10 +134,12 @@ func (c *Client) serve() {
 	defer c.nc.Close()
 	defer c.upClose()
 	defer c.waitPending()
+	defer c.endPubSub()
 	deadline := false
 	for {
-		// Idle clients are closed after `timeout` seconds, as in Redis.
-		if t := c.s.cfg.Timeout(); t > 0 {
+		// Idle clients are closed after `timeout` seconds, as in Redis;
+		// Pub/Sub subscribers are exempt, as in Redis.
+		if t := c.s.cfg.Timeout(); t > 0 && !c.subscribed {
 			c.nc.SetReadDeadline(time.Now().Add(t))
 			deadline = true
 		} else if deadline {
@@ -149,7 +163,9 @@ func (c *Client) serve() {
 			c.flush()
 			return
 		}
-		if c.w.Len() >= flushThreshold || !c.rd.Ready() {
+		// A client with an output queue hands over every command's reply
+		// at once, so messages delivered meanwhile keep their place.
+		if c.out != nil || c.w.Len() >= flushThreshold || !c.rd.Ready() {
 			if !c.flush() {
 				return
 			}
@@ -165,8 +181,9 @@ func (c *Client) waitPending() error {
 }
 
 // flush makes the buffered writes durable (appendfsync always) and sends the
-// buffered replies. If the store cannot sync, the replies are not sent and
-// the connection is closed: nothing unsynced is acknowledged.
+// buffered replies (a client with an output queue hands them to it). If the
+// store cannot sync, the replies are not sent and the connection is closed:
+// nothing unsynced is acknowledged.
 func (c *Client) flush() bool {
 	if !c.awaitAsync() {
 		return false
@@ -180,6 +197,9 @@ func (c *Client) flush() bool {
 		c.s.log.Error("write not durable; closing client", "client", c.id, "err", err)
 		c.w.Reset()
 		return false
+	}
+	if c.out != nil {
+		return c.out.put(&c.w)
 	}
 	if c.w.Len() == 0 {
 		return true

@@ -46,6 +46,17 @@ func cmdPing(c *Client, args [][]byte) {
 		c.err("ERR wrong number of arguments for 'ping' command")
 		return
 	}
+	if c.subscribed && c.w.Proto == 2 {
+		// Redis's reply in the RESP2 subscribed context.
+		c.w.Array(2)
+		c.w.BulkString("pong")
+		if len(args) == 2 {
+			c.w.Bulk(args[1])
+		} else {
+			c.w.BulkString("")
+		}
+		return
+	}
 	if len(args) == 2 {
 		c.w.Bulk(args[1])
 		return
@@ -63,6 +74,7 @@ func cmdQuit(c *Client, _ [][]byte) {
 func cmdReset(c *Client, _ [][]byte) {
 	c.discardMulti()
 	c.unwatchAll()
+	c.resetPubSub()
 	c.db = 0
 	c.dbShown.Store(0)
 	c.setProto(2)
@@ -244,16 +256,33 @@ func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	sb.WriteString(" name=" + name)
 	sb.WriteString(" age=" + strconv.FormatInt(age, 10))
 	sb.WriteString(" idle=" + strconv.FormatInt(idle, 10))
-	flags := " flags=N"
+	sub, psub, ssub := c.nSub.Load(), c.nPSub.Load(), c.nSSub.Load()
+	flags := " flags="
+	if sub+psub+ssub > 0 {
+		flags += "P"
+	}
 	if c.blocked.Load() {
-		flags = " flags=b"
+		flags += "b"
+	}
+	if flags == " flags=" {
+		flags += "N"
 	}
 	sb.WriteString(flags + " db=" + strconv.Itoa(int(c.dbShown.Load())))
-	sb.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	sb.WriteString(" sub=" + strconv.Itoa(int(sub)) + " psub=" + strconv.Itoa(int(psub)) + " ssub=" + strconv.Itoa(int(ssub)))
+	sb.WriteString(" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	sb.WriteString(" cmd=" + cmd)
 	sb.WriteString(" user=" + user)
 	sb.WriteString(" redir=-1 resp=" + strconv.Itoa(int(c.protoVer.Load())))
 	sb.WriteByte('\n')
+}
+
+// clientType is the client's type for CLIENT LIST/KILL TYPE: "pubsub"
+// while it subscribes to anything, else "normal".
+func (c *Client) clientType() string {
+	if c.nSub.Load()+c.nPSub.Load()+c.nSSub.Load() > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 func cmdClientList(c *Client, args [][]byte) {
@@ -294,7 +323,7 @@ func cmdClientList(c *Client, args [][]byte) {
 		if ids != nil && !ids[cl.id] {
 			continue
 		}
-		if typeFilter != "" && typeFilter != "normal" {
+		if typeFilter != "" && typeFilter != cl.clientType() {
 			continue
 		}
 		cl.describe(&sb, now)
@@ -385,7 +414,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 		case id != 0 && cl.id != id,
 			addr != "" && cl.nc.RemoteAddr().String() != addr,
 			laddr != "" && cl.nc.LocalAddr().String() != laddr,
-			typ != "" && typ != "normal",
+			typ != "" && typ != cl.clientType(),
 			skipMe && cl == c:
 			continue
 		}

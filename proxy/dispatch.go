@@ -134,6 +134,9 @@ func (c *Client) dispatch(args [][]byte) {
 		c.rejectInMulti("NOAUTH Authentication required.")
 		return
 	}
+	if c.subscribedContextReject(cmd) {
+		return
+	}
 	h := handlers[cmd]
 	if h == nil && c.up == nil {
 		c.failMulti()

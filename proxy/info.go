@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spillway/spillway/proxy/pubsub"
 )
 
 func init() {
@@ -147,8 +149,9 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		field(sb, "evicted_keys", 0)
 		field(sb, "keyspace_hits", st.KeyspaceHits.Load())
 		field(sb, "keyspace_misses", st.KeyspaceMisses.Load())
-		field(sb, "pubsub_channels", 0)
-		field(sb, "pubsub_patterns", 0)
+		field(sb, "pubsub_channels", s.pubsub.Len(pubsub.Channels))
+		field(sb, "pubsub_patterns", s.pubsub.Len(pubsub.Patterns))
+		field(sb, "pubsubshard_channels", s.pubsub.Len(pubsub.Shard))
 		field(sb, "total_error_replies", s.stats.errorReplies.Load())
 	case "replication":
 		sb.WriteString("# Replication\r\n")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -34,6 +35,9 @@ type Server struct {
 
 	// up is upstream mode's state; nil in embedded mode.
 	up *upMode
+	// pubsub holds the Pub/Sub subscriptions (embedded mode; upstream
+	// mode forwards Pub/Sub to the upstream).
+	pubsub *pubsub.Hub
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -78,6 +82,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger) *Se
 		started:     time.Now(),
 		shutdownReq: make(chan struct{}),
 		blocking:    newBlockRegistry(engine),
+		pubsub:      pubsub.New(),
 	}
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())

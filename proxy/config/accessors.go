@@ -154,3 +154,12 @@ func (c *Config) SlowlogMaxLen() int64 { return c.load(idxSlowlogMaxLen).n }
 // NotifyKeyspaceEvents returns the keyspace notification classes in
 // Redis's canonical form ("" means off).
 func (c *Config) NotifyKeyspaceEvents() string { return c.load(idxNotifyKeyspaceEvents).s }
+
+// ClientOutputBufferLimit returns client-output-buffer-limit's limits for
+// class.
+func (c *Config) ClientOutputBufferLimit(class ClientClass) OutputBufferLimit {
+	if class < 0 || class >= numClientClasses {
+		return OutputBufferLimit{}
+	}
+	return c.load(idxClientOutputBufferLimit).obl.lim[class]
+}

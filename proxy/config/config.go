@@ -41,6 +41,9 @@ func defaultValues() ([numSettings]*value, error) {
 		if err != nil {
 			return vals, fmt.Errorf("config: bad default for %s: %w", s.name, err)
 		}
+		if s.merge != nil {
+			v = s.merge(nil, v)
+		}
 		vals[i] = v
 	}
 	return vals, nil
@@ -236,6 +239,9 @@ func (ld *loader) apply(file string, line int, args []string) error {
 	if err != nil {
 		return fail(err)
 	}
+	if m := registry[e.idx].merge; m != nil {
+		v = m(ld.vals[e.idx], v)
+	}
 	ld.vals[e.idx] = v
 	return nil
 }
@@ -352,6 +358,9 @@ func (c *Config) Set(pairs [][2]string) error {
 	changed := make([]bool, len(pairs))
 	c.mu.Lock()
 	for i, e := range entries {
+		if m := registry[e.idx].merge; m != nil {
+			newVals[i] = m(c.vals[e.idx].Load(), newVals[i])
+		}
 		old := c.vals[e.idx].Swap(newVals[i])
 		changed[i] = old.text != newVals[i].text
 	}

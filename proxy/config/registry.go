@@ -17,6 +17,7 @@ const (
 	kindEnum               // one of enum, case-insensitive
 	kindString             // any single argument
 	kindList               // several arguments (bind, save)
+	kindObuf               // client-output-buffer-limit's class groups
 )
 
 // mutability says whether CONFIG SET may change a setting.
@@ -81,6 +82,7 @@ const (
 	idxSetMaxIntsetEntries
 	idxZsetMaxListpackEntries
 	idxZsetMaxListpackValue
+	idxClientOutputBufferLimit
 	numSettings
 )
 
@@ -98,6 +100,10 @@ type setting struct {
 	mut   mutability
 	// check validates or normalises a parsed value; may be nil.
 	check func(v *value) error
+	// merge, if set, combines a parsed value with the setting's current
+	// one (nil: none yet) into the value stored: a directive that sets
+	// only part of the setting.
+	merge func(old, v *value) *value
 	// spillway marks Spillway's own settings (the others exist for Redis
 	// compatibility and are stored, not acted upon, unless documented).
 	spillway bool
@@ -234,6 +240,13 @@ var registry = [numSettings]*setting{
 		"Accepted for compatibility.").withAlias("zset-max-ziplist-entries"),
 	idxZsetMaxListpackValue: memSetting("zset-max-listpack-value", 0, maxInt64, "64",
 		"Accepted for compatibility.").withAlias("zset-max-ziplist-value"),
+	idxClientOutputBufferLimit: {name: "client-output-buffer-limit", kind: kindObuf,
+		def:   "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+		merge: mergeOutputLimits,
+		doc: "Output buffer limits per client class: `<class> <hard> <soft> <soft-seconds>` groups " +
+			"(classes normal, replica/slave, pubsub). Applied to Pub/Sub subscribers: one whose queued " +
+			"output reaches the hard limit, or stays over the soft limit for longer than the seconds, " +
+			"is disconnected."},
 }
 
 // names maps every lower-case name and alias to its entry.
@@ -289,13 +302,23 @@ type value struct {
 	s    string   // kindString
 	list []string // kindList
 	text string   // CONFIG GET form
+	// obl is kindObuf's value.
+	obl *outputLimits
 }
 
 // parseArgs parses a directive's arguments as read from a file or the
 // command line.
 func (s *setting) parseArgs(args []string) (*value, error) {
-	if s.kind == kindList {
+	switch s.kind {
+	case kindList:
 		return s.parseList(args)
+	case kindObuf:
+		if len(args) == 1 && strings.Contains(args[0], " ") {
+			// One argument holding spaces is split, as Redis does for
+			// its multi-argument settings.
+			return s.parseSet(args[0])
+		}
+		return parseOutputLimits(args)
 	}
 	if len(args) != 1 {
 		return nil, errWrongArgs
@@ -305,8 +328,16 @@ func (s *setting) parseArgs(args []string) (*value, error) {
 
 // parseSet parses a CONFIG SET value; list settings split it on blanks.
 func (s *setting) parseSet(arg string) (*value, error) {
-	if s.kind == kindList {
+	switch s.kind {
+	case kindList:
 		return s.parseList(strings.Fields(arg))
+	case kindObuf:
+		// Redis splits this value on single spaces (sdssplitlen).
+		var args []string
+		if arg != "" {
+			args = strings.Split(arg, " ")
+		}
+		return parseOutputLimits(args)
 	}
 	return s.parseOne(arg)
 }
@@ -396,6 +427,9 @@ func (e *enumError) Error() string {
 // fileLines renders v as the directive lines CONFIG REWRITE writes.
 func (s *setting) fileLines(v *value) []string {
 	switch s.kind {
+	case kindObuf:
+		lines, _ := outputLimitsLines(v)
+		return lines
 	case kindMemory:
 		return []string{s.name + " " + FormatMemory(v.u)}
 	case kindString:
@@ -431,6 +465,7 @@ func checkNotify(v *value) error {
 	if err != nil {
 		return err
 	}
+	v.n = notifyFlagsOf(v.s) // the classes as given (see NotifyKeyspaceClasses)
 	v.s, v.text = c, c
 	return nil
 }

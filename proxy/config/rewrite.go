@@ -86,6 +86,26 @@ func rewriteContent(old string, vals, defs *[numSettings]*value) string {
 	removed := make([]bool, len(lines))
 	var appended []string
 	for i, s := range registry {
+		if s.kind == kindObuf {
+			// Redis rewrites this setting line by line: each line takes
+			// the place of the next of the setting's lines in the file,
+			// or is appended if its class differs from the default.
+			want, force := outputLimitsLines(vals[i])
+			k := 0
+			for j, l := range want {
+				switch {
+				case k < len(occ[i]):
+					lines[occ[i][k]] = l
+					k++
+				case force[j]:
+					appended = append(appended, l)
+				}
+			}
+			for ; k < len(occ[i]); k++ {
+				removed[occ[i][k]] = true
+			}
+			continue
+		}
 		want := s.fileLines(vals[i])
 		if len(occ[i]) == 0 && vals[i].text == defs[i].text {
 			continue
