@@ -33,11 +33,11 @@ import (
 // away leaves the registry immediately, so a push is never handed to it.
 
 // popOp is what a blocked client waits to do: pop from key (database db)
-// within tx, writing the reply to w. It reports false, having written
-// nothing, when key holds nothing to pop; ErrWrongType when it holds
-// another type.
+// within tx, writing the reply to w and publishing the keyspace events
+// through ev. It reports false, having written nothing, when key holds
+// nothing to pop; ErrWrongType when it holds another type.
 type popOp interface {
-	run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
+	run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
 }
 
 // waiterState is where a waiter is in its life.
@@ -172,11 +172,14 @@ func (r *blockRegistry) noteBlockedKeys(tx *tiering.Tx, dbs ...int) {
 	}
 }
 
-// serveReady serves, within tx, the waiters of the keys tx made ready, in
-// the order they blocked, while the keys hold elements; pushes made by
+// serveReadyFrom serves, within tx, the waiters of the keys tx made ready,
+// in the order they blocked, while the keys hold elements; pushes made by
 // serving (BLMOVE) make further keys ready. It returns the waiters served;
-// their replies are delivered by deliver once tx has committed.
-func (r *blockRegistry) serveReady(tx *tiering.Tx) []*waiter {
+// their replies are delivered by deliver once tx has committed. from is
+// the client whose command (or EXEC) made the keys ready, calling in its
+// goroutine once its reply is written: if it subscribes to the pops'
+// keyspace events, they come after that reply, as in Redis.
+func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 	ready := tx.TakeReady()
 	if len(ready) == 0 {
 		return nil
@@ -191,7 +194,9 @@ func (r *blockRegistry) serveReady(tx *tiering.Tx) []*waiter {
 		for len(r.byKey[bk]) > 0 {
 			w := r.byKey[bk][0]
 			rw := resp.Writer{Proto: w.proto}
-			done, err := w.op.run(tx, rk.DB, rk.Key, &rw)
+			// The events of the served client's pop go to from's reply
+			// buffer if from subscribes to them (this is its goroutine).
+			done, err := w.op.run(keyEvents{s: w.c.s, from: from}, tx, rk.DB, rk.Key, &rw)
 			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
 				break // nothing to pop there (any more)
 			}

@@ -41,6 +41,7 @@ func cmdHSet(c *Client, args [][]byte, hmset bool) {
 	if !ok {
 		return
 	}
+	c.notifyNewKey(h.Len() == 0, args[1]) // a structure is never stored empty
 	var added int64
 	for i := 2; i < len(args); i += 2 {
 		created, err := h.Set(args[i], args[i+1])
@@ -57,6 +58,7 @@ func cmdHSet(c *Client, args [][]byte, hmset bool) {
 	} else {
 		c.w.Int(added)
 	}
+	c.notify(notifyHash, "hset", args[1]) // after the reply, as Redis
 	c.closeAndCommit(tx, h)
 }
 
@@ -66,6 +68,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	isNew := h.Len() == 0
 	exists, err := h.Has(args[2])
 	if err == nil && !exists {
 		_, err = h.Set(args[2], args[3])
@@ -74,13 +77,20 @@ func cmdHSetNX(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(isNew, args[1])
 	c.w.Int(b2i(!exists))
+	if !exists {
+		c.notify(notifyHash, "hset", args[1])
+	}
 	c.closeAndCommit(tx, h)
 }
 
 func cmdHGet(c *Client, args [][]byte) {
 	tx := c.begin()
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
+	if ok && h == nil {
+		c.notifyKeyMiss(args[1])
+	}
 	if ok && c.replyField(tx, h, args[2]) {
 		c.commit(tx)
 	}
@@ -91,6 +101,9 @@ func cmdHMGet(c *Client, args [][]byte) {
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 	if !ok {
 		return
+	}
+	if h == nil {
+		c.notifyKeyMiss(args[1])
 	}
 	c.w.Array(len(args) - 2)
 	for _, f := range args[2:] {
@@ -135,6 +148,8 @@ func cmdHStrlen(c *Client, args [][]byte) {
 			return
 		}
 		n = len(v)
+	} else {
+		c.notifyKeyMiss(args[1])
 	}
 	c.w.Int(int64(n))
 	c.commit(tx)
@@ -151,6 +166,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	isNew := h.Len() == 0
 	cur, found, err := h.Get(args[2])
 	if err != nil {
 		c.txErr(tx, err)
@@ -168,7 +184,9 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(isNew, args[1])
 	c.w.Int(n)
+	c.notify(notifyHash, "hincrby", args[1])
 	c.closeAndCommit(tx, h)
 }
 
@@ -182,6 +200,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	isNew := h.Len() == 0
 	cur, found, err := h.Get(args[2])
 	if err != nil {
 		c.txErr(tx, err)
@@ -199,7 +218,9 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(isNew, args[1])
 	c.w.Bulk(v)
+	c.notify(notifyHash, "hincrbyfloat", args[1])
 	c.closeAndCommit(tx, h)
 }
 
@@ -211,6 +232,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 			return
 		}
 		if h == nil {
+			c.notifyKeyMiss(args[1])
 			c.w.Null()
 			c.commit(tx)
 			return
@@ -242,6 +264,9 @@ func cmdHRandField(c *Client, args [][]byte) {
 	h, ok := c.openColl(tx, args[1], codec.TypeHash, false)
 	if !ok {
 		return
+	}
+	if h == nil {
+		c.notifyKeyMiss(args[1])
 	}
 	if h == nil || n == 0 {
 		c.w.Array(0)

@@ -45,6 +45,7 @@ func cmdDel(c *Client, args [][]byte) {
 			return
 		}
 		if ok {
+			c.notify(notifyGeneric, "del", k)
 			n++
 		}
 	}
@@ -65,6 +66,8 @@ func countLive(c *Client, keys [][]byte) {
 		}
 		if e != nil {
 			n++
+		} else {
+			c.notifyKeyMiss(k)
 		}
 	}
 	c.w.Int(n)
@@ -82,6 +85,7 @@ func cmdType(c *Client, args [][]byte) {
 		return
 	}
 	if e == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Simple("none")
 	} else {
 		c.w.Simple(e.Type.String())
@@ -124,7 +128,8 @@ func expireGeneric(c *Client, args [][]byte, seconds, absolute bool, name string
 		c.commit(tx)
 		return
 	}
-	if when <= tx.Now() {
+	past := when <= tx.Now()
+	if past {
 		_, err = tx.Delete(c.db, args[1])
 	} else {
 		_, err = tx.SetExpire(c.db, args[1], when)
@@ -133,7 +138,14 @@ func expireGeneric(c *Client, args [][]byte, seconds, absolute bool, name string
 		c.txErr(tx, err)
 		return
 	}
+	// Redis: "del" then the reply, or the reply then "expire".
+	if past {
+		c.notify(notifyGeneric, "del", args[1])
+	}
 	c.w.Int(1)
+	if !past {
+		c.notify(notifyGeneric, "expire", args[1])
+	}
 	c.commit(tx)
 }
 
@@ -146,6 +158,7 @@ func ttlGeneric(c *Client, args [][]byte, ms, absolute bool) {
 	}
 	switch {
 	case e == nil:
+		c.notifyKeyMiss(args[1])
 		c.w.Int(-2)
 	case e.ExpireAt == 0:
 		c.w.Int(-1)
@@ -175,6 +188,7 @@ func cmdPersist(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notify(notifyGeneric, "persist", args[1])
 	c.w.Int(1)
 	c.commit(tx)
 }
@@ -185,6 +199,12 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 	if err != nil {
 		c.txErr(tx, err)
 		return
+	}
+	if moved && string(args[1]) != string(args[2]) {
+		// Redis deletes an existing destination and adds it anew.
+		c.notify(notifyNew, "new", args[2])
+		c.notify(notifyGeneric, "rename_from", args[1])
+		c.notify(notifyGeneric, "rename_to", args[2])
 	}
 	switch {
 	case !exists:
@@ -244,8 +264,21 @@ func cmdCopy(c *Client, args [][]byte) {
 		return
 	}
 	if ok {
+		// Redis deletes an existing destination and adds it anew.
+		c.notifyIn(dstDB, notifyNew, "new", args[2])
+		c.notifyIn(dstDB, notifyGeneric, "copy_to", args[2])
 		c.w.Int(1)
 	} else {
+		// A missing source is a read miss; an existing destination is not.
+		if c.s.notifyEnabled(notifyKeyMiss) {
+			miss, ok := c.keyIsMissing(tx, c.db, args[1])
+			if !ok {
+				return
+			}
+			if miss {
+				c.notifyKeyMiss(args[1])
+			}
+		}
 		c.w.Int(0)
 	}
 	c.commit(tx)
@@ -272,6 +305,9 @@ func cmdMove(c *Client, args [][]byte) {
 		return
 	}
 	if moved {
+		c.notifyIn(int(n), notifyNew, "new", args[1])
+		c.notify(notifyGeneric, "move_from", args[1])
+		c.notifyIn(int(n), notifyGeneric, "move_to", args[1])
 		c.w.Int(1)
 	} else {
 		c.w.Int(0)

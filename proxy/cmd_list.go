@@ -107,6 +107,7 @@ func cmdPush(c *Client, args [][]byte, left, onlyExisting bool) {
 		c.commit(tx)
 		return
 	}
+	c.notifyNewKey(l.Len() == 0, args[1]) // a list is never stored empty
 	for _, v := range args[2:] {
 		if err := l.Push(left, v); err != nil {
 			c.txErr(tx, err)
@@ -114,6 +115,7 @@ func cmdPush(c *Client, args [][]byte, left, onlyExisting bool) {
 		}
 	}
 	c.w.Int(l.Len())
+	c.notify(notifyList, pushEvent(left), args[1]) // after the reply, as Redis
 	c.closeAndCommit(tx, l)
 }
 
@@ -148,12 +150,14 @@ func cmdPop(c *Client, args [][]byte, left bool) {
 			c.txErr(tx, err)
 			return
 		}
+		c.events().popped(c.db, args[1], left, l.Len())
 	default:
 		c.w.Array(int(min(count, l.Len())))
 		if _, err := l.Pop(left, count, c.w.Bulk); err != nil {
 			c.txErr(tx, err)
 			return
 		}
+		c.events().popped(c.db, args[1], left, l.Len())
 	}
 	c.closeAndCommit(tx, l)
 }
@@ -167,6 +171,7 @@ func cmdLLen(c *Client, args [][]byte) {
 	}
 	switch {
 	case e == nil:
+		c.notifyKeyMiss(args[1])
 		c.w.Int(0)
 	case e.Type != codec.TypeList:
 		c.txFail(tx, errWrongType)
@@ -184,6 +189,7 @@ func cmdLIndex(c *Client, args [][]byte) {
 		return
 	}
 	if l == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 		c.commit(tx)
 		return
@@ -221,6 +227,7 @@ func cmdLRange(c *Client, args [][]byte) {
 		return
 	}
 	if l == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Array(0)
 		c.commit(tx)
 		return
@@ -270,6 +277,7 @@ func cmdLSet(c *Client, args [][]byte) {
 		return
 	}
 	c.w.OK()
+	c.notify(notifyList, "lset", args[1]) // after the reply, as Redis
 	c.closeAndCommit(tx, l)
 }
 
@@ -314,6 +322,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 	if pos < 0 {
 		c.w.Int(-1)
 	} else {
+		c.notify(notifyList, "linsert", args[1])
 		c.w.Int(l.Len())
 	}
 	c.closeAndCommit(tx, l)
@@ -372,6 +381,12 @@ func cmdLRem(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	if found > 0 {
+		c.notify(notifyList, "lrem", args[1])
+		if l.Len() == 0 {
+			c.notify(notifyGeneric, "del", args[1])
+		}
+	}
 	c.w.Int(found)
 	c.closeAndCommit(tx, l)
 }
@@ -398,6 +413,10 @@ func cmdLTrim(c *Client, args [][]byte) {
 	if err := l.Trim(from, to); err != nil {
 		c.txErr(tx, err)
 		return
+	}
+	c.notify(notifyList, "ltrim", args[1])
+	if l.Len() == 0 {
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.w.OK()
 	c.closeAndCommit(tx, l)
@@ -451,6 +470,7 @@ func cmdLPos(c *Client, args [][]byte) {
 		return
 	}
 	if l == nil {
+		c.notifyKeyMiss(args[1])
 		if count >= 0 {
 			c.w.Array(0)
 		} else {
@@ -511,7 +531,7 @@ type listOp struct {
 // w. It reports false, having written nothing, when key holds no list;
 // ErrWrongType when it holds something else. A destination of the wrong
 // type is answered (WRONGTYPE, nothing popped) and reported done.
-func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
+func (op *listOp) run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
 	src, err := tx.OpenList(db, key, false)
 	if err != nil || src == nil {
 		return false, err
@@ -527,6 +547,7 @@ func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 		if _, err := src.Pop(op.left, n, w.Bulk); err != nil {
 			return true, err
 		}
+		ev.popped(db, key, op.left, src.Len())
 		return true, src.Close()
 	}
 	dst := src
@@ -540,6 +561,7 @@ func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 			return true, err
 		}
 	}
+	dstNew := dst.Len() == 0 // a list is never stored empty
 	var val []byte
 	if _, err := src.Pop(op.left, 1, func(v []byte) { val = bytes.Clone(v) }); err != nil {
 		return true, err
@@ -547,7 +569,14 @@ func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 	if err := dst.Push(op.dstLeft, val); err != nil {
 		return true, err
 	}
+	// Redis pushes (lmoveHandlePush: "new", the push event, the reply),
+	// then reports the pop.
+	if dstNew {
+		ev.notify(db, notifyNew, "new", op.dst)
+	}
+	ev.notify(db, notifyList, pushEvent(op.dstLeft), op.dst)
 	w.Bulk(val)
+	ev.popped(db, key, op.left, src.Len())
 	if err := src.Close(); err != nil {
 		return true, err
 	}
@@ -559,7 +588,7 @@ func (op *listOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 // does (nothing replied, tx still open).
 func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
 	for _, k := range keys {
-		done, err := op.run(tx, c.db, k, &c.w)
+		done, err := op.run(c.events(), tx, c.db, k, &c.w)
 		if err == tiering.ErrWrongType {
 			c.txFail(tx, errWrongType)
 			return true
@@ -738,5 +767,26 @@ func cmdMPop(c *Client, args [][]byte, blocking bool, ends [2]string, newOp func
 	if !c.runNow(tx, op, keys) {
 		c.w.NullArray()
 		c.commit(tx)
+	}
+}
+
+// pushEvent is the event of a push at the left or the right end.
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+// popped publishes a list pop's events: "lpop" or "rpop", then "del" if
+// the list is left empty (left elements remain).
+func (ev keyEvents) popped(db int, key []byte, leftEnd bool, left int64) {
+	event := "rpop"
+	if leftEnd {
+		event = "lpop"
+	}
+	ev.notify(db, notifyList, event, key)
+	if left == 0 {
+		ev.notify(db, notifyGeneric, "del", key)
 	}
 }

@@ -35,6 +35,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	c.notifyNewKey(s.Len() == 0, args[1]) // a structure is never stored empty
 	var added int64
 	for _, m := range args[2:] {
 		created, err := s.Set(m, nil)
@@ -43,6 +44,9 @@ func cmdSAdd(c *Client, args [][]byte) {
 			return
 		}
 		added += b2i(created)
+	}
+	if added > 0 {
+		c.notify(notifySet, "sadd", args[1])
 	}
 	c.w.Int(added)
 	c.closeAndCommit(tx, s)
@@ -53,6 +57,9 @@ func cmdSMIsMember(c *Client, args [][]byte) {
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
 	if !ok {
 		return
+	}
+	if s == nil {
+		c.notifyKeyMiss(args[1])
 	}
 	c.w.Array(len(args) - 2)
 	for _, m := range args[2:] {
@@ -118,6 +125,8 @@ func cmdSPop(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	// Redis: the event, the reply, then "del" if the set is gone.
+	c.notify(notifySet, "spop", args[1])
 	if len(args) == 3 {
 		c.w.Set(len(members))
 		for _, m := range members {
@@ -125,6 +134,9 @@ func cmdSPop(c *Client, args [][]byte) {
 		}
 	} else {
 		c.w.Bulk(members[0])
+	}
+	if s.Len() == 0 {
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.closeAndCommit(tx, s)
 }
@@ -145,6 +157,9 @@ func cmdSRandMember(c *Client, args [][]byte) {
 	s, ok := c.openColl(tx, args[1], codec.TypeSet, false)
 	if !ok {
 		return
+	}
+	if s == nil {
+		c.notifyKeyMiss(args[1])
 	}
 	if len(args) == 2 {
 		if s == nil {
@@ -186,7 +201,10 @@ func cmdSMove(c *Client, args [][]byte) {
 	}
 	if src == nil {
 		// Redis answers 0 for a missing source before checking the
-		// destination's type.
+		// destination's type (having looked it up: an expired one goes).
+		if !c.expireIfNeeded(tx, args[2]) {
+			return
+		}
 		c.w.Int(0)
 		c.commit(tx)
 		return
@@ -205,13 +223,25 @@ func cmdSMove(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	dstNew := dst.Len() == 0 // a structure is never stored empty
 	removed, err := src.Del(args[3])
+	added := false
 	if err == nil && removed {
-		_, err = dst.Set(args[3], nil)
+		added, err = dst.Set(args[3], nil)
 	}
 	if err != nil {
 		c.txErr(tx, err)
 		return
+	}
+	if removed {
+		c.notify(notifySet, "srem", args[1])
+		if src.Len() == 0 {
+			c.notify(notifyGeneric, "del", args[1])
+		}
+		c.notifyNewKey(dstNew, args[2])
+		if added {
+			c.notify(notifySet, "sadd", args[2])
+		}
 	}
 	c.w.Int(b2i(removed))
 	c.closeAndCommit(tx, src, dst)
@@ -235,6 +265,9 @@ func (c *Client) openSets(tx *tiering.Tx, keys [][]byte) ([]*tiering.Coll, bool)
 		s, ok := c.openColl(tx, k, codec.TypeSet, false)
 		if !ok {
 			return nil, false
+		}
+		if s == nil {
+			c.notifyKeyMiss(k)
 		}
 		sets[i] = s
 	}
@@ -319,6 +352,24 @@ func computeSets(sets []*tiering.Coll, op setOp, limit int) ([][]byte, error) {
 	}
 }
 
+// setStoreEvents are the events of SINTERSTORE, SUNIONSTORE, SDIFFSTORE.
+var setStoreEvents = [...]string{setInter: "sinterstore", setUnion: "sunionstore", setDiff: "sdiffstore"}
+
+// storeEmpty ends a STORE command whose result is empty, as Redis does:
+// it replies 0, and the destination is deleted ("del" if it existed).
+func (c *Client) storeEmpty(tx *tiering.Tx, dst []byte) {
+	deleted, err := tx.Delete(c.db, dst)
+	if err != nil {
+		c.txErr(tx, err)
+		return
+	}
+	c.w.Int(0)
+	if deleted {
+		c.notify(notifyGeneric, "del", dst)
+	}
+	c.commit(tx)
+}
+
 // cmdSetAlgebra is SINTER, SUNION, SDIFF and their STORE forms (dst set).
 func cmdSetAlgebra(c *Client, keys [][]byte, dst []byte, op setOp) {
 	tx := c.begin()
@@ -339,6 +390,14 @@ func cmdSetAlgebra(c *Client, keys [][]byte, dst []byte, op setOp) {
 		c.commit(tx)
 		return
 	}
+	if len(members) == 0 {
+		c.storeEmpty(tx, dst)
+		return
+	}
+	isNew, ok := c.keyIsNew(tx, c.db, dst)
+	if !ok {
+		return
+	}
 	out, err := tx.CreateColl(c.db, dst, codec.TypeSet)
 	for _, m := range members {
 		if err != nil {
@@ -350,7 +409,9 @@ func cmdSetAlgebra(c *Client, keys [][]byte, dst []byte, op setOp) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(isNew, dst)
 	c.w.Int(int64(len(members)))
+	c.notify(notifySet, setStoreEvents[op], dst)
 	c.closeAndCommit(tx, out)
 }
 

@@ -75,6 +75,7 @@ func cmdGet(c *Client, args [][]byte) {
 		return
 	}
 	if e == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 	} else {
 		c.w.Bulk(e.Str)
@@ -91,12 +92,13 @@ func cmdSet(c *Client, args [][]byte) {
 	}
 	var old *tiering.Entry
 	var err error
+	looked := o.Get || o.NX || o.XX || o.KeepTTL
 	if o.Get {
 		var ok bool
 		if old, ok = c.getString(tx, args[1]); !ok {
 			return
 		}
-	} else if o.NX || o.XX || o.KeepTTL {
+	} else if looked {
 		if old, err = tx.Peek(c.db, args[1]); err != nil {
 			c.txErr(tx, err)
 			return
@@ -104,6 +106,7 @@ func cmdSet(c *Client, args [][]byte) {
 	}
 	if o.Get {
 		if old == nil {
+			c.notifyKeyMiss(args[1])
 			c.w.Null()
 		} else {
 			c.w.Bulk(old.Str)
@@ -120,14 +123,32 @@ func cmdSet(c *Client, args [][]byte) {
 	if o.KeepTTL && old != nil {
 		at = old.ExpireAt
 	}
+	isNew := old == nil
+	if !looked {
+		var ok bool
+		if isNew, ok = c.keyIsNew(tx, c.db, args[1]); !ok {
+			return
+		}
+	}
 	if err := tx.SetString(c.db, args[1], args[2], at); err != nil {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifySet(isNew, args[1], o.ExpireAt != 0)
 	if !o.Get {
 		c.w.OK()
 	}
 	c.commit(tx)
+}
+
+// notifySet publishes a SET's events: "new" if it created key, "set", and
+// "expire" if it gave key a time to live.
+func (c *Client) notifySet(isNew bool, key []byte, expire bool) {
+	c.notifyNewKey(isNew, key)
+	c.notify(notifyString, "set", key)
+	if expire {
+		c.notify(notifyGeneric, "expire", key)
+	}
 }
 
 func cmdSetNX(c *Client, args [][]byte) {
@@ -146,6 +167,7 @@ func cmdSetNX(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifySet(true, args[1], false)
 	c.w.Int(1)
 	c.commit(tx)
 }
@@ -157,10 +179,15 @@ func cmdSetEx(c *Client, args [][]byte, kind strops.ExpireKind, name string) {
 		c.txFail(tx, msg)
 		return
 	}
+	isNew, ok := c.keyIsNew(tx, c.db, args[1])
+	if !ok {
+		return
+	}
 	if err := tx.SetString(c.db, args[1], args[3], at); err != nil {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifySet(isNew, args[1], true)
 	c.w.OK()
 	c.commit(tx)
 }
@@ -172,6 +199,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 		return
 	}
 	if old == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 	} else {
 		c.w.Bulk(old.Str)
@@ -180,6 +208,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifySet(old == nil, args[1], false)
 	c.commit(tx)
 }
 
@@ -190,6 +219,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 		return
 	}
 	if old == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 		c.commit(tx)
 		return
@@ -199,6 +229,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notify(notifyGeneric, "del", args[1])
 	c.commit(tx)
 }
 
@@ -214,6 +245,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 		return
 	}
 	if e == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 		c.commit(tx)
 		return
@@ -225,17 +257,24 @@ func cmdGetEx(c *Client, args [][]byte) {
 	}
 	c.w.Bulk(e.Str)
 	var err error
+	event := ""
 	switch {
 	case (o.Kind == strops.ExpireEXAT || o.Kind == strops.ExpirePXAT) && at <= tx.Now():
 		_, err = tx.Delete(c.db, args[1])
+		event = "del"
 	case o.Kind != strops.NoExpire:
 		_, err = tx.SetExpire(c.db, args[1], at)
+		event = "expire"
 	case o.Persist && e.ExpireAt != 0:
 		_, err = tx.SetExpire(c.db, args[1], 0)
+		event = "persist"
 	}
 	if err != nil {
 		c.txErr(tx, err)
 		return
+	}
+	if event != "" {
+		c.notify(notifyGeneric, event, args[1])
 	}
 	c.commit(tx)
 }
@@ -248,6 +287,9 @@ func cmdMGet(c *Client, args [][]byte) {
 		if err != nil {
 			c.txErr(tx, err)
 			return
+		}
+		if e == nil {
+			c.notifyKeyMiss(k)
 		}
 		if e == nil || e.Type != codec.TypeString {
 			c.w.Null()
@@ -264,11 +306,8 @@ func cmdMSet(c *Client, args [][]byte) {
 		return
 	}
 	tx := c.begin()
-	for i := 1; i < len(args); i += 2 {
-		if err := tx.SetString(c.db, args[i], args[i+1], 0); err != nil {
-			c.txErr(tx, err)
-			return
-		}
+	if !c.msetPairs(tx, args) {
+		return
 	}
 	c.w.OK()
 	c.commit(tx)
@@ -292,14 +331,29 @@ func cmdMSetNX(c *Client, args [][]byte) {
 			return
 		}
 	}
-	for i := 1; i < len(args); i += 2 {
-		if err := tx.SetString(c.db, args[i], args[i+1], 0); err != nil {
-			c.txErr(tx, err)
-			return
-		}
+	if !c.msetPairs(tx, args) {
+		return
 	}
 	c.w.Int(1)
 	c.commit(tx)
+}
+
+// msetPairs stores MSET's key-value pairs in order, each with its events
+// ("new" if it creates the key, then "set"). On a storage error it ends
+// tx and reports false.
+func (c *Client) msetPairs(tx *tiering.Tx, args [][]byte) bool {
+	for i := 1; i < len(args); i += 2 {
+		isNew, ok := c.keyIsNew(tx, c.db, args[i])
+		if !ok {
+			return false
+		}
+		if err := tx.SetString(c.db, args[i], args[i+1], 0); err != nil {
+			c.txErr(tx, err)
+			return false
+		}
+		c.notifySet(isNew, args[i], false)
+	}
+	return true
 }
 
 func lowerName(b []byte) string {
@@ -343,6 +397,8 @@ func cmdAppend(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(e == nil, args[1])
+	c.notify(notifyString, "append", args[1])
 	c.w.Int(int64(len(v)))
 	c.commit(tx)
 }
@@ -354,6 +410,7 @@ func cmdStrlen(c *Client, args [][]byte) {
 		return
 	}
 	if e == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Int(0)
 	} else {
 		c.w.Int(int64(len(e.Str)))
@@ -404,6 +461,8 @@ func incrBy(c *Client, key []byte, delta int64) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(e == nil, key)
+	c.notify(notifyString, "incrby", key)
 	c.w.Int(n)
 	c.commit(tx)
 }
@@ -427,6 +486,8 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(e == nil, args[1])
+	c.notify(notifyString, "incrbyfloat", args[1])
 	c.w.Bulk(v)
 	c.commit(tx)
 }
@@ -444,6 +505,7 @@ func cmdGetRange(c *Client, args [][]byte) {
 		return
 	}
 	if e == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.BulkString("")
 	} else {
 		c.w.Bulk(strops.GetRange(e.Str, start, end))
@@ -485,26 +547,35 @@ func cmdSetRange(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
+	c.notifyNewKey(e == nil, args[1])
+	c.notify(notifyString, "setrange", args[1])
 	c.w.Int(int64(len(v)))
 	c.commit(tx)
 }
 
 func cmdLCS(c *Client, args [][]byte) {
 	tx := c.begin()
+	// Redis looks both keys up before checking their types.
 	var vals [2][]byte
+	wrongType := false
 	for i := 0; i < 2; i++ {
 		e, err := tx.Get(c.db, args[1+i])
 		if err != nil {
 			c.txErr(tx, err)
 			return
 		}
-		if e != nil && e.Type != codec.TypeString {
-			c.txFail(tx, strops.ErrLCSType)
-			return
-		}
-		if e != nil {
+		switch {
+		case e == nil:
+			c.notifyKeyMiss(args[1+i])
+		case e.Type != codec.TypeString:
+			wrongType = true
+		default:
 			vals[i] = e.Str
 		}
+	}
+	if wrongType {
+		c.txFail(tx, strops.ErrLCSType)
+		return
 	}
 	o, msg := strops.ParseLCSOptions(args[3:])
 	if msg != "" {

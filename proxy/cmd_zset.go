@@ -171,6 +171,7 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 		return
 	}
 	if z != nil {
+		c.notifyNewKey(z.Len() == 0, key) // a sorted set is never stored empty
 		// Redis 7.0 creates the set as a skiplist from the start only if
 		// the first member given is too long for the compact encoding.
 		z.SetSkiplist(len(pairs[1]) > tiering.CompactZSetMember)
@@ -224,6 +225,13 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 	default:
 		c.w.Int(added)
 	}
+	if added+updated > 0 { // after the reply, as Redis
+		event := "zadd"
+		if f.incr {
+			event = "zincr"
+		}
+		c.notify(notifyZSet, event, key)
+	}
 	c.closeAndCommit(tx, z)
 }
 
@@ -254,6 +262,12 @@ func cmdZRem(c *Client, args [][]byte) {
 		}
 		n += b2i(removed)
 	}
+	if n > 0 {
+		c.notify(notifyZSet, "zrem", args[1])
+		if z.Len() == 0 {
+			c.notify(notifyGeneric, "del", args[1])
+		}
+	}
 	c.w.Int(n)
 	c.closeAndCommit(tx, z)
 }
@@ -265,6 +279,7 @@ func cmdZCard(c *Client, args [][]byte) {
 		return
 	}
 	if z == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Int(0)
 	} else {
 		c.w.Int(z.Len())
@@ -297,6 +312,7 @@ func cmdZScore(c *Client, args [][]byte) {
 		return
 	}
 	if z == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 		c.commit(tx)
 		return
@@ -319,6 +335,9 @@ func cmdZMScore(c *Client, args [][]byte) {
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
+	}
+	if z == nil {
+		c.notifyKeyMiss(args[1])
 	}
 	c.w.Array(len(args) - 2)
 	for _, m := range args[2:] {
@@ -347,6 +366,7 @@ func cmdZRank(c *Client, args [][]byte, rev bool) {
 		return
 	}
 	if z == nil {
+		c.notifyKeyMiss(args[1])
 		c.w.Null()
 		c.commit(tx)
 		return
@@ -395,6 +415,8 @@ func zcount(c *Client, key []byte, count func(*tiering.ZSet) (int64, error)) {
 			c.txErr(tx, err)
 			return
 		}
+	} else {
+		c.notifyKeyMiss(key)
 	}
 	c.w.Int(n)
 	c.commit(tx)
@@ -543,11 +565,13 @@ func cmdZRange(c *Client, args [][]byte, spec zrangeSpec) {
 			c.txErr(tx, err)
 			return
 		}
+	} else {
+		c.notifyKeyMiss(src)
 	}
 	if spec.store {
 		// Redis 7.0 starts the destination compact and converts it as
 		// members are added.
-		storeZSet(c, tx, args[1], picked, false, true)
+		storeZSet(c, tx, args[1], picked, false, true, "zrangestore")
 		return
 	}
 	c.w.Array(len(picked) * (1 + int(b2i(q.withScores && !c.w.RESP3()))))
@@ -567,7 +591,15 @@ func cmdZRange(c *Client, args [][]byte, spec zrangeSpec) {
 // are added (ZRANGESTORE), otherwise its encoding is chosen by its final
 // content (ZUNIONSTORE and friends build a skiplist and convert it back
 // if it is small).
-func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member, skiplist, incremental bool) {
+func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member, skiplist, incremental bool, event string) {
+	if len(members) == 0 {
+		c.storeEmpty(tx, dst)
+		return
+	}
+	isNew, ok := c.keyIsNew(tx, c.db, dst)
+	if !ok {
+		return
+	}
 	z, err := tx.CreateZSet(c.db, dst)
 	if err != nil {
 		c.txErr(tx, err)
@@ -587,9 +619,14 @@ func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member, 
 			return
 		}
 	}
+	c.notifyNewKey(isNew, dst)
 	c.w.Int(int64(len(members)))
+	c.notify(notifyZSet, event, dst)
 	c.closeAndCommit(tx, z)
 }
+
+// zremRangeEvents are the events of ZREMRANGEBYRANK, BYSCORE and BYLEX.
+var zremRangeEvents = [...]string{byRank: "zremrangebyrank", byScore: "zremrangebyscore", byLex: "zremrangebylex"}
 
 func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
 	q := zrangeQuery{kind: kind, limit: -1}
@@ -633,6 +670,12 @@ func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
 	if err != nil {
 		c.txErr(tx, err)
 		return
+	}
+	if len(doomed) > 0 {
+		c.notify(notifyZSet, zremRangeEvents[kind], args[1])
+		if z.Len() == 0 {
+			c.notify(notifyGeneric, "del", args[1])
+		}
 	}
 	c.w.Int(int64(len(doomed)))
 	c.closeAndCommit(tx, z)

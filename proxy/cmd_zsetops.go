@@ -66,7 +66,7 @@ func (op *zpopOp) pop(z *tiering.ZSet, n int64) ([]tiering.Member, error) {
 }
 
 // run implements popOp for the blocking forms and ZMPOP.
-func (op *zpopOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
+func (op *zpopOp) run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
 	z, err := tx.OpenZSet(db, key, false)
 	if err != nil || z == nil {
 		return false, err
@@ -79,10 +79,12 @@ func (op *zpopOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 	if err != nil {
 		return true, err
 	}
+	// Redis: the reply's header, the event, the members, then "del".
 	if op.mpop {
 		w.Array(2)
 		w.Bulk(key)
 		w.Array(len(popped))
+		op.popEvent(ev, db, key)
 		for _, m := range popped {
 			w.Array(2)
 			w.BulkString(m.Member)
@@ -91,9 +93,11 @@ func (op *zpopOp) run(tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool,
 	} else {
 		w.Array(3)
 		w.Bulk(key)
+		op.popEvent(ev, db, key)
 		w.BulkString(popped[0].Member)
 		w.Double(popped[0].Score)
 	}
+	op.delIfEmpty(ev, db, key, z.Len())
 	return true, z.Close()
 }
 
@@ -133,9 +137,12 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 	} else {
 		c.w.Array(2 * len(popped))
 	}
+	// Redis: the reply's header, the event, the members, then "del".
+	op.popEvent(c.events(), c.db, args[1])
 	for _, m := range popped {
 		writeScored(&c.w, bytesOfString(m.Member), m.Score, nested)
 	}
+	op.delIfEmpty(c.events(), c.db, args[1], z.Len())
 	c.closeAndCommit(tx, z)
 }
 
@@ -160,6 +167,7 @@ func cmdZRandMember(c *Client, args [][]byte) {
 			return
 		}
 		if z == nil {
+			c.notifyKeyMiss(args[1])
 			c.w.Null()
 			c.commit(tx)
 			return
@@ -188,6 +196,9 @@ func cmdZRandMember(c *Client, args [][]byte) {
 	z, ok := c.openZSet(tx, args[1], false)
 	if !ok {
 		return
+	}
+	if z == nil {
+		c.notifyKeyMiss(args[1])
 	}
 	if z == nil || n == 0 {
 		c.w.Array(0)
@@ -230,6 +241,7 @@ func cmdZScan(c *Client, args [][]byte) {
 		return
 	}
 	if z == nil {
+		c.notifyKeyMiss(args[1])
 		c.scanReply(0, nil)
 		c.commit(tx)
 		return
@@ -364,6 +376,7 @@ func (c *Client) openSources(tx *tiering.Tx, keys [][]byte) ([]opSource, bool) {
 		}
 		switch {
 		case e == nil:
+			c.notifyKeyMiss(k)
 		case e.Type == codec.TypeZSet:
 			src[i].z = tx.PeekZSet(c.db, k, e)
 		case e.Type == codec.TypeSet:
@@ -465,6 +478,9 @@ func compute(op zsetOp, src []opSource, agg aggregate) ([]tiering.Member, error)
 	return out, nil
 }
 
+// zsetStoreEvents are the events of ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE.
+var zsetStoreEvents = [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}
+
 // cmdZSetOp is ZUNION, ZINTER, ZDIFF and their STORE forms.
 func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 	at := 1
@@ -530,7 +546,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 		return
 	}
 	if store {
-		storeZSet(c, tx, args[1], res, false, false)
+		storeZSet(c, tx, args[1], res, false, false, zsetStoreEvents[op])
 		return
 	}
 	if withScores && !c.w.RESP3() {
@@ -632,4 +648,21 @@ func appendCompactScore(dst []byte, s float64) []byte {
 		}
 	}
 	return resp.AppendDouble(dst, s)
+}
+
+// popEvent publishes a sorted-set pop's event, "zpopmin" or "zpopmax".
+func (op *zpopOp) popEvent(ev keyEvents, db int, key []byte) {
+	event := "zpopmin"
+	if op.max {
+		event = "zpopmax"
+	}
+	ev.notify(db, notifyZSet, event, key)
+}
+
+// delIfEmpty publishes "del" for a sorted set a pop left empty (left
+// members remain).
+func (op *zpopOp) delIfEmpty(ev keyEvents, db int, key []byte, left int64) {
+	if left == 0 {
+		ev.notify(db, notifyGeneric, "del", key)
+	}
 }

@@ -147,6 +147,7 @@ func cmdCollScan(c *Client, args [][]byte, t codec.Type, pairs bool) {
 		return
 	}
 	if coll == nil {
+		c.notifyKeyMiss(args[1])
 		c.scanReply(0, nil)
 		c.commit(tx)
 		return
@@ -250,6 +251,7 @@ func cmdCollLen(c *Client, args [][]byte, t codec.Type) {
 	}
 	switch {
 	case e == nil:
+		c.notifyKeyMiss(args[1])
 		c.w.Int(0)
 	case e.Type != t:
 		c.txFail(tx, errWrongType)
@@ -274,6 +276,8 @@ func cmdCollHas(c *Client, args [][]byte, t codec.Type) {
 			c.txErr(tx, err)
 			return
 		}
+	} else {
+		c.notifyKeyMiss(args[1])
 	}
 	c.w.Int(b2i(found))
 	c.commit(tx)
@@ -298,6 +302,17 @@ func cmdCollDel(c *Client, args [][]byte, t codec.Type) {
 			return
 		}
 		deleted += b2i(ok)
+	}
+	if deleted > 0 {
+		event := "hdel"
+		class := notifyHash
+		if t == codec.TypeSet {
+			event, class = "srem", notifySet
+		}
+		c.notify(class, event, args[1])
+		if coll.Len() == 0 {
+			c.notify(notifyGeneric, "del", args[1])
+		}
 	}
 	c.w.Int(deleted)
 	c.closeAndCommit(tx, coll)
@@ -324,6 +339,8 @@ func cmdCollAll(c *Client, args [][]byte, t codec.Type, kind replyKind, fields, 
 	var n int64
 	if coll != nil {
 		n = coll.Len()
+	} else {
+		c.notifyKeyMiss(args[1])
 	}
 	switch kind {
 	case replyMap:

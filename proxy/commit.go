@@ -24,7 +24,7 @@ func (c *Client) commit(tx *tiering.Tx) bool {
 	if tx == c.group {
 		return true
 	}
-	served := c.s.blocking.serveReady(tx)
+	served := c.s.blocking.serveReadyFrom(c, tx)
 	p, err := tx.Commit()
 	deliver(served, err)
 	if err != nil {
@@ -86,7 +86,7 @@ func (c *Client) endGroup() error {
 		tx.Abort()
 		return err
 	}
-	served := c.s.blocking.serveReady(tx)
+	served := c.s.blocking.serveReadyFrom(c, tx)
 	p, err := tx.Commit()
 	deliver(served, err)
 	if err != nil {

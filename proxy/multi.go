@@ -59,17 +59,22 @@ type watchRegistry struct {
 	byKey map[watchKey][]*watchedKey
 }
 
-// initKeyEvents installs the engine observer that feeds WATCH (embedded
-// mode only).
+// initKeyEvents installs the engine observer that feeds WATCH and keyspace
+// notifications (embedded mode only).
 func (s *Server) initKeyEvents() {
 	s.watches.byKey = map[watchKey][]*watchedKey{}
 	if s.engine != nil {
 		s.engine.SetObserver(s.keyEvent)
+		s.initNotify()
 	}
 }
 
-// keyEvent is the engine's observer (under the engine's lock).
+// keyEvent is the engine's observer (under the engine's lock): it feeds
+// WATCH and the expired keyspace events.
 func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
+	if ev == tiering.KeyExpired {
+		s.notifyExpired(db, key)
+	}
 	if ws := s.watches.byKey[watchKey{db, string(key)}]; len(ws) > 0 {
 		exists := ev == tiering.KeyModified
 		for _, wk := range ws {
@@ -86,7 +91,7 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 // updateObserving turns the engine's key events on while anything needs
 // them. The caller holds the engine's lock.
 func (s *Server) updateObserving() {
-	s.engine.SetObserving(len(s.watches.byKey) > 0)
+	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.notifyWantsExpired())
 }
 
 // touchWatchedInDB applies FLUSHDB/FLUSHALL (replacedWith -1) or SWAPDB
