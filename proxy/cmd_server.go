@@ -175,11 +175,39 @@ func cmdShutdown(c *Client, args [][]byte) {
 			return
 		}
 	}
+	if c.up == nil {
+		if _, function, busy := c.s.scripts.Busy(); busy {
+			// As Redis: only NOSAVE ends a busy script, and then what the
+			// script wrote is discarded (its transaction is aborted).
+			if !hasArg(args[1:], "nosave") {
+				if function {
+					c.err("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
+				} else {
+					c.err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+				}
+				return
+			}
+			c.s.abortScript.Store(true)
+			if !c.s.scripts.ForceKill() {
+				c.s.abortScript.Store(false) // it ended meanwhile
+			}
+		}
+	}
 	// Every acknowledged write is already in the store's log; the shutdown
 	// path syncs and closes it, so SAVE and NOSAVE both lose nothing.
 	c.s.log.Info("shutdown requested by client", "client", c.id)
 	c.s.requestShutdown()
 	c.quit = true
+}
+
+// hasArg reports whether args hold word (any case).
+func hasArg(args [][]byte, word string) bool {
+	for _, a := range args {
+		if eqFold(a, word) {
+			return true
+		}
+	}
+	return false
 }
 
 func cmdConfigGet(c *Client, args [][]byte) {

@@ -143,6 +143,9 @@ func (c *Client) dispatch(args [][]byte) {
 		unknownCommand(c, args)
 		return
 	}
+	if c.up == nil && c.group == nil && !c.busyCheck(cmd) {
+		return
+	}
 	if c.multi.active && !runsInMulti(cmd) {
 		c.queueCommand(cmd, args)
 		return

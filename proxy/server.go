@@ -15,6 +15,7 @@ import (
 
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -32,6 +33,13 @@ type Server struct {
 	blocking *blockRegistry
 	// watches are the WATCHed keys (multi.go); guarded by the engine's lock.
 	watches watchRegistry
+	// scripts runs Lua scripts and FUNCTION libraries (cmd_script.go);
+	// luaClient is the client their redis.call commands run as.
+	scripts   *script.Engine
+	luaClient *Client
+	// abortScript: SHUTDOWN NOSAVE killed the running script, whose writes
+	// must be discarded.
+	abortScript atomic.Bool
 
 	// up is upstream mode's state; nil in embedded mode.
 	up *upMode
@@ -87,12 +95,13 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger) *Se
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
+	s.scripts = script.New(script.Options{Logger: log})
 	return s
 }
 
 // LoadState loads what embedded mode keeps besides keys (the FUNCTION
 // libraries) from the store; call it before Serve.
-func (s *Server) LoadState() error { return nil }
+func (s *Server) LoadState() error { return s.loadFunctions() }
 
 // Listen binds every configured address on the configured port.
 func (s *Server) Listen() error {

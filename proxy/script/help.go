@@ -1,9 +1,13 @@
-package proxy
+package script
 
-// SCRIPT HELP and FUNCTION HELP, exactly as Redis 7.0.15 sends them.
+import (
+	"strings"
 
+	"github.com/spillway/spillway/proxy/resp"
+)
+
+// The HELP texts of redis-server 7.0.15.
 var scriptHelp = []string{
-	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"DEBUG (YES|SYNC|NO)",
 	"    Set the debug mode for subsequent scripts executed.",
 	"EXISTS <sha1> [<sha1> ...]",
@@ -18,12 +22,9 @@ var scriptHelp = []string{
 	"    Kill the currently executing Lua script.",
 	"LOAD <script>",
 	"    Load a script into the scripts cache without executing it.",
-	"HELP",
-	"    Prints this help.",
 }
 
 var functionHelp = []string{
-	"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"LOAD [REPLACE] <FUNCTION CODE>",
 	"    Create a new library with the given library name and code.",
 	"DELETE <LIBRARY NAME>",
@@ -61,6 +62,16 @@ var functionHelp = []string{
 	"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
 	"      libraries with the new libraries (notice that even on this option there is a chance of failure",
 	"      in case of functions name collision with another library).",
-	"HELP",
-	"    Prints this help.",
+}
+
+// writeHelp is addReplyHelp: a header naming the command as the client
+// typed it (upper-cased), the lines, and the HELP entry.
+func writeHelp(w *resp.Writer, cmd []byte, lines []string) {
+	w.Array(len(lines) + 3)
+	w.Simple(mapCRLF(strings.ToUpper(cstring(string(cmd)))) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		w.Simple(l)
+	}
+	w.Simple("HELP")
+	w.Simple("    Prints this help.")
 }

@@ -1,0 +1,505 @@
+package script
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/strops"
+)
+
+// Chunk names, as Redis gives them to luaL_loadbuffer (without the '@').
+const (
+	evalChunk = "user_script"
+	funcChunk = "user_function"
+)
+
+// scriptFlags are the shebang / register_function flags (SCRIPT_FLAG_*).
+type scriptFlags uint8
+
+const (
+	flagNoWrites scriptFlags = 1 << iota
+	flagAllowOOM
+	flagAllowStale
+	flagNoCluster
+	flagAllowCrossSlot
+)
+
+// scriptFlagNames lists the flags in Redis's order (scripts_flags_def).
+var scriptFlagNames = []struct {
+	flag scriptFlags
+	name string
+}{
+	{flagNoWrites, "no-writes"},
+	{flagAllowOOM, "allow-oom"},
+	{flagAllowStale, "allow-stale"},
+	{flagNoCluster, "no-cluster"},
+	{flagAllowCrossSlot, "allow-cross-slot-keys"},
+}
+
+// evalScript is a cached EVAL script.
+type evalScript struct {
+	body   []byte
+	flags  scriptFlags
+	compat bool // no shebang: Redis's SCRIPT_FLAG_EVAL_COMPAT_MODE
+	fn     *lua.LFunction
+}
+
+const errNoScript = "NOSCRIPT No matching script. Please use EVAL."
+
+// Eval runs EVAL, EVALSHA, EVAL_RO, EVALSHA_RO (args as received from the
+// client, args[0] the command name in any case; arity already checked),
+// writing exactly one reply to w (w.Proto is the caller's protocol, 2 or 3).
+func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
+	if len(args) < 3 {
+		w.Error("ERR wrong number of arguments for '" + strings.ToLower(string(args[0])) + "' command")
+		return
+	}
+	name := strings.ToLower(string(args[0]))
+	evalsha := strings.HasPrefix(name, "evalsha")
+	ro := strings.HasSuffix(name, "_ro")
+	if evalsha && len(args[1]) != 40 {
+		w.Error(errNoScript)
+		return
+	}
+	numkeys, ok := strops.ParseInt(args[2])
+	if !ok {
+		w.Error("ERR value is not an integer or out of range")
+		return
+	}
+	if numkeys > int64(len(args)-3) {
+		w.Error("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	if numkeys < 0 {
+		w.Error("ERR Number of keys can't be negative")
+		return
+	}
+
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	var sha string
+	if evalsha {
+		sha = asciiLower(string(args[1]))
+	} else {
+		sha = sha1hex(args[1])
+	}
+	sc := e.scripts[sha]
+	if sc == nil {
+		if evalsha {
+			w.Error(errNoScript)
+			return
+		}
+		var msg string
+		if sc, msg = e.createScript(args[1], sha); sc == nil {
+			w.Error(msg)
+			return
+		}
+	}
+	if !sc.compat && sc.flags&flagNoWrites == 0 && ro {
+		w.Error("ERR Can not execute a script with write flag using *_ro command.")
+		return
+	}
+	rc := &runCtx{
+		host:     host,
+		proto:    2,
+		readOnly: ro || !sc.compat && sc.flags&flagNoWrites != 0,
+		eval:     true,
+		name:     sha,
+		args:     cloneArgs(args),
+	}
+	keys := args[3 : 3+numkeys]
+	argv := args[3+numkeys:]
+	e.run(e.evm, rc, sc.fn, keys, argv, w)
+}
+
+// cloneArgs copies the caller's command for FUNCTION STATS.
+func cloneArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = bytes.Clone(a)
+	}
+	return out
+}
+
+// createScript compiles body into the EVAL interpreter and caches it (the
+// caller holds runMu). On failure it returns the error reply.
+func (e *Engine) createScript(body []byte, sha string) (*evalScript, string) {
+	if sc := e.scripts[sha]; sc != nil {
+		return sc, ""
+	}
+	flags, compat, shebangLen, msg := parseShebang(body)
+	if msg != "" {
+		return nil, "ERR " + msg
+	}
+	fn, msg := compileChunk(e.evm.L, string(body[shebangLen:]), "@"+evalChunk, evalChunk)
+	if fn == nil {
+		return nil, "ERR Error compiling script (new function): " + msg
+	}
+	fn.Env = e.evm.env
+	sc := &evalScript{body: bytes.Clone(body), flags: flags, compat: compat, fn: fn}
+	e.scripts[sha] = sc
+	e.nScripts.Add(1)
+	e.scriptMem.Add(int64(len(body)))
+	return sc, ""
+}
+
+// parseShebang is evalExtractShebangFlags: it parses a "#!lua flags=..."
+// first line. shebangLen is the length of that line without its line feed,
+// so that compiling the rest keeps the script's line numbers.
+func parseShebang(body []byte) (flags scriptFlags, compat bool, shebangLen int, msg string) {
+	if !bytes.HasPrefix(body, []byte("#!")) {
+		return 0, true, 0, ""
+	}
+	c := cstring(string(body))
+	end := strings.IndexByte(c, '\n')
+	if end < 0 {
+		return 0, false, 0, "Invalid script shebang"
+	}
+	parts, ok := splitArgs(c[:end])
+	if !ok || len(parts) == 0 {
+		return 0, false, 0, "Invalid engine in script shebang"
+	}
+	if parts[0] != "#!lua" {
+		return 0, false, 0, "Unexpected engine in script shebang: " + cstring(parts[0])
+	}
+	for _, p := range parts[1:] {
+		if !strings.HasPrefix(p, "flags=") {
+			return 0, false, 0, "Unknown lua shebang option: " + cstring(p)
+		}
+		list := p[len("flags="):]
+		if list == "" {
+			continue
+		}
+		for _, f := range strings.Split(list, ",") {
+			bit, ok := flagByName(f, false)
+			if !ok {
+				return 0, false, 0, "Unexpected flag in script shebang: " + cstring(f)
+			}
+			flags |= bit
+		}
+	}
+	return flags, false, end, ""
+}
+
+// flagByName looks a script flag up, case-insensitively for functions.
+func flagByName(name string, fold bool) (scriptFlags, bool) {
+	name = cstring(name)
+	for _, f := range scriptFlagNames {
+		if f.name == name || fold && strings.EqualFold(f.name, name) {
+			return f.flag, true
+		}
+	}
+	return 0, false
+}
+
+// splitArgs is Redis's sdssplitargs: space-separated tokens with "double"
+// (C escapes, \xHH) and 'single' quotes. ok is false on unbalanced quotes
+// or a closing quote not followed by a space.
+func splitArgs(line string) ([]string, bool) {
+	line = cstring(line)
+	var out []string
+	p := 0
+	at := func(i int) byte {
+		if i < len(line) {
+			return line[i]
+		}
+		return 0
+	}
+	for {
+		for p < len(line) && isCSpace(line[p]) {
+			p++
+		}
+		if p >= len(line) {
+			return out, true
+		}
+		var cur []byte
+		inq, insq, done := false, false, false
+		for !done {
+			c := at(p)
+			switch {
+			case inq:
+				switch {
+				case c == '\\' && at(p+1) == 'x' && isHexDigit(at(p+2)) && isHexDigit(at(p+3)):
+					cur = append(cur, hexVal(at(p+2))<<4|hexVal(at(p+3)))
+					p += 3
+				case c == '\\' && at(p+1) != 0:
+					p++
+					switch at(p) {
+					case 'n':
+						cur = append(cur, '\n')
+					case 'r':
+						cur = append(cur, '\r')
+					case 't':
+						cur = append(cur, '\t')
+					case 'b':
+						cur = append(cur, '\b')
+					case 'a':
+						cur = append(cur, '\a')
+					default:
+						cur = append(cur, at(p))
+					}
+				case c == '"':
+					if n := at(p + 1); n != 0 && !isCSpace(n) {
+						return nil, false
+					}
+					done = true
+				case c == 0:
+					return nil, false
+				default:
+					cur = append(cur, c)
+				}
+			case insq:
+				switch {
+				case c == '\\' && at(p+1) == '\'':
+					p++
+					cur = append(cur, '\'')
+				case c == '\'':
+					if n := at(p + 1); n != 0 && !isCSpace(n) {
+						return nil, false
+					}
+					done = true
+				case c == 0:
+					return nil, false
+				default:
+					cur = append(cur, c)
+				}
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					cur = append(cur, c)
+				}
+			}
+			if p < len(line) {
+				p++
+			}
+		}
+		out = append(out, string(cur))
+	}
+}
+
+func isCSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func hexVal(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// run calls fn (a script: no arguments, KEYS and ARGV as globals; a
+// function: the keys and args tables as arguments) and writes its reply.
+// The caller holds runMu.
+func (e *Engine) run(v *luaVM, rc *runCtx, fn *lua.LFunction, keys, argv [][]byte, w *resp.Writer) {
+	L := v.L
+	ctx, cancel := context.WithCancel(context.Background())
+	rc.cancel = cancel
+	rc.start = time.Now()
+	e.setRunning(rc)
+	v.run = rc
+	L.SetContext(newRunContext(ctx, v))
+	defer func() {
+		L.RemoveContext()
+		cancel()
+		v.run = nil
+		clear(v.insertOrder)
+		clear(v.iterOrder)
+		L.SetTop(0)
+		e.clearRunning()
+	}()
+	kt, at := stringArray(L, keys), stringArray(L, argv)
+	nargs := 0
+	L.Push(fn)
+	if rc.eval {
+		v.gcontent.RawSetString("KEYS", kt)
+		v.gcontent.RawSetString("ARGV", at)
+	} else {
+		L.Push(kt)
+		L.Push(at)
+		nargs = 2
+	}
+	if err := L.PCall(nargs, 1, v.handler); err != nil {
+		obj := errorObject(err)
+		if _, isTable := obj.(*lua.LTable); !isTable {
+			// The handler could not run (gopher-lua's own call stack
+			// overflow, in a coroutine): report the bare error.
+			t := L.CreateTable(0, 1)
+			t.RawSetString("err", lua.LString("ERR "+luaToString(obj)))
+			obj = t
+		}
+		writeScriptError(w, obj, rc.name)
+		return
+	}
+	writeLuaReply(w, L.Get(-1), rc.proto, v)
+}
+
+// stringArray makes a Lua array of strings.
+func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for i, s := range items {
+		t.RawSetInt(i+1, lua.LString(s))
+	}
+	return t
+}
+
+// writeScriptError writes the reply of a script that raised: the error
+// table's message, followed by " script: <name>, on <source>:<line>." when
+// the error handler located it.
+func writeScriptError(w *resp.Writer, obj lua.LValue, name string) {
+	t, ok := obj.(*lua.LTable)
+	if !ok {
+		msg := "execution failure"
+		if s, ok := toStringValue(obj); ok {
+			msg = cstring(s)
+		}
+		if len(msg) > 100 {
+			msg = msg[:100]
+		}
+		w.Error("ERR Error running script " + name + ", " + msg + " ")
+		return
+	}
+	msg, ok := toStringValue(t.RawGetString("err"))
+	if !ok {
+		// Redis 7.0.15 crashes here (NULL message); report something sane.
+		msg = "ERR unknown error"
+	}
+	out := cstring(msg)
+	source, okS := toStringValue(t.RawGetString("source"))
+	line, okL := toStringValue(t.RawGetString("line"))
+	if okS && okL {
+		out += " script: " + name + ", on " + cstring(source) + ":" + cstring(line) + "."
+	}
+	w.Error(out)
+}
+
+// Script runs SCRIPT LOAD, EXISTS, FLUSH (args[0]=="script", args[1] the
+// subcommand). It also answers SCRIPT HELP, SCRIPT KILL (delegated to Kill)
+// and SCRIPT DEBUG NO; SCRIPT DEBUG YES|SYNC fails (no Lua debugger).
+func (e *Engine) Script(w *resp.Writer, args [][]byte) {
+	if len(args) < 2 {
+		w.Error("ERR wrong number of arguments for 'script' command")
+		return
+	}
+	sub, msg := subcommand("script", args)
+	if sub == nil {
+		w.Error(msg)
+		return
+	}
+	switch sub.Name {
+	case "script|load":
+		e.runMu.Lock()
+		defer e.runMu.Unlock()
+		sha := sha1hex(args[2])
+		if _, msg := e.createScript(args[2], sha); msg != "" {
+			w.Error(msg)
+			return
+		}
+		w.BulkString(sha)
+	case "script|exists":
+		e.runMu.Lock()
+		defer e.runMu.Unlock()
+		w.Array(len(args) - 2)
+		for _, a := range args[2:] {
+			if e.scripts[asciiLower(cstring(string(a)))] != nil {
+				w.Int(1)
+			} else {
+				w.Int(0)
+			}
+		}
+	case "script|flush":
+		if len(args) > 3 || len(args) == 3 && !strings.EqualFold(string(args[2]), "sync") && !strings.EqualFold(string(args[2]), "async") {
+			w.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+			return
+		}
+		e.runMu.Lock()
+		defer e.runMu.Unlock()
+		e.flushScripts()
+		w.OK()
+	case "script|kill":
+		e.Kill(w, false)
+	case "script|help":
+		writeHelp(w, args[0], scriptHelp)
+	case "script|debug":
+		// The Lua debugger (ldb) is not implemented: only NO is accepted.
+		switch strings.ToLower(string(args[2])) {
+		case "no":
+			w.OK()
+		case "yes", "sync":
+			w.Error("ERR SCRIPT DEBUG is not supported")
+		default:
+			w.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+		}
+	default:
+		w.Error("ERR unknown subcommand or wrong number of arguments for '" + truncateName(string(args[1])) + "'. Try SCRIPT HELP.")
+	}
+}
+
+// flushScripts empties the script cache and starts a fresh EVAL interpreter,
+// as SCRIPT FLUSH does (the caller holds runMu).
+func (e *Engine) flushScripts() {
+	e.scripts = make(map[string]*evalScript)
+	e.nScripts.Store(0)
+	e.scriptMem.Store(0)
+	old := e.evm
+	e.evm = newVM(e, evalVM)
+	old.L.Close()
+}
+
+// subcommand resolves args[1] of a container command as Redis's command
+// lookup does, returning its table entry or the error Redis sends for an
+// unknown subcommand or a wrong number of arguments.
+func subcommand(container string, args [][]byte) (*cmdtable.Command, string) {
+	base := cmdtable.Lookup([]byte(container))
+	if base == nil {
+		return nil, "ERR unknown command '" + container + "'"
+	}
+	sub := base.Sub(args[1])
+	if sub == nil {
+		return nil, "ERR unknown subcommand '" + truncateName(cstring(string(args[1]))) + "'. Try " + strings.ToUpper(container) + " HELP."
+	}
+	if !sub.ArityOK(len(args)) {
+		return nil, "ERR wrong number of arguments for '" + sub.Name + "' command"
+	}
+	return sub, ""
+}
+
+// truncateName is the %.128s Redis uses to quote subcommand names.
+func truncateName(s string) string {
+	if len(s) > 128 {
+		return s[:128]
+	}
+	return s
+}
+
+// asciiLower lower-cases the ASCII letters of s only, as Redis's
+// case-insensitive dictionaries compare.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,326 @@
+package script
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"log/slog"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+)
+
+// The version scripts see in redis.REDIS_VERSION and REDIS_VERSION_NUM.
+const (
+	redisVersion    = "7.0.15"
+	redisVersionNum = 0x0007000f
+)
+
+// Log levels of redis.log (Redis's LL_*).
+const (
+	llDebug = iota
+	llVerbose
+	llNotice
+	llWarning
+)
+
+// Propagation flags of redis.set_repl (Redis's PROPAGATE_*).
+const (
+	propagateNone = 0
+	propagateAOF  = 1
+	propagateRepl = 2
+)
+
+// newRedisTable builds the redis table of the runtime globals: for EVAL with
+// breakpoint, debug and replicate_commands, for functions without them.
+func (v *luaVM) newRedisTable() *lua.LTable {
+	L := v.L
+	t := L.NewTable()
+	fn := func(name string, f lua.LGFunction) { t.RawSetString(name, L.NewFunction(f)) }
+	fn("call", func(L *lua.LState) int { return v.redisCall(L, true) })
+	fn("pcall", func(L *lua.LState) int { return v.redisCall(L, false) })
+	v.registerLog(t)
+	registerVersion(t)
+	fn("setresp", v.setResp)
+	fn("sha1hex", sha1hexFn)
+	fn("error_reply", errorReply)
+	fn("status_reply", statusReply)
+	fn("set_repl", v.setRepl)
+	t.RawSetString("REPL_NONE", lua.LNumber(propagateNone))
+	t.RawSetString("REPL_AOF", lua.LNumber(propagateAOF))
+	t.RawSetString("REPL_SLAVE", lua.LNumber(propagateRepl))
+	t.RawSetString("REPL_REPLICA", lua.LNumber(propagateRepl))
+	t.RawSetString("REPL_ALL", lua.LNumber(propagateAOF|propagateRepl))
+	fn("acl_check_cmd", v.aclCheckCmd)
+	if v.kind == evalVM {
+		fn("breakpoint", func(L *lua.LState) int {
+			L.Push(lua.LFalse) // no debugging session is ever active
+			return 1
+		})
+		fn("debug", func(L *lua.LState) int { return 0 })
+		fn("replicate_commands", func(L *lua.LState) int {
+			L.Push(lua.LTrue)
+			return 1
+		})
+	}
+	return t
+}
+
+func (v *luaVM) registerLog(t *lua.LTable) {
+	t.RawSetString("log", v.L.NewFunction(v.redisLog))
+	t.RawSetString("LOG_DEBUG", lua.LNumber(llDebug))
+	t.RawSetString("LOG_VERBOSE", lua.LNumber(llVerbose))
+	t.RawSetString("LOG_NOTICE", lua.LNumber(llNotice))
+	t.RawSetString("LOG_WARNING", lua.LNumber(llWarning))
+}
+
+func registerVersion(t *lua.LTable) {
+	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(redisVersionNum))
+	t.RawSetString("REDIS_VERSION", lua.LString(redisVersion))
+}
+
+// raiseError raises Redis's error table for msg (luaPushError + luaError).
+func raiseError(L *lua.LState, msg string) {
+	L.Error(errorTable(L, msg, false), 0)
+}
+
+// scriptArgs converts the arguments of redis.call and acl_check_cmd as
+// luaArgsToRedisArgv does; on failure it returns the error message.
+func scriptArgs(L *lua.LState) ([][]byte, string) {
+	argc := L.GetTop()
+	if argc == 0 {
+		return nil, "Please specify at least one argument for this redis lib call"
+	}
+	args := make([][]byte, argc)
+	for j := 1; j <= argc; j++ {
+		switch x := L.Get(j).(type) {
+		case lua.LNumber:
+			args[j-1] = []byte(fmtG(float64(x), 17))
+		case lua.LString:
+			args[j-1] = []byte(x)
+		default:
+			return nil, "Lua redis lib command arguments must be strings or integers"
+		}
+	}
+	return args, ""
+}
+
+// redisCall is redis.call (raise true) and redis.pcall.
+func (v *luaVM) redisCall(L *lua.LState, raise bool) int {
+	rc := v.run
+	if rc == nil {
+		raiseError(L, "redis.call/pcall can only be called inside a script invocation")
+	}
+	args, msg := scriptArgs(L)
+	if msg != "" {
+		t := errorTable(L, msg, false)
+		if raise {
+			L.Error(t, 0)
+		}
+		L.Push(t)
+		return 1
+	}
+	L.SetTop(0)
+	cmd, msg := v.checkCall(rc, args)
+	if msg != "" {
+		t := errorTable(L, msg, true)
+		if raise {
+			L.Error(t, 0)
+		}
+		L.Push(t)
+		return 1
+	}
+	if cmd.Is(cmdtable.FlagWrite) && v.eng.beforeWrite(rc) {
+		L.Error(errorTable(L, "-"+errKilled, false), 0)
+	}
+	reply := rc.host.Call(cmd, args, rc.proto)
+	val, n, err := replyToLua(L, reply, v.recordOrder)
+	if err != nil || n != len(reply) {
+		v.eng.log.Warn("script: malformed reply from host", "command", string(args[0]), "reply", truncate(reply, 64))
+		val = errorTable(L, "Unexpected reply to command called from script", false)
+		if raise {
+			L.Error(val, 0)
+		}
+	}
+	if raise && len(reply) > 0 && reply[0] == '-' {
+		L.Error(val, 0)
+	}
+	L.Push(val)
+	return 1
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// checkCall performs scriptCall's checks on a command a script calls and
+// returns its table entry, or the error message.
+func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string) {
+	cmd := cmdtable.LookupArgs(args)
+	if cmd == nil {
+		return nil, "Unknown Redis command called from script"
+	}
+	if !cmd.ArityOK(len(args)) {
+		return nil, "Wrong number of args calling Redis command from script"
+	}
+	if cmd.Is(cmdtable.FlagNoScript) {
+		return nil, "This Redis command is not allowed from script"
+	}
+	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
+		return nil, "Write commands are not allowed from read-only scripts."
+	}
+	return cmd, ""
+}
+
+// redisLog is redis.log(level, message...).
+func (v *luaVM) redisLog(L *lua.LState) int {
+	argc := L.GetTop()
+	if argc < 2 {
+		raiseError(L, "redis.log() requires two arguments or more.")
+	}
+	lv, ok := toNumber(L.Get(1))
+	if !ok {
+		raiseError(L, "First argument must be a number (log level).")
+	}
+	level := int(lv)
+	if level < llDebug || level > llWarning {
+		raiseError(L, "Invalid debug level.")
+	}
+	var msg []byte
+	for j := 2; j <= argc; j++ {
+		if s, ok := toStringValue(L.Get(j)); ok {
+			if j != 2 {
+				msg = append(msg, ' ')
+			}
+			msg = append(msg, s...)
+		}
+	}
+	var sl slog.Level
+	switch level {
+	case llDebug, llVerbose:
+		sl = slog.LevelDebug
+	case llNotice:
+		sl = slog.LevelInfo
+	default:
+		sl = slog.LevelWarn
+	}
+	v.eng.log.Log(context.Background(), sl, string(msg), "source", "redis.log")
+	return 0
+}
+
+// toNumber is lua_tonumber: numbers and numeric strings.
+func toNumber(v lua.LValue) (float64, bool) {
+	switch x := v.(type) {
+	case lua.LNumber:
+		return float64(x), true
+	case lua.LString:
+		return str2number(string(x))
+	}
+	return 0, false
+}
+
+// setResp is redis.setresp(2|3).
+func (v *luaVM) setResp(L *lua.LState) int {
+	rc := v.run
+	if rc == nil {
+		raiseError(L, "redis.setresp can only be called inside a script invocation")
+	}
+	if L.GetTop() != 1 {
+		raiseError(L, "redis.setresp() requires one argument.")
+	}
+	n, _ := toNumber(L.Get(1))
+	p := int(toLongLong(n))
+	if p != 2 && p != 3 {
+		raiseError(L, "RESP version must be 2 or 3.")
+	}
+	rc.proto = p
+	return 0
+}
+
+// setRepl is redis.set_repl(flags): validated, then ignored (Spillway does
+// not replicate scripts' effects).
+func (v *luaVM) setRepl(L *lua.LState) int {
+	if v.run == nil {
+		raiseError(L, "redis.set_repl can only be called inside a script invocation")
+	}
+	if L.GetTop() != 1 {
+		raiseError(L, "redis.set_repl() requires two arguments.")
+	}
+	n, _ := toNumber(L.Get(1))
+	if int(toLongLong(n))&^(propagateAOF|propagateRepl) != 0 {
+		raiseError(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+	}
+	return 0
+}
+
+// aclCheckCmd is redis.acl_check_cmd: every command is permitted (Spillway
+// has no ACL users), unknown ones raise.
+func (v *luaVM) aclCheckCmd(L *lua.LState) int {
+	if v.run == nil {
+		raiseError(L, "redis.acl_check_cmd can only be called inside a script invocation")
+	}
+	args, msg := scriptArgs(L)
+	if msg != "" {
+		raiseError(L, msg)
+	}
+	if cmdtable.LookupArgs(args) == nil {
+		raiseError(L, "Invalid command passed to redis.acl_check_cmd()")
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// sha1hexFn is redis.sha1hex(s).
+func sha1hexFn(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		raiseError(L, "wrong number of arguments")
+	}
+	s, _ := toStringValue(L.Get(1))
+	L.Push(lua.LString(sha1hex([]byte(s))))
+	return 1
+}
+
+// sha1hex returns the lower-case hex SHA1 of b.
+func sha1hex(b []byte) string {
+	h := sha1.Sum(b)
+	return hex.EncodeToString(h[:])
+}
+
+// errorReply is redis.error_reply(msg): {err=msg} with Redis's code rules.
+func errorReply(L *lua.LState) int {
+	s, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, "wrong number or type of arguments", false))
+		return 1
+	}
+	msg := string(s)
+	if len(msg) == 0 || msg[0] != '-' {
+		msg = "-" + msg
+	}
+	L.Push(errorTable(L, msg, false))
+	return 1
+}
+
+// statusReply is redis.status_reply(msg): {ok=msg}.
+func statusReply(L *lua.LState) int {
+	s, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, "wrong number or type of arguments", false))
+		return 1
+	}
+	t := L.CreateTable(0, 1)
+	t.RawSetString("ok", s)
+	L.Push(t)
+	return 1
+}
+
+// recordOrder remembers the insertion order of a table built from a reply.
+func (v *luaVM) recordOrder(t *lua.LTable, keys []lua.LValue) {
+	if len(keys) > 1 {
+		v.insertOrder[t] = keys
+	}
+}
