@@ -125,6 +125,12 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		field(sb, "maxmemory_human", humanBytes(s.cfg.MaxMemory()))
 		field(sb, "maxmemory_policy", "noeviction")
 		field(sb, "hot_budget", budget)
+		if s.scripts != nil {
+			lua := s.scripts.MemoryBytes()
+			field(sb, "used_memory_lua", lua)
+			field(sb, "used_memory_lua_human", humanBytes(lua))
+			field(sb, "number_of_cached_scripts", s.scripts.NumScripts())
+		}
 		field(sb, "mem_allocator", "go")
 	case "persistence":
 		sb.WriteString("# Persistence\r\n")
