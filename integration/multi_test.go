@@ -3,6 +3,7 @@ package integration
 import (
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -349,5 +350,48 @@ func watchRandomScenario(s *scen, seed int64, steps int) {
 	for _, k := range keys {
 		conns[0].do("TYPE", k)
 		conns[0].do(read(k)...)
+	}
+}
+
+// TestClientListInMulti: CLIENT LIST shows a client inside MULTI as Redis
+// does (flag x, multi= the number of queued commands; -1 outside).
+func TestClientListInMulti(t *testing.T) {
+	spw := startEmbeddedHooks(t)
+	c, other := harness.MustDial(t, spw.Addr()), harness.MustDial(t, spw.Addr())
+	c.Do("CLIENT", "SETNAME", "inmulti")
+	fields := func() string {
+		r := other.Do("CLIENT", "LIST")
+		for _, line := range strings.Split(r.Str, "\n") {
+			if strings.Contains(line, "name=inmulti ") {
+				var out []string
+				for _, f := range strings.Fields(line) {
+					if strings.HasPrefix(f, "flags=") || strings.HasPrefix(f, "multi=") {
+						out = append(out, f)
+					}
+				}
+				return strings.Join(out, " ")
+			}
+		}
+		return "not listed: " + r.String()
+	}
+	steps := []struct {
+		cmd  []string
+		want string
+	}{
+		{nil, "flags=N multi=-1"},
+		{[]string{"MULTI"}, "flags=x multi=0"},
+		{[]string{"SET", "a", "1"}, "flags=x multi=1"},
+		{[]string{"GET", "a"}, "flags=x multi=2"},
+		{[]string{"EXEC"}, "flags=N multi=-1"},
+		{[]string{"MULTI"}, "flags=x multi=0"},
+		{[]string{"DISCARD"}, "flags=N multi=-1"},
+	}
+	for _, st := range steps {
+		if st.cmd != nil {
+			c.Do(st.cmd...)
+		}
+		if got := fields(); got != st.want {
+			t.Fatalf("after %v: CLIENT LIST %q, want %q", st.cmd, got, st.want)
+		}
 	}
 }

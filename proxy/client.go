@@ -93,6 +93,9 @@ type Client struct {
 	// shard channels (CLIENT LIST's sub=, psub=, ssub=); only the
 	// client's goroutine changes them.
 	nSub, nPSub, nSSub atomic.Int32
+	// multiLen is 1 + the number of commands MULTI queued, 0 outside MULTI
+	// (CLIENT LIST's multi=, which is -1 then).
+	multiLen atomic.Int32
 }
 
 func newClient(s *Server, nc net.Conn) *Client {

@@ -261,6 +261,10 @@ func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	if sub+psub+ssub > 0 {
 		flags += "P"
 	}
+	multi := c.multiLen.Load() - 1
+	if multi >= 0 {
+		flags += "x"
+	}
 	if c.blocked.Load() {
 		flags += "b"
 	}
@@ -269,7 +273,7 @@ func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	}
 	sb.WriteString(flags + " db=" + strconv.Itoa(int(c.dbShown.Load())))
 	sb.WriteString(" sub=" + strconv.Itoa(int(sub)) + " psub=" + strconv.Itoa(int(psub)) + " ssub=" + strconv.Itoa(int(ssub)))
-	sb.WriteString(" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	sb.WriteString(" multi=" + strconv.Itoa(int(multi)) + " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	sb.WriteString(" cmd=" + cmd)
 	sb.WriteString(" user=" + user)
 	sb.WriteString(" redir=-1 resp=" + strconv.Itoa(int(c.protoVer.Load())))

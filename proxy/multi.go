@@ -172,6 +172,7 @@ func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
 		}
 		c.multi.queue = append(c.multi.queue, q)
 	}
+	c.multiLen.Add(1)
 	c.w.Simple("QUEUED")
 }
 
@@ -197,6 +198,7 @@ func cmdMulti(c *Client, _ [][]byte) {
 		return
 	}
 	c.multi.active = true
+	c.multiLen.Store(1)
 	c.w.OK()
 }
 
@@ -331,6 +333,7 @@ func cmdUnwatch(c *Client, _ [][]byte) {
 func (c *Client) discardMulti() {
 	c.multi.active, c.multi.failed = false, false
 	c.multi.queue = nil // EXEC may still be running the old queue
+	c.multiLen.Store(0)
 }
 
 // unwatchAll forgets the client's WATCHed keys and clears its dirty flag.
