@@ -68,9 +68,18 @@ var hotFullCommands = []benchCmd{
 // sections.
 var stringsOnly = []string{"spw-cold"}
 
+// hotScriptCommands are rows of the hot-path section for scripting and
+// pub/sub: an EVAL that increments one of the INCR counters (one group
+// transaction holding a Lua call), and a PUBLISH to a channel nobody
+// subscribes to.
+var hotScriptCommands = []benchCmd{
+	{"EVAL(INCR)", []string{"EVAL", "return redis.call('INCR', KEYS[1])", "1", "counter:__rand_int__"}, benchKeys, stringsOnly},
+	{"PUBLISH", []string{"PUBLISH", "channel", "message"}, 1, stringsOnly},
+}
+
 // hotExtraRows are rows outside redis-benchmark's standard set: reported,
 // not counted against a section's target.
-var hotExtraRows = []string{"GET(miss)", "HGET", "SISMEMBER"}
+var hotExtraRows = []string{"GET(miss)", "HGET", "SISMEMBER", "EVAL(INCR)", "PUBLISH"}
 
 // hotQuickRunTime is how long a run of these two sections lasts in quick
 // mode (the default): 3 repetitions of 22 cells on 2 targets and of 22 on
@@ -165,7 +174,7 @@ func TestBenchHotPath(t *testing.T) {
 			"the dataset fits its hot tier"),
 	}
 	tgs[1].spw = spw
-	cmds := hotCommands
+	cmds := append(slices.Clone(hotCommands), hotScriptCommands...)
 	ratios := [][2]string{{"spillway", "redis"}}
 	if full {
 		loader.Term()
@@ -174,7 +183,7 @@ func TestBenchHotPath(t *testing.T) {
 			"restarted after the load: strings read from disk (string rows only)")
 		c.spw = cold
 		tgs = append(tgs, self("redis+aof", aof, "redis", "spillway", "`redis-server --appendonly yes --appendfsync everysec`"), c)
-		cmds = append(slices.Clone(hotCommands), hotFullCommands...)
+		cmds = append(cmds, hotFullCommands...)
 		ratios = append(ratios, [2]string{"spillway", "redis+aof"}, [2]string{"spw-cold", "redis"})
 	}
 	t.Logf("dataset loaded in %v", time.Since(began).Round(time.Millisecond))
