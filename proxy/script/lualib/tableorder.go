@@ -54,6 +54,14 @@ func tableKeys(t *lua.LTable) []lua.LValue {
 	if !hashed {
 		return keys // exactly 1..n: the order is the same in both VMs
 	}
+	return NextOrder(keys)
+}
+
+// NextOrder returns keys, listed in the order they were inserted into an
+// empty table, in the order C Lua 5.1's lua_next visits them: it replays
+// them into the model of ltable.c. It is the one model of C Lua's table
+// order, shared with the script engine (pairs, next, map and set replies).
+func NextOrder(keys []lua.LValue) []lua.LValue {
 	st := &simTable{dummy: true}
 	for _, k := range keys {
 		st.set(k)
