@@ -2,6 +2,8 @@ package script
 
 import (
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
 // luaErrHandler is Redis's __redis__err__handler (and the error handler of
@@ -86,7 +88,7 @@ func (v *luaVM) luaPcall(L *lua.LState) int {
 	if fn := L.Get(1); !callable(L, fn) {
 		L.SetTop(0)
 		L.Push(lua.LFalse)
-		L.Push(lua.LString("attempt to call a " + luaTypeName(fn) + " value"))
+		L.Push(lua.LString("attempt to call a " + lualib.TypeName(fn) + " value"))
 		return 2
 	}
 	if err := L.PCall(argc-1, lua.MultRet, v.pcallHandler()); err != nil {
@@ -129,7 +131,7 @@ func (v *luaVM) luaXpcall(L *lua.LState) int {
 		var res lua.LValue = lua.LString("error in error handling")
 		if callable(L, handler) {
 			L.Push(handler)
-			L.Push(lua.LString("attempt to call a " + luaTypeName(fn) + " value"))
+			L.Push(lua.LString("attempt to call a " + lualib.TypeName(fn) + " value"))
 			if err := L.PCall(1, 1, nil); err == nil {
 				res = L.Get(-1)
 			}

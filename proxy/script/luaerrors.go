@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
 // This file makes runtime errors read as they do in C Lua 5.1 (which Redis
@@ -200,31 +202,10 @@ func objName(fn *lua.LFunction, pc, reg int, depth int) (kind, name string) {
 	return "", ""
 }
 
-// luaTypeName is lua_typename for v.
-func luaTypeName(v lua.LValue) string {
-	switch v.Type() {
-	case lua.LTNil:
-		return "nil"
-	case lua.LTBool:
-		return "boolean"
-	case lua.LTNumber:
-		return "number"
-	case lua.LTString:
-		return "string"
-	case lua.LTTable:
-		return "table"
-	case lua.LTFunction:
-		return "function"
-	case lua.LTThread:
-		return "thread"
-	}
-	return "userdata"
-}
-
 // typeErrorMsg is luaG_typeerror's message for the operand in register reg
 // of f (reg < 0: an operand that is not in a register).
 func typeErrorMsg(f *frameMirror, reg int, val lua.LValue, op string) string {
-	t := luaTypeName(val)
+	t := lualib.TypeName(val)
 	if reg >= 0 {
 		if kind, name := objName(f.Fn, f.Pc-1, reg, 0); kind != "" {
 			return "attempt to " + op + " " + kind + " '" + name + "' (a " + t + " value)"
@@ -351,7 +332,7 @@ func vmError(L *lua.LState, f *frameMirror, body string) (string, bool) {
 		t = t[:strings.IndexByte(t+")", ')')]
 		if reg >= 0 {
 			val := register(L, f.LocalBase+reg)
-			if luaTypeName(val) == t {
+			if lualib.TypeName(val) == t {
 				return typeErrorMsg(f, reg, val, "index"), true
 			}
 		}
@@ -399,7 +380,7 @@ func vmError(L *lua.LState, f *frameMirror, body string) (string, bool) {
 		if op == opLt || op == opLe {
 			l, _ := rkOperand(L, f, instB(i))
 			r, _ := rkOperand(L, f, instC(i))
-			t1, t2 := luaTypeName(l), luaTypeName(r)
+			t1, t2 := lualib.TypeName(l), lualib.TypeName(r)
 			if t1 == t2 {
 				return "attempt to compare two " + t1 + " values", true
 			}
@@ -487,7 +468,7 @@ func argError(L *lua.LState, narg int, extra string) {
 func typeError(L *lua.LState, narg int, tname string) {
 	got := "no value"
 	if narg <= L.GetTop() {
-		got = luaTypeName(L.Get(narg))
+		got = lualib.TypeName(L.Get(narg))
 	}
 	argError(L, narg, tname+" expected, got "+got)
 }

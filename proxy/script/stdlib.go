@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
 // Standard library functions whose results or messages differ between
@@ -147,7 +149,7 @@ func (v *luaVM) tableConcat(L *lua.LState) int {
 	addField := func(i int) {
 		s, ok := toStringValue(c.RawGetInt(i))
 		if !ok {
-			raiseLua(L, "invalid value ("+luaTypeName(c.RawGetInt(i))+") at index "+strconv.Itoa(i)+" in table for 'concat'")
+			raiseLua(L, "invalid value ("+lualib.TypeName(c.RawGetInt(i))+") at index "+strconv.Itoa(i)+" in table for 'concat'")
 		}
 		b.WriteString(s)
 	}

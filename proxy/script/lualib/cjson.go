@@ -247,7 +247,7 @@ func (c *jsonConfig) encode(L *lua.LState) int {
 
 // exception mirrors json_encode_exception.
 func (e *jsonEncoder) exception(v lua.LValue, reason string) {
-	raise(e.L, "Cannot serialise "+typeName(v)+": "+reason)
+	raise(e.L, "Cannot serialise "+TypeName(v)+": "+reason)
 }
 
 func (e *jsonEncoder) appendString(s string) {

@@ -101,11 +101,12 @@ func argTypeName(L *lua.LState, narg int) string {
 	if narg > L.GetTop() {
 		return "no value"
 	}
-	return typeName(L.Get(narg))
+	return TypeName(L.Get(narg))
 }
 
-// typeName mirrors lua_typename for gopher-lua values.
-func typeName(v lua.LValue) string {
+// TypeName mirrors lua_typename for gopher-lua values (the script engine
+// uses it too).
+func TypeName(v lua.LValue) string {
 	switch v.Type() {
 	case lua.LTNil:
 		return "nil"
