@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/proxy/resp"
+
+	"github.com/spillway/spillway/proxy/rdb"
 )
 
 // FUNCTION DUMP's payload is Redis's: for each library RDB_OPCODE_FUNCTION2
@@ -34,8 +36,7 @@ func (e *Engine) Libraries() []byte {
 		buf = append(buf, rdbOpcodeFunction2)
 		buf = appendRDBString(buf, []byte(l.code))
 	}
-	buf = binary.LittleEndian.AppendUint16(buf, rdbVersion)
-	return binary.LittleEndian.AppendUint64(buf, crc64Jones(0, buf))
+	return rdb.AppendFooter(buf, rdbVersion)
 }
 
 // LoadLibraries restores a FUNCTION DUMP payload at startup, replacing all
@@ -86,7 +87,7 @@ func (e *Engine) functionRestore(w *resp.Writer, args [][]byte) bool {
 // library context (the caller holds runMu). It returns Redis's error
 // message (without "ERR ") on failure.
 func (e *Engine) parsePayload(data []byte) (*libCtx, string) {
-	if !verifyDumpPayload(data) {
+	if !rdb.FooterOK(data, rdbVersion) {
 		return nil, "DUMP payload version or checksum are wrong"
 	}
 	lc := newLibCtx()
@@ -200,19 +201,6 @@ func sortedLibNames(lc *libCtx) []string {
 	return names
 }
 
-// verifyDumpPayload checks the footer: RDB version <= ours and the CRC64.
-func verifyDumpPayload(p []byte) bool {
-	if len(p) < 10 {
-		return false
-	}
-	footer := p[len(p)-10:]
-	if binary.LittleEndian.Uint16(footer) > rdbVersion {
-		return false
-	}
-	crc := crc64Jones(0, p[:len(p)-8])
-	return crc == binary.LittleEndian.Uint64(footer[2:])
-}
-
 // appendRDBString is rdbSaveRawString with rdbcompression on.
 func appendRDBString(buf, s []byte) []byte {
 	if len(s) <= 11 {
@@ -223,12 +211,12 @@ func appendRDBString(buf, s []byte) []byte {
 	if len(s) > 20 {
 		if c := lzfCompress(s, len(s)-4); c != nil {
 			buf = append(buf, rdbEncVal<<6|rdbEncLZF)
-			buf = appendRDBLen(buf, uint64(len(c)))
-			buf = appendRDBLen(buf, uint64(len(s)))
+			buf = rdb.AppendLen(buf, uint64(len(c)))
+			buf = rdb.AppendLen(buf, uint64(len(s)))
 			return append(buf, c...)
 		}
 	}
-	buf = appendRDBLen(buf, uint64(len(s)))
+	buf = rdb.AppendLen(buf, uint64(len(s)))
 	return append(buf, s...)
 }
 
@@ -280,22 +268,6 @@ func parseCanonicalInt(s []byte) (int64, bool) {
 		n = -n
 	}
 	return n, true
-}
-
-// appendRDBLen is rdbSaveLen.
-func appendRDBLen(buf []byte, n uint64) []byte {
-	switch {
-	case n < 1<<6:
-		return append(buf, byte(n))
-	case n < 1<<14:
-		return append(buf, byte(n>>8)|0x40, byte(n))
-	case n <= 0xffffffff:
-		buf = append(buf, 0x80)
-		return binary.BigEndian.AppendUint32(buf, uint32(n))
-	default:
-		buf = append(buf, 0x81)
-		return binary.BigEndian.AppendUint64(buf, n)
-	}
 }
 
 var errShortRDB = errors.New("script: truncated RDB string")

@@ -2,29 +2,20 @@ package script
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math/rand"
 	"strings"
 	"testing"
+
+	"github.com/spillway/spillway/proxy/rdb"
 )
 
 // payload frames body as a FUNCTION DUMP payload with the given RDB version.
 func payload(body []byte, version uint16) string {
-	b := append([]byte(nil), body...)
-	b = binary.LittleEndian.AppendUint16(b, version)
-	b = binary.LittleEndian.AppendUint64(b, crc64Jones(0, b))
-	return string(b)
+	return string(rdb.AppendFooter(append([]byte(nil), body...), version))
 }
 
 func libRecord(code string) []byte {
 	return appendRDBString([]byte{rdbOpcodeFunction2}, []byte(code))
-}
-
-func TestCRC64Jones(t *testing.T) {
-	// Redis's crc64 test vector (crc64.c).
-	if got := crc64Jones(0, []byte("123456789")); got != 0xe9c6d914c4b8d9ca {
-		t.Errorf("crc64(123456789) = %#x, want 0xe9c6d914c4b8d9ca", got)
-	}
 }
 
 func TestLZFRoundTrip(t *testing.T) {

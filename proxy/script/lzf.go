@@ -189,31 +189,4 @@ func lzfDecompress(in []byte, outLen int) ([]byte, error) {
 	return out, nil
 }
 
-// crc64Table is the table of Redis's crc64 (Jones polynomial, reflected,
-// no inversion).
-var crc64Table = func() [256]uint64 {
-	const poly = 0x95ac9329ac4bc9b5 // 0xad93d23594c935a9 reflected
-	var t [256]uint64
-	for i := range t {
-		c := uint64(i)
-		for range 8 {
-			if c&1 != 0 {
-				c = c>>1 ^ poly
-			} else {
-				c >>= 1
-			}
-		}
-		t[i] = c
-	}
-	return t
-}()
-
-// crc64Jones is Redis's crc64(crc, data).
-func crc64Jones(crc uint64, b []byte) uint64 {
-	for _, c := range b {
-		crc = crc64Table[byte(crc)^c] ^ crc>>8
-	}
-	return crc
-}
-
 func sortStrings(s []string) { sort.Strings(s) }

@@ -3,6 +3,8 @@ package upstream
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/spillway/spillway/proxy/rdb"
 )
 
 // RDB object type bytes used in DUMP/RESTORE payloads. These plain forms are
@@ -119,8 +121,7 @@ func (d *Dump) Finish() []byte {
 	if d.state != dumpComplete {
 		panic("upstream.Dump: Finish without a complete value")
 	}
-	d.buf = binary.LittleEndian.AppendUint16(d.buf, dumpRDBVersion)
-	d.buf = binary.LittleEndian.AppendUint64(d.buf, crc64Redis(0, d.buf))
+	d.buf = rdb.AppendFooter(d.buf, dumpRDBVersion)
 	d.state = dumpFinished
 	return d.buf
 }
@@ -138,7 +139,7 @@ func (d *Dump) begin(typ byte, item, n int) {
 		panic("upstream.Dump: negative collection length")
 	}
 	d.start(typ)
-	d.buf = appendRDBLen(d.buf, uint64(n))
+	d.buf = rdb.AppendLen(d.buf, uint64(n))
 	d.item, d.left, d.state = item, n, dumpItems
 	if n == 0 {
 		d.state = dumpComplete
@@ -158,50 +159,6 @@ func (d *Dump) next(item int) {
 
 // appendString writes b as a plain RDB string: its length, then its bytes.
 func (d *Dump) appendString(b []byte) {
-	d.buf = appendRDBLen(d.buf, uint64(len(b)))
+	d.buf = rdb.AppendLen(d.buf, uint64(len(b)))
 	d.buf = append(d.buf, b...)
-}
-
-// appendRDBLen appends n in RDB length encoding: 00xxxxxx for n < 64,
-// 01xxxxxx xxxxxxxx (14 bits, big-endian) for n < 16384, 0x80 + 4 bytes
-// big-endian up to 2^32-1, else 0x81 + 8 bytes big-endian.
-func appendRDBLen(b []byte, n uint64) []byte {
-	switch {
-	case n < 1<<6:
-		return append(b, byte(n))
-	case n < 1<<14:
-		return append(b, 0x40|byte(n>>8), byte(n))
-	case n <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(b, 0x80), uint32(n))
-	default:
-		return binary.BigEndian.AppendUint64(append(b, 0x81), n)
-	}
-}
-
-// crc64Table is the byte-wise table for Redis's CRC-64 (Jones polynomial
-// 0xad93d23594c935a9, processed reflected, so the table uses its bit
-// reversal 0x95ac9329ac4bc9b5).
-var crc64Table = func() (t [256]uint64) {
-	const poly = 0x95ac9329ac4bc9b5
-	for i := range t {
-		c := uint64(i)
-		for range 8 {
-			if c&1 != 0 {
-				c = c>>1 ^ poly
-			} else {
-				c >>= 1
-			}
-		}
-		t[i] = c
-	}
-	return t
-}()
-
-// crc64Redis continues Redis's CRC-64 (reflected, init 0, no final xor) from
-// crc over p. crc64Redis(0, "123456789") == 0xe9c6d914c4b8d9ca.
-func crc64Redis(crc uint64, p []byte) uint64 {
-	for _, b := range p {
-		crc = crc64Table[byte(crc)^b] ^ crc>>8
-	}
-	return crc
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/crc64"
 	"math"
-	"math/rand/v2"
 	"net"
 	"os/exec"
 	"slices"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spillway/spillway/proxy/rdb"
 )
 
 // startRedis runs a real redis-server on a free loopback port and returns a
@@ -367,7 +367,7 @@ func TestDumpRejected(t *testing.T) {
 	// A version newer than the server's (7.0 is RDB 10), with a valid CRC.
 	newer := slices.Clone(good[:len(good)-10])
 	newer = binary.LittleEndian.AppendUint16(newer, 200)
-	newer = binary.LittleEndian.AppendUint64(newer, crc64Redis(0, newer))
+	newer = binary.LittleEndian.AppendUint64(newer, rdb.CRC64(0, newer))
 	if err := r.Do(ctx, "RESTORE", "newer", 0, newer).Err(); err == nil || err.Error() != badSum {
 		t.Errorf("RDB version 200: err %v, want %q", err, badSum)
 	}
@@ -429,7 +429,7 @@ func TestDumpRoundTripWithRedisDump(t *testing.T) {
 			t.Fatalf("DUMP of %q is %d bytes", val, len(theirs))
 		}
 		body, sum := theirs[:len(theirs)-8], theirs[len(theirs)-8:]
-		if got, want := crc64Redis(0, []byte(body)), binary.LittleEndian.Uint64([]byte(sum)); got != want {
+		if got, want := rdb.CRC64(0, []byte(body)), binary.LittleEndian.Uint64([]byte(sum)); got != want {
 			t.Errorf("crc64Redis of Redis's DUMP of %q = %#x, footer says %#x", val, got, want)
 		}
 
@@ -451,53 +451,6 @@ func TestDumpRoundTripWithRedisDump(t *testing.T) {
 	}
 }
 
-// TestCRC64Redis checks the CRC against Redis's published test vector and
-// against hash/crc64 with the same table (undoing its init/final inversion).
-func TestCRC64Redis(t *testing.T) {
-	if got := crc64Redis(0, []byte("123456789")); got != 0xe9c6d914c4b8d9ca {
-		t.Fatalf("crc64Redis(123456789) = %#x, want 0xe9c6d914c4b8d9ca", got)
-	}
-	if got := crc64Redis(0, nil); got != 0 {
-		t.Errorf("crc64Redis(empty) = %#x, want 0", got)
-	}
-	tab := crc64.MakeTable(0x95ac9329ac4bc9b5)
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{1, 7, 8, 9, 63, 64, 1000, 100000} {
-		p := make([]byte, n)
-		for i := range p {
-			p[i] = byte(rng.Uint32())
-		}
-		want := ^crc64.Update(^uint64(0), tab, p)
-		if got := crc64Redis(0, p); got != want {
-			t.Errorf("len %d: crc64Redis %#x, hash/crc64 equivalent %#x", n, got, want)
-		}
-		if got := crc64Redis(crc64Redis(0, p[:n/2]), p[n/2:]); got != want {
-			t.Errorf("len %d: split update %#x, want %#x", n, got, want)
-		}
-	}
-}
-
-// TestDumpLenEncoding checks the RDB length encoding at every width boundary.
-func TestDumpLenEncoding(t *testing.T) {
-	for _, c := range []struct {
-		n    uint64
-		want []byte
-	}{
-		{0, []byte{0x00}},
-		{63, []byte{0x3f}},
-		{64, []byte{0x40, 0x40}},
-		{300, []byte{0x41, 0x2c}},
-		{16383, []byte{0x7f, 0xff}},
-		{16384, []byte{0x80, 0, 0, 0x40, 0}},
-		{math.MaxUint32, []byte{0x80, 0xff, 0xff, 0xff, 0xff}},
-		{math.MaxUint32 + 1, []byte{0x81, 0, 0, 0, 1, 0, 0, 0, 0}},
-	} {
-		if got := appendRDBLen(nil, c.n); !bytes.Equal(got, c.want) {
-			t.Errorf("appendRDBLen(%d) = % x, want % x", c.n, got, c.want)
-		}
-	}
-}
-
 // TestDumpLayout pins the exact bytes of small payloads, so a layout change
 // shows up even without a server.
 func TestDumpLayout(t *testing.T) {
@@ -506,7 +459,7 @@ func TestDumpLayout(t *testing.T) {
 	d.ZElem([]byte("m"), 1.5)
 	got := d.Finish()
 	body := []byte{5, 1, 1, 'm', 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 9, 0}
-	want := binary.LittleEndian.AppendUint64(slices.Clone(body), crc64Redis(0, body))
+	want := binary.LittleEndian.AppendUint64(slices.Clone(body), rdb.CRC64(0, body))
 	if !bytes.Equal(got, want) {
 		t.Errorf("zset payload\n got % x\nwant % x", got, want)
 	}
@@ -515,7 +468,7 @@ func TestDumpLayout(t *testing.T) {
 	d.String([]byte("ab"))
 	got = d.Finish()
 	body = []byte{0, 2, 'a', 'b', 9, 0}
-	if want := binary.LittleEndian.AppendUint64(slices.Clone(body), crc64Redis(0, body)); !bytes.Equal(got, want) {
+	if want := binary.LittleEndian.AppendUint64(slices.Clone(body), rdb.CRC64(0, body)); !bytes.Equal(got, want) {
 		t.Errorf("string payload after Reset\n got % x\nwant % x", got, want)
 	}
 }
