@@ -198,95 +198,10 @@ func flagByName(name string, fold bool) (scriptFlags, bool) {
 	return 0, false
 }
 
-// splitArgs is Redis's sdssplitargs: space-separated tokens with "double"
-// (C escapes, \xHH) and 'single' quotes. ok is false on unbalanced quotes
-// or a closing quote not followed by a space.
+// splitArgs is Redis's sdssplitargs over line up to its first NUL byte
+// (Redis reads the shebang as a C string).
 func splitArgs(line string) ([]string, bool) {
-	line = cstring(line)
-	var out []string
-	p := 0
-	at := func(i int) byte {
-		if i < len(line) {
-			return line[i]
-		}
-		return 0
-	}
-	for {
-		for p < len(line) && isCSpace(line[p]) {
-			p++
-		}
-		if p >= len(line) {
-			return out, true
-		}
-		var cur []byte
-		inq, insq, done := false, false, false
-		for !done {
-			c := at(p)
-			switch {
-			case inq:
-				switch {
-				case c == '\\' && at(p+1) == 'x' && isHexDigit(at(p+2)) && isHexDigit(at(p+3)):
-					cur = append(cur, hexVal(at(p+2))<<4|hexVal(at(p+3)))
-					p += 3
-				case c == '\\' && at(p+1) != 0:
-					p++
-					switch at(p) {
-					case 'n':
-						cur = append(cur, '\n')
-					case 'r':
-						cur = append(cur, '\r')
-					case 't':
-						cur = append(cur, '\t')
-					case 'b':
-						cur = append(cur, '\b')
-					case 'a':
-						cur = append(cur, '\a')
-					default:
-						cur = append(cur, at(p))
-					}
-				case c == '"':
-					if n := at(p + 1); n != 0 && !isCSpace(n) {
-						return nil, false
-					}
-					done = true
-				case c == 0:
-					return nil, false
-				default:
-					cur = append(cur, c)
-				}
-			case insq:
-				switch {
-				case c == '\\' && at(p+1) == '\'':
-					p++
-					cur = append(cur, '\'')
-				case c == '\'':
-					if n := at(p + 1); n != 0 && !isCSpace(n) {
-						return nil, false
-					}
-					done = true
-				case c == 0:
-					return nil, false
-				default:
-					cur = append(cur, c)
-				}
-			default:
-				switch c {
-				case ' ', '\n', '\r', '\t', 0:
-					done = true
-				case '"':
-					inq = true
-				case '\'':
-					insq = true
-				default:
-					cur = append(cur, c)
-				}
-			}
-			if p < len(line) {
-				p++
-			}
-		}
-		out = append(out, string(cur))
-	}
+	return strops.SplitArgs(cstring(line))
 }
 
 func isCSpace(c byte) bool {
