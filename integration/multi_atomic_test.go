@@ -44,9 +44,7 @@ func TestMultiAtomicUnderDemotion(t *testing.T) {
 	}
 	const total = 2 * accounts * initial
 	deadline := time.Now().Add(20 * time.Second)
-	stop := make(chan struct{})
-	// wg: the transaction workers; bg: churn and demoter, stopped after.
-	var wg, bg sync.WaitGroup
+	var wg sync.WaitGroup // the transaction workers
 	var failures atomic.Int64
 	fail := func(format string, args ...any) {
 		if failures.Add(1) <= 5 {
@@ -54,64 +52,11 @@ func TestMultiAtomicUnderDemotion(t *testing.T) {
 		}
 	}
 
-	// Churn: fillers keep the 1 MB tier demoting; readers keep promoting.
-	for w := 0; w < 2; w++ {
-		bg.Add(1)
-		go func(w int) {
-			defer bg.Done()
-			c := harness.GoRedis(t, spw.Addr(), 2)
-			val := make([]byte, 4096)
-			rng := rand.New(rand.NewSource(int64(w)))
-			for i := 0; i < 20000 && time.Now().Before(deadline); i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := "fill:" + strconv.Itoa(rng.Intn(2000))
-				var err error
-				if w == 0 {
-					err = c.Set(ctx, k, val, 0).Err()
-				} else {
-					err = c.Get(ctx, k).Err()
-					if errors.Is(err, redis.Nil) {
-						err = nil
-					}
-				}
-				if err != nil {
-					fail("churn %d: %v", w, err)
-					return
-				}
-			}
-		}(w)
+	demoteKeys := []string{"ledger", "cas"}
+	for i := 0; i < accounts; i++ {
+		demoteKeys = append(demoteKeys, "acct:"+strconv.Itoa(i))
 	}
-
-	// The demoter sends the transactions' own keys to the cold tier every
-	// few milliseconds (DEBUG DEMOTE); every read promotes them again.
-	var demoted atomic.Int64
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		c := harness.GoRedis(t, spw.Addr(), 2)
-		args := []any{"DEBUG", "DEMOTE", "ledger", "cas"}
-		for i := 0; i < accounts; i++ {
-			args = append(args, "acct:"+strconv.Itoa(i))
-		}
-		for i := 0; i < 5000 && time.Now().Before(deadline); i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n, err := c.Do(ctx, args...).Int64()
-			if err != nil {
-				fail("demoter: %v", err)
-				return
-			}
-			demoted.Add(n)
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	churn := startTierChurn(t, spw.Addr(), demoteKeys, deadline, fail)
 
 	var transfers, audits atomic.Int64
 	for w := 0; w < 3; w++ {
@@ -205,8 +150,7 @@ func TestMultiAtomicUnderDemotion(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	bg.Wait()
+	churn.Stop()
 
 	got, err := admin.Get(ctx, "cas").Int64()
 	if err != nil {
@@ -222,11 +166,84 @@ func TestMultiAtomicUnderDemotion(t *testing.T) {
 	dem, _ := strconv.Atoi(info["demotions"])
 	prom, _ := strconv.Atoi(info["promotions"])
 	t.Logf("transfers %d, audits %d, cas %d, demotions %d (of the transactions' keys %d), promotions %d",
-		transfers.Load(), audits.Load(), casOK.Load(), dem, demoted.Load(), prom)
-	if demoted.Load() == 0 || prom == 0 {
-		t.Errorf("demoted %d, promotions %d: the keys did not move between tiers", demoted.Load(), prom)
+		transfers.Load(), audits.Load(), casOK.Load(), dem, churn.demoted.Load(), prom)
+	if churn.demoted.Load() == 0 || prom == 0 {
+		t.Errorf("demoted %d, promotions %d: the keys did not move between tiers", churn.demoted.Load(), prom)
 	}
 	if audits.Load() == 0 || transfers.Load() == 0 {
 		t.Errorf("transfers %d, audits %d: nothing was checked", transfers.Load(), audits.Load())
 	}
+}
+
+// tierChurn keeps keys moving between the tiers of an embedded Spillway
+// with a small hot tier (and the test hooks) while a test runs: one client
+// writes 4 KB fillers (the tier keeps demoting), one reads them (promoting),
+// and a demoter sends the test's own keys to the cold tier every 2 ms
+// (DEBUG DEMOTE), so each of their next reads is a cold read. Each loop is
+// bounded by its count and by deadline.
+type tierChurn struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	// demoted counts the test's keys the demoter found hot and demoted.
+	demoted atomic.Int64
+}
+
+func startTierChurn(t *testing.T, addr string, keys []string, deadline time.Time, fail func(string, ...any)) *tierChurn {
+	ctx := context.Background()
+	tc := &tierChurn{stop: make(chan struct{})}
+	stopped := func() bool {
+		select {
+		case <-tc.stop:
+			return true
+		default:
+			return !time.Now().Before(deadline)
+		}
+	}
+	for w := 0; w < 2; w++ {
+		tc.wg.Add(1)
+		go func(w int) {
+			defer tc.wg.Done()
+			c := harness.GoRedis(t, addr, 2)
+			val := make([]byte, 4096)
+			rng := rand.New(rand.NewSource(int64(w)))
+			for i := 0; i < 20000 && !stopped(); i++ {
+				k := "fill:" + strconv.Itoa(rng.Intn(2000))
+				var err error
+				if w == 0 {
+					err = c.Set(ctx, k, val, 0).Err()
+				} else if err = c.Get(ctx, k).Err(); errors.Is(err, redis.Nil) {
+					err = nil
+				}
+				if err != nil {
+					fail("churn %d: %v", w, err)
+					return
+				}
+			}
+		}(w)
+	}
+	tc.wg.Add(1)
+	go func() {
+		defer tc.wg.Done()
+		c := harness.GoRedis(t, addr, 2)
+		args := []any{"DEBUG", "DEMOTE"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		for i := 0; i < 5000 && !stopped(); i++ {
+			n, err := c.Do(ctx, args...).Int64()
+			if err != nil {
+				fail("demoter: %v", err)
+				return
+			}
+			tc.demoted.Add(n)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	return tc
+}
+
+// Stop ends the churn and waits for it.
+func (tc *tierChurn) Stop() {
+	close(tc.stop)
+	tc.wg.Wait()
 }

@@ -181,51 +181,14 @@ for i = 1, #KEYS - 1 do sum = sum + tonumber(redis.call('GET', KEYS[i])) end
 for _, v in ipairs(redis.call('HVALS', KEYS[#KEYS])) do sum = sum + tonumber(v) end
 return sum`)
 	deadline := time.Now().Add(20 * time.Second)
-	stop := make(chan struct{})
-	var bg, wg sync.WaitGroup
+	var wg sync.WaitGroup
 	var failures atomic.Int64
 	fail := func(format string, args ...any) {
 		if failures.Add(1) <= 5 {
 			t.Errorf(format, args...)
 		}
 	}
-	bg.Add(2)
-	go func() { // the demoter
-		defer bg.Done()
-		c := harness.GoRedis(t, spw.Addr(), 2)
-		args := []any{"DEBUG", "DEMOTE", "ledger"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		for i := 0; i < 5000 && time.Now().Before(deadline); i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := c.Do(ctx, args...).Err(); err != nil {
-				fail("demoter: %v", err)
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
-	go func() { // churn
-		defer bg.Done()
-		c := harness.GoRedis(t, spw.Addr(), 2)
-		val := strings.Repeat("v", 4096)
-		for i := 0; i < 20000 && time.Now().Before(deadline); i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := c.Set(ctx, "fill:"+strconv.Itoa(i%1500), val, 0).Err(); err != nil {
-				fail("churn: %v", err)
-				return
-			}
-		}
-	}()
+	churn := startTierChurn(t, spw.Addr(), append([]string{"ledger"}, keys...), deadline, fail)
 	var moves, audits atomic.Int64
 	for w := 0; w < 3; w++ {
 		wg.Add(1)
@@ -261,8 +224,7 @@ return sum`)
 		}
 	}()
 	wg.Wait()
-	close(stop)
-	bg.Wait()
+	churn.Stop()
 	info, err := harness.Info(harness.MustDial(t, spw.Addr()), "tiering")
 	if err != nil {
 		t.Fatal(err)
