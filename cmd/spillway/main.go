@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
-	"github.com/spillway/spillway/proxy"
+	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/tiering"
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-v") {
-		fmt.Printf("Spillway v=%s (Redis %s compatible)\n", proxy.Version, proxy.RedisVersion)
+		fmt.Printf("Spillway v=%s (Redis %s compatible)\n", server.Version, server.RedisVersion)
 		return
 	}
 	if path := os.Getenv("SPILLWAY_CPUPROFILE"); path != "" {
@@ -152,12 +152,12 @@ func run(args []string) error {
 	}
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
-	srv := proxy.NewServer(cfg, engine, log)
+	srv := server.NewServer(cfg, engine, log)
 	mode := "embedded"
 	if upstreamMode {
 		mode = "upstream"
 		clean := takeCleanMarker(dir)
-		err := srv.EnableUpstream(proxy.UpstreamOptions{Target: upstream.Target{
+		err := srv.EnableUpstream(server.UpstreamOptions{Target: upstream.Target{
 			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
 		}, SharedConn: cfg.UpstreamConnections()}, clean)
 		if err != nil {
@@ -179,7 +179,7 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("spillway ready",
-		"version", proxy.Version,
+		"version", server.Version,
 		"mode", mode,
 		"addr", strings.Join(srv.Addrs(), ","),
 		"dir", dir,

@@ -1,7 +1,0 @@
-//go:build !race
-
-package proxy
-
-// raceEnabled: the race detector is on (sync.Pool then drops items at
-// random, so pooled paths allocate).
-const raceEnabled = false

@@ -1,0 +1,314 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spillway/spillway/proxy/rawio"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering"
+)
+
+// Blocking pops (BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH, BZPOPMIN,
+// BZPOPMAX, BZMPOP).
+//
+// A client whose keys are all empty registers a waiter while it still
+// holds the engine's lock, so no push can slip between its check and its
+// registration. A transaction that creates a list or a sorted set notes
+// the key as ready (tiering.Tx.TakeReady); before it commits, the pushing
+// client serves the
+// waiters of every ready key in the order they blocked, inside the same
+// transaction: the pops are atomic with the push, as in Redis, where a
+// served client gets its element before any other command runs. The
+// waiter's reply is built in its own protocol and handed to its goroutine
+// once the transaction has committed.
+//
+// A blocked client's goroutine sleeps on a channel (no CPU), its timer,
+// and a reader goroutine that notices a disconnect at once (and keeps any
+// commands the client pipelines meanwhile for later): a client that goes
+// away leaves the registry immediately, so a push is never handed to it.
+
+// popOp is what a blocked client waits to do: pop from key (database db)
+// within tx, writing the reply to w and publishing the keyspace events
+// through ev. It reports false, having written nothing, when key holds
+// nothing to pop; ErrWrongType when it holds another type.
+type popOp interface {
+	run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
+}
+
+// waiterState is where a waiter is in its life.
+type waiterState uint8
+
+const (
+	waiting   waiterState = iota
+	served                // popped for; reply ready, delivered after commit
+	cancelled             // timed out, unblocked or disconnected
+)
+
+// waiter is one blocked client.
+type waiter struct {
+	c     *Client
+	db    int
+	keys  [][]byte // distinct, copied
+	op    popOp
+	proto int
+	state waiterState
+	reply []byte
+	done  chan struct{} // closed when reply is final
+}
+
+type blockKey struct {
+	db  int
+	key string
+}
+
+// blockRegistry holds the blocked clients. Lock order: the engine's lock,
+// then mu.
+type blockRegistry struct {
+	engine   *tiering.Engine
+	mu       sync.Mutex
+	byKey    map[blockKey][]*waiter // FIFO per key
+	byClient map[int64]*waiter
+}
+
+func newBlockRegistry(e *tiering.Engine) *blockRegistry {
+	return &blockRegistry{engine: e, byKey: map[blockKey][]*waiter{}, byClient: map[int64]*waiter{}}
+}
+
+// add registers w on its keys. The caller holds the engine's lock.
+func (r *blockRegistry) add(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range w.keys {
+		bk := blockKey{w.db, string(k)}
+		r.byKey[bk] = append(r.byKey[bk], w)
+	}
+	r.byClient[w.c.id] = w
+	w.c.blocked.Store(true)
+	r.engine.AddBlockedClients(1)
+}
+
+// removeLocked takes w out of the registry.
+func (r *blockRegistry) removeLocked(w *waiter) {
+	for _, k := range w.keys {
+		bk := blockKey{w.db, string(k)}
+		q := r.byKey[bk]
+		for i, x := range q {
+			if x == w {
+				q = append(q[:i:i], q[i+1:]...)
+				break
+			}
+		}
+		if len(q) == 0 {
+			delete(r.byKey, bk)
+		} else {
+			r.byKey[bk] = q
+		}
+	}
+	delete(r.byClient, w.c.id)
+	w.c.blocked.Store(false)
+	r.engine.AddBlockedClients(-1)
+}
+
+// cancel ends w's wait with reply (nil: the timeout reply) unless it was
+// served or cancelled already. It reports whether it cancelled.
+func (r *blockRegistry) cancel(w *waiter, reply []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.state != waiting {
+		return false
+	}
+	r.removeLocked(w)
+	if reply == nil {
+		rw := resp.Writer{Proto: w.proto}
+		rw.NullArray()
+		reply = rw.Buf
+	}
+	w.state, w.reply = cancelled, reply
+	close(w.done)
+	return true
+}
+
+// unblock is CLIENT UNBLOCK: it ends client id's wait with the timeout
+// reply, or with an error if withError. It reports whether id was blocked.
+func (r *blockRegistry) unblock(id int64, withError bool) bool {
+	r.mu.Lock()
+	w := r.byClient[id]
+	r.mu.Unlock()
+	if w == nil {
+		return false
+	}
+	var reply []byte
+	if withError {
+		rw := resp.Writer{Proto: w.proto}
+		rw.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+		reply = rw.Buf
+	}
+	return r.cancel(w, reply)
+}
+
+// count returns the number of blocked clients.
+func (r *blockRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byClient)
+}
+
+// noteBlockedKeys marks every key clients wait on in the given logical
+// databases as ready (SWAPDB changed what they hold).
+func (r *blockRegistry) noteBlockedKeys(tx *tiering.Tx, dbs ...int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for bk := range r.byKey {
+		for _, db := range dbs {
+			if bk.db == db {
+				tx.NoteReady(db, []byte(bk.key))
+			}
+		}
+	}
+}
+
+// serveReadyFrom serves, within tx, the waiters of the keys tx made ready,
+// in the order they blocked, while the keys hold elements; pushes made by
+// serving (BLMOVE) make further keys ready. It returns the waiters served;
+// their replies are delivered by deliver once tx has committed. from is
+// the client whose command (or EXEC) made the keys ready, calling in its
+// goroutine once its reply is written: if it subscribes to the pops'
+// keyspace events, they come after that reply, as in Redis.
+func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
+	ready := tx.TakeReady()
+	if len(ready) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*waiter
+	for len(ready) > 0 {
+		rk := ready[0]
+		ready = ready[1:]
+		bk := blockKey{rk.DB, string(rk.Key)}
+		for len(r.byKey[bk]) > 0 {
+			w := r.byKey[bk][0]
+			rw := resp.Writer{Proto: w.proto}
+			// The events of the served client's pop go to from's reply
+			// buffer if from subscribes to them (this is its goroutine).
+			done, err := w.op.run(keyEvents{s: w.c.s, from: from}, tx, rk.DB, rk.Key, &rw)
+			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
+				break // nothing to pop there (any more)
+			}
+			if err != nil {
+				rw.Reset()
+				rw.Error("ERR " + err.Error())
+			}
+			r.removeLocked(w)
+			w.state, w.reply = served, rw.Buf
+			out = append(out, w)
+			ready = append(ready, tx.TakeReady()...)
+		}
+	}
+	return out
+}
+
+// deliver hands served waiters their replies after the commit; if the
+// commit failed, they get its error instead (nothing was popped).
+func deliver(ws []*waiter, commitErr error) {
+	for _, w := range ws {
+		if commitErr != nil {
+			rw := resp.Writer{Proto: w.proto}
+			rw.Error("ERR " + commitErr.Error())
+			w.reply = rw.Buf
+		}
+		close(w.done)
+	}
+}
+
+// maxBlockedInput bounds what a blocked client may pipeline while it
+// waits (Redis's default client-query-buffer-limit).
+const maxBlockedInput = 1 << 30
+
+// block waits until w is served, times out (timeoutMs > 0), is unblocked,
+// or the client disconnects, then appends w's reply to the client's
+// output. It reports false if the connection is gone.
+func (c *Client) block(w *waiter, timeoutMs int64) bool {
+	reg := c.s.blocking
+	if !c.flush() {
+		reg.cancel(w, nil)
+		<-w.done
+		return false
+	}
+	c.mark = c.w.Len() // the flush sent what came before this reply
+	var timer <-chan time.Time
+	// A timeout too long for a time.Duration (292 years) never fires.
+	if timeoutMs > 0 && timeoutMs < math.MaxInt64/int64(time.Millisecond) {
+		t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+		defer t.Stop()
+		timer = t.C
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	gone, exited := make(chan struct{}), make(chan struct{})
+	go c.watchConn(gone, exited)
+	alive := true
+	select {
+	case <-w.done:
+	case <-timer:
+		reg.cancel(w, nil)
+	case <-gone:
+		reg.cancel(w, nil)
+		alive = false
+	}
+	<-w.done
+	c.nc.SetReadDeadline(time.Now()) // stops the watcher
+	<-exited
+	c.nc.SetReadDeadline(time.Time{})
+	c.w.Raw(w.reply)
+	return alive
+}
+
+// watchConn reads the connection while its client is blocked, keeping
+// what arrives for later, and closes gone if the connection fails or
+// closes. It returns when the read deadline passes (block stops it).
+func (c *Client) watchConn(gone, exited chan struct{}) {
+	defer close(exited)
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.nc.Read(buf)
+		c.src.pending = append(c.src.pending, buf[:n]...)
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				close(gone)
+			}
+			return
+		}
+		if len(c.src.pending) > maxBlockedInput {
+			c.s.log.Warn("blocked client sent too much; closing it", "client", c.id)
+			c.nc.Close()
+		}
+	}
+}
+
+// connSource is the connection as the request parser reads it: what a
+// blocked client sent while it waited first, then the socket.
+type connSource struct {
+	nc      net.Conn
+	raw     *rawio.Conn // nc's raw reads (nil: read nc)
+	pending []byte
+}
+
+func (s *connSource) Read(p []byte) (int, error) {
+	if len(s.pending) > 0 {
+		n := copy(p, s.pending)
+		s.pending = s.pending[n:]
+		if len(s.pending) == 0 {
+			s.pending = nil
+		}
+		return n, nil
+	}
+	if s.raw != nil {
+		return s.raw.Read(p)
+	}
+	return s.nc.Read(p)
+}

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/rawio"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering"
+)
+
+// replyMode is CLIENT REPLY's state.
+type replyMode uint8
+
+const (
+	replyOn replyMode = iota
+	replyOff
+	replySkipNext // skip the next command's reply
+	replySkipThis // skipping the current command's reply
+)
+
+// flushThreshold is how many reply bytes are buffered before a write even
+// when more pipelined commands wait.
+const flushThreshold = 64 << 10
+
+// Client is one connection's state. Only its own goroutine touches the
+// unexported fields below mu; CLIENT LIST/KILL read the rest under mu.
+type Client struct {
+	s  *Server
+	id int64
+	nc net.Conn
+	// raw does nc's reads and writes with raw system calls (nil: use nc).
+	raw *rawio.Conn
+	// src feeds rd: the socket, after what arrived while blocked.
+	src *connSource
+	rd  *resp.Reader
+	w   resp.Writer
+
+	db        int
+	authed    bool
+	replyMode replyMode
+	// pending is the latest write awaiting a WAL sync (appendfsync always);
+	// waiting on it covers every earlier one.
+	pending coldstore.Pending
+	// mark is where the current command's reply starts in w.Buf.
+	mark int
+	// txID is the last transaction this client began (see begin).
+	txID uint64
+	// group is the transaction a MULTI/EXEC or a script holds across its
+	// commands (nil otherwise): begin returns it and commit leaves it open.
+	group *tiering.Tx
+	// groupErr is the storage error that failed the group (it is aborted).
+	groupErr error
+	// groupMark is where the group's reply starts in w.Buf.
+	groupMark int
+	// multi is MULTI's queue and WATCH's keys (multi.go).
+	multi multiState
+	// up is the upstream-mode state (nil in embedded mode).
+	up   *upClient
+	quit bool
+	// out is the output queue of a client that has subscribed to Pub/Sub
+	// (pushout.go): once set, flush hands replies to it instead of
+	// writing the socket. nil for every other client.
+	out *pushOut
+	// subscribed: the client subscribes to a channel, pattern or shard
+	// channel (Redis's CLIENT_PUBSUB flag).
+	subscribed bool
+
+	mu      sync.Mutex
+	name    string
+	libName string
+	libVer  string
+	user    string
+	// lastCmd is the latest command's table entry (CLIENT LIST's cmd=),
+	// stored without the lock: it is written on every command.
+	lastCmd atomic.Pointer[cmdtable.Command]
+	created time.Time
+	// coldBufs are the buffers of this client's lock-free cold reads.
+	coldBufs tiering.ColdBuffers
+	lastIO   atomic.Int64 // unix ms of the last command
+	killed   atomic.Bool
+	blocked  atomic.Bool // waiting in a blocking pop
+	dbShown  atomic.Int32
+	protoVer atomic.Int32
+
+	// nSub, nPSub and nSSub count the client's channels, patterns and
+	// shard channels (CLIENT LIST's sub=, psub=, ssub=); only the
+	// client's goroutine changes them.
+	nSub, nPSub, nSSub atomic.Int32
+	// multiLen is 1 + the number of commands MULTI queued, 0 outside MULTI
+	// (CLIENT LIST's multi=, which is -1 then).
+	multiLen atomic.Int32
+}
+
+func newClient(s *Server, nc net.Conn) *Client {
+	raw := rawio.New(nc)
+	src := &connSource{nc: nc, raw: raw}
+	c := &Client{
+		s:       s,
+		raw:     raw,
+		id:      s.nextID.Add(1),
+		nc:      nc,
+		src:     src,
+		rd:      resp.NewReader(src, 16<<10),
+		created: time.Now(),
+		user:    "default",
+	}
+	c.w.Proto = 2
+	c.protoVer.Store(2)
+	c.authed = s.cfg.RequirePass() == ""
+	if s.up != nil {
+		c.up = newUpClient(c)
+		c.db = s.up.defaultDB
+		c.dbShown.Store(int32(c.db))
+	}
+	c.applyLimits()
+	c.lastIO.Store(time.Now().UnixMilli())
+	return c
+}
+
+// applyLimits sets the request parser's limits for the client's state.
+func (c *Client) applyLimits() {
+	c.rd.SetLimits(resp.Limits{
+		MaxBulkLen:      c.s.cfg.ProtoMaxBulkLen(),
+		Unauthenticated: !c.authed,
+	})
+}
+
+// serve runs the connection until it is closed.
+func (c *Client) serve() {
+	defer c.nc.Close()
+	defer c.upClose()
+	defer c.waitPending()
+	defer c.endPubSub()
+	deadline := false
+	for {
+		// Idle clients are closed after `timeout` seconds, as in Redis;
+		// Pub/Sub subscribers are exempt, as in Redis.
+		if t := c.s.cfg.Timeout(); t > 0 && !c.subscribed {
+			c.nc.SetReadDeadline(time.Now().Add(t))
+			deadline = true
+		} else if deadline {
+			c.nc.SetReadDeadline(time.Time{})
+			deadline = false
+		}
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.s.log.Debug("protocol error", "client", c.id, "addr", c.nc.RemoteAddr().String(), "err", pe.Error())
+				c.w.Error(pe.Error())
+				c.flush()
+			} else if !errors.Is(err, io.EOF) && !c.killed.Load() && !c.s.closing.Load() {
+				c.s.log.Debug("connection read failed", "client", c.id, "err", err)
+			}
+			return
+		}
+		c.execute(args)
+		if c.quit || c.killed.Load() {
+			c.flush()
+			return
+		}
+		// A client with an output queue hands over every command's reply
+		// at once, so messages delivered meanwhile keep their place.
+		if c.out != nil || c.w.Len() >= flushThreshold || !c.rd.Ready() {
+			if !c.flush() {
+				return
+			}
+		}
+	}
+}
+
+// waitPending waits until this client's writes are durable.
+func (c *Client) waitPending() error {
+	p := c.pending
+	c.pending = coldstore.Pending{}
+	return p.Wait()
+}
+
+// flush makes the buffered writes durable (appendfsync always) and sends the
+// buffered replies (a client with an output queue hands them to it). If the
+// store cannot sync, the replies are not sent and the connection is closed:
+// nothing unsynced is acknowledged.
+func (c *Client) flush() bool {
+	if !c.awaitAsync() {
+		return false
+	}
+	if u := c.up; u != nil && u.n > 0 && u.pinned == nil && c.w.Len() == 0 &&
+		c.replyMode == replyOn && c.pending.IsZero() && c.submitAsync() {
+		return true
+	}
+	c.flushForwards()
+	if err := c.waitPending(); err != nil {
+		c.s.log.Error("write not durable; closing client", "client", c.id, "err", err)
+		c.w.Reset()
+		return false
+	}
+	if c.out != nil {
+		return c.out.put(&c.w)
+	}
+	if c.w.Len() == 0 {
+		return true
+	}
+	if c.up != nil && c.up.passthrough {
+		c.up.wmu.Lock()
+		defer c.up.wmu.Unlock()
+	}
+	var n int
+	var err error
+	if c.raw != nil {
+		n, err = c.raw.Write(c.w.Buf)
+	} else {
+		n, err = c.nc.Write(c.w.Buf)
+	}
+	c.s.stats.netOut.Add(int64(n))
+	if cap(c.w.Buf) > 1<<20 {
+		c.w.Buf = nil
+	} else {
+		c.w.Reset()
+	}
+	return err == nil
+}
+
+// kill closes the connection from another goroutine (CLIENT KILL).
+func (c *Client) kill() {
+	c.killed.Store(true)
+	c.nc.Close()
+}

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/strops"
+)
+
+// handlerFunc executes one command. args[0] is the command name. A handler
+// writes exactly one reply to c.w (unless the connection closes).
+type handlerFunc func(c *Client, args [][]byte)
+
+// handlers maps table entries (commands and subcommands) to their
+// implementations. Commands in the table without a handler answer as
+// Redis answers an unknown command.
+var handlers = map[*cmdtable.Command]handlerFunc{}
+
+// register binds a handler to a command's full name ("get", "client|kill").
+func register(name string, h handlerFunc) {
+	c := cmdtable.LookupFullName([]byte(name))
+	if c == nil {
+		panic("proxy: register: no command " + name + " in the Redis 7.0 table")
+	}
+	handlers[c] = h
+}
+
+// maxErrArgLen is how much of a name or argument Redis quotes in errors.
+const maxErrArgLen = 128
+
+// trunc renders an argument as Redis's "%.128s" does.
+func trunc(b []byte) string {
+	b = strops.CString(b)
+	if len(b) > maxErrArgLen {
+		b = b[:maxErrArgLen]
+	}
+	return string(b)
+}
+
+// unknownCommand writes Redis 7.0's reply to an unknown command: the name
+// as "%.128s", then arguments as "'%.*s' " while the argument list is
+// shorter than 128 bytes, each cut to what is left of those 128.
+func unknownCommand(c *Client, args [][]byte) {
+	var list []byte
+	for _, a := range args[1:] {
+		if len(list) >= maxErrArgLen {
+			break
+		}
+		a = strops.CString(a)
+		if room := maxErrArgLen - len(list); len(a) > room {
+			a = a[:room]
+		}
+		list = append(list, '\'')
+		list = append(list, a...)
+		list = append(list, '\'', ' ')
+	}
+	c.err("ERR unknown command '" + trunc(args[0]) + "', with args beginning with: " + string(list))
+}
+
+// execute runs one command: lookup, arity, authentication, pause, then the
+// handler; it applies CLIENT REPLY's mode to the reply.
+func (c *Client) execute(args [][]byte) {
+	defer c.recoverPanic(args)
+	if c.up != nil && c.up.asyncOut && !c.awaitAsync() {
+		c.quit = true
+		return
+	}
+	s := c.s
+	s.stats.commands.Add(1)
+	c.lastIO.Store(time.Now().UnixMilli())
+	if c.up != nil && c.replyMode != replyOn {
+		// Replies are truncated by position: forwarded ones must be in.
+		c.flushForwards()
+		defer c.flushForwards()
+	}
+	c.mark = c.w.Len()
+	if c.replyMode == replySkipNext {
+		c.replyMode = replySkipThis
+	}
+	c.dispatch(args)
+	if c.up != nil && c.replyMode != replyOn {
+		c.flushForwards()
+	}
+	switch c.replyMode {
+	case replyOff:
+		c.w.Truncate(c.mark)
+	case replySkipThis:
+		c.w.Truncate(c.mark)
+		c.replyMode = replyOn
+	}
+}
+
+func (c *Client) dispatch(args [][]byte) {
+	base := cmdtable.Lookup(args[0])
+	if base == nil && c.up != nil && c.authed {
+		c.upForwardUnknown(args) // perhaps a newer upstream's command
+		return
+	}
+	if base == nil {
+		c.failMulti()
+		unknownCommand(c, args)
+		return
+	}
+	cmd := base
+	if base.Subcommands != nil && len(args) >= 2 {
+		cmd = base.Sub(args[1])
+		if cmd == nil && base.Name == "client" && eqFold(args[1], "setinfo") {
+			// CLIENT SETINFO is Redis 7.2's; clients send it on connect.
+			cmdClientSetInfo(c, args)
+			return
+		}
+		if cmd == nil && c.up != nil && c.authed {
+			c.upForwardUnknown(args)
+			return
+		}
+		if cmd == nil {
+			c.failMulti()
+			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(strops.CString(args[0]))) + " HELP.")
+			return
+		}
+	}
+	if !cmd.ArityOK(len(args)) {
+		if c.up != nil && c.up.inMulti && c.authed {
+			c.upForwardUnknown(args) // the upstream's error marks the transaction failed
+			return
+		}
+		c.rejectInMulti("ERR wrong number of arguments for '" + cmd.Name + "' command")
+		return
+	}
+	if !c.authed && !cmd.Is(cmdtable.FlagNoAuth) {
+		c.rejectInMulti("NOAUTH Authentication required.")
+		return
+	}
+	if c.subscribedContextReject(cmd) {
+		return
+	}
+	h := handlers[cmd]
+	if h == nil && c.up == nil {
+		c.failMulti()
+		unknownCommand(c, args)
+		return
+	}
+	if c.up == nil && c.group == nil && !c.busyCheck(cmd) {
+		return
+	}
+	if c.multi.active && !runsInMulti(cmd) {
+		c.queueCommand(cmd, args)
+		return
+	}
+	if c.s.paused.Load() {
+		c.s.waitIfPaused(cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate))
+	}
+	c.lastCmd.Store(cmd)
+	if c.up != nil {
+		c.upDispatch(cmd, args)
+		return
+	}
+	h(c, args)
+}
+
+// err writes an error reply and counts it.
+func (c *Client) err(msg string) {
+	c.s.stats.errorReplies.Add(1)
+	c.w.Error(msg)
+}
+
+// recoverPanic turns a panic in a command (a bug) into an error reply and
+// a closed connection instead of a dead server: the transaction the
+// command held is aborted (nothing it wrote is kept; the hot tier is
+// rebuilt from the store) and the panic is logged with its stack.
+func (c *Client) recoverPanic(args [][]byte) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	mark := c.mark
+	if c.group != nil {
+		mark = c.groupMark // the whole EXEC or script reply goes
+	}
+	c.group, c.groupErr = nil, nil
+	aborted := c.s.engine.AbortIfHeld(c.txID)
+	c.s.log.Error("command panicked; its transaction was aborted and the connection is closed",
+		"client", c.id, "command", trunc(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,
+		"stack", string(debug.Stack()))
+	c.w.Truncate(min(mark, c.w.Len()))
+	c.err("ERR internal error; see the server log")
+	c.quit = true
+}

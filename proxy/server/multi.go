@@ -1,0 +1,372 @@
+package server
+
+import (
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/tiering"
+)
+
+// Transactions (embedded mode): MULTI, EXEC, DISCARD, WATCH, UNWATCH with
+// Redis 7.0's semantics.
+//
+// EXEC runs the queued commands as one group (commit.go): one hold of the
+// engine's lock and one store batch, so no other client, no demotion and
+// no promotion sees or changes anything between them. Demotion and
+// promotion do not modify keys, so they never fail a WATCH: a key demoted
+// between WATCH and EXEC is the same key it was.
+//
+// WATCH follows Redis's signalModifiedKey: the engine reports every key a
+// transaction writes, deletes or expires (tiering.Observer), and each
+// client watching the key is marked dirty. A key that had already expired
+// when it was watched is not dirtied by its deletion (no logical change),
+// and EXEC fails if a watched key expired since WATCH. FLUSHDB, FLUSHALL and
+// SWAPDB dirty the watchers of keys they remove or replace.
+
+// multiState is a client's MULTI queue and WATCHed keys.
+type multiState struct {
+	active bool // between MULTI and EXEC/DISCARD
+	// failed: a command was rejected while queueing (EXEC replies
+	// EXECABORT).
+	failed bool
+	queue  []queuedCommand
+	// watched are the client's WATCHed keys; dirty: one was modified.
+	watched []*watchedKey
+	dirty   bool
+}
+
+// queuedCommand is a command MULTI queued (arguments copied).
+type queuedCommand struct {
+	cmd  *cmdtable.Command
+	args [][]byte
+}
+
+// watchedKey is one client's WATCH of one key.
+type watchedKey struct {
+	c   *Client
+	db  int
+	key string
+	// expired: the key existed but had expired when it was watched.
+	expired bool
+}
+
+type watchKey struct {
+	db  int
+	key string
+}
+
+// watchRegistry maps keys to their watchers. It is guarded by the engine's
+// lock: WATCH and UNWATCH take it, and the engine's observer runs under it.
+type watchRegistry struct {
+	byKey map[watchKey][]*watchedKey
+}
+
+// initKeyEvents installs the engine observer that feeds WATCH and keyspace
+// notifications (embedded mode only).
+func (s *Server) initKeyEvents() {
+	s.watches.byKey = map[watchKey][]*watchedKey{}
+	if s.engine != nil {
+		s.engine.SetObserver(s.keyEvent)
+		s.initNotify()
+	}
+}
+
+// keyEvent is the engine's observer (under the engine's lock): it feeds
+// WATCH and the expired keyspace events.
+func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
+	if ev == tiering.KeyExpired {
+		s.notifyExpired(db, key)
+	}
+	if ws := s.watches.byKey[watchKey{db, string(key)}]; len(ws) > 0 {
+		exists := ev == tiering.KeyModified
+		for _, wk := range ws {
+			if wk.expired && !exists {
+				// An expired key was deleted: no logical change.
+				wk.expired = false
+				continue
+			}
+			wk.c.multi.dirty = true
+		}
+	}
+}
+
+// updateObserving turns the engine's key events on while anything needs
+// them. The caller holds the engine's lock.
+func (s *Server) updateObserving() {
+	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.notifyWantsExpired())
+}
+
+// touchWatchedInDB applies FLUSHDB/FLUSHALL (replacedWith -1) or SWAPDB
+// (db's content replaced with replacedWith's) to the watchers of keys in
+// db, as Redis's touchAllWatchedKeysInDb: a watched key that exists in db
+// or in the replacing database dirties its watchers. The caller holds tx
+// (the lock) and calls it before the flush or swap.
+func (s *Server) touchWatchedInDB(tx *tiering.Tx, db, replacedWith int) error {
+	for k, ws := range s.watches.byKey {
+		if k.db != db {
+			continue
+		}
+		key := []byte(k.key)
+		inEmptied, err := tx.KeyStored(db, key)
+		if err != nil {
+			return err
+		}
+		inReplacing, replacingExpired := false, false
+		if replacedWith >= 0 {
+			if inReplacing, err = tx.KeyStored(replacedWith, key); err != nil {
+				return err
+			}
+			if inReplacing {
+				if replacingExpired, err = tx.KeyExpiredNow(replacedWith, key); err != nil {
+					return err
+				}
+			}
+		}
+		if !inEmptied && !inReplacing {
+			continue
+		}
+		for _, wk := range ws {
+			switch {
+			case wk.expired && !inReplacing:
+				wk.expired = false // the expired key is gone: no change
+				continue
+			case wk.expired && replacingExpired:
+				continue // an expired key stays expired
+			case !wk.expired && !inEmptied && replacingExpired:
+				wk.expired = true // a missing key replaced by an expired one
+				continue
+			}
+			wk.c.multi.dirty = true
+		}
+	}
+	return nil
+}
+
+func init() {
+	register("multi", cmdMulti)
+	register("exec", cmdExec)
+	register("discard", cmdDiscard)
+	register("watch", cmdWatch)
+	register("unwatch", cmdUnwatch)
+}
+
+// runsInMulti reports whether cmd executes at once inside MULTI instead of
+// being queued.
+func runsInMulti(cmd *cmdtable.Command) bool {
+	switch cmd.Name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+// queueCommand queues a command inside MULTI and replies QUEUED; a command
+// that may not run in a transaction fails it.
+func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
+	if cmd.Is(cmdtable.FlagNoMulti) {
+		c.rejectInMulti("ERR Command not allowed inside a transaction")
+		return
+	}
+	if !c.multi.failed && !c.multi.dirty {
+		q := queuedCommand{cmd: cmd, args: make([][]byte, len(args))}
+		for i, a := range args {
+			q.args[i] = append([]byte(nil), a...)
+		}
+		c.multi.queue = append(c.multi.queue, q)
+	}
+	c.multiLen.Add(1)
+	c.w.Simple("QUEUED")
+}
+
+// rejectInMulti replies msg; inside MULTI it also fails the transaction
+// (EXEC will reply EXECABORT), as Redis's rejectCommand does.
+func (c *Client) rejectInMulti(msg string) {
+	if c.multi.active {
+		c.multi.failed = true
+	}
+	c.err(msg)
+}
+
+// failMulti fails the open transaction (if any) after a rejected command.
+func (c *Client) failMulti() {
+	if c.multi.active {
+		c.multi.failed = true
+	}
+}
+
+func cmdMulti(c *Client, _ [][]byte) {
+	if c.multi.active {
+		c.err("ERR MULTI calls can not be nested")
+		return
+	}
+	c.multi.active = true
+	c.multiLen.Store(1)
+	c.w.OK()
+}
+
+func cmdDiscard(c *Client, _ [][]byte) {
+	if !c.multi.active {
+		c.err("ERR DISCARD without MULTI")
+		return
+	}
+	c.discardMulti()
+	c.unwatchAll()
+	c.w.OK()
+}
+
+func cmdExec(c *Client, _ [][]byte) {
+	if !c.multi.active {
+		c.err("ERR EXEC without MULTI")
+		return
+	}
+	queue, failed := c.multi.queue, c.multi.failed
+	c.discardMulti()
+	if failed {
+		c.unwatchAll()
+		c.err("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	if c.s.paused.Load() {
+		write := false
+		for _, q := range queue {
+			write = write || q.cmd.Is(cmdtable.FlagWrite) || q.cmd.Is(cmdtable.FlagMayReplicate)
+		}
+		c.s.waitIfPaused(write)
+	}
+	tx := c.beginGroup()
+	if err := c.checkWatchedExpired(tx); err != nil {
+		c.txErr(tx, err)
+		c.endGroup()
+		return
+	}
+	dirty := c.multi.dirty
+	c.unwatchLocked()
+	if dirty {
+		c.endGroup()
+		c.w.NullArray()
+		return
+	}
+	start := c.w.Len()
+	c.w.Array(len(queue))
+	for _, q := range queue {
+		c.s.stats.commands.Add(1)
+		c.mark = c.w.Len()
+		c.lastCmd.Store(q.cmd)
+		handlers[q.cmd](c, q.args)
+		if c.groupErr != nil {
+			break
+		}
+	}
+	if err := c.endGroup(); err != nil {
+		c.w.Truncate(start)
+		c.mark = start
+		c.replyError(err)
+	}
+}
+
+// checkWatchedExpired dirties the client if a key it watched while live
+// has expired since (Redis's isWatchedKeyExpired).
+func (c *Client) checkWatchedExpired(tx *tiering.Tx) error {
+	if c.multi.dirty {
+		return nil
+	}
+	for _, wk := range c.multi.watched {
+		if wk.expired {
+			continue
+		}
+		exp, err := tx.KeyExpiredNow(wk.db, []byte(wk.key))
+		if err != nil {
+			return err
+		}
+		if exp {
+			c.multi.dirty = true
+			return nil
+		}
+	}
+	return nil
+}
+
+func cmdWatch(c *Client, args [][]byte) {
+	if c.multi.active {
+		c.err("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	if c.multi.dirty {
+		// No point in watching more: EXEC fails anyway.
+		c.w.OK()
+		return
+	}
+	tx := c.begin()
+	for _, k := range args[1:] {
+		if c.watching(c.db, k) {
+			continue
+		}
+		exp, err := tx.KeyExpiredNow(c.db, k)
+		if err != nil {
+			c.txErr(tx, err)
+			return
+		}
+		wk := &watchedKey{c: c, db: c.db, key: string(k), expired: exp}
+		c.multi.watched = append(c.multi.watched, wk)
+		id := watchKey{wk.db, wk.key}
+		c.s.watches.byKey[id] = append(c.s.watches.byKey[id], wk)
+	}
+	c.s.updateObserving()
+	c.w.OK()
+	c.release(tx)
+}
+
+// watching reports whether the client watches key in db already.
+func (c *Client) watching(db int, key []byte) bool {
+	for _, wk := range c.multi.watched {
+		if wk.db == db && wk.key == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdUnwatch(c *Client, _ [][]byte) {
+	c.unwatchAll()
+	c.w.OK()
+}
+
+// discardMulti leaves MULTI state, dropping the queue.
+func (c *Client) discardMulti() {
+	c.multi.active, c.multi.failed = false, false
+	c.multi.queue = nil // EXEC may still be running the old queue
+	c.multiLen.Store(0)
+}
+
+// unwatchAll forgets the client's WATCHed keys and clears its dirty flag.
+func (c *Client) unwatchAll() {
+	if len(c.multi.watched) == 0 || c.s.engine == nil {
+		c.multi.dirty = false
+		return
+	}
+	tx := c.begin()
+	c.unwatchLocked()
+	c.release(tx)
+}
+
+// unwatchLocked is unwatchAll for a caller that holds the engine's lock.
+func (c *Client) unwatchLocked() {
+	c.multi.dirty = false
+	reg := &c.s.watches
+	for _, wk := range c.multi.watched {
+		id := watchKey{wk.db, wk.key}
+		ws := reg.byKey[id]
+		for i, x := range ws {
+			if x == wk {
+				ws = append(ws[:i:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(reg.byKey, id)
+		} else {
+			reg.byKey[id] = ws
+		}
+	}
+	clear(c.multi.watched)
+	c.multi.watched = c.multi.watched[:0]
+	c.s.updateObserving()
+}

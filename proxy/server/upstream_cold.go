@@ -1,0 +1,279 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/upstream"
+)
+
+// The slow path of upstream mode: commands that meet a key in the cold
+// index are answered from the cold copy, or have their keys reloaded into
+// the upstream first (see upForward).
+// metaCmds answer from a cold key's metadata without reloading it.
+var metaCmds = map[string]bool{
+	"type": true, "ttl": true, "pttl": true, "expiretime": true, "pexpiretime": true,
+	"persist": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
+}
+
+// reloadAlways are reads never answered from a cold copy: their cursors
+// would not survive the key's reload between calls.
+var reloadAlways = map[string]bool{"hscan": true, "sscan": true, "zscan": true}
+
+// countCmds count keys and may mix tiers: cold keys are counted (and
+// deleted) in the store, the rest upstream.
+var countCmds = map[string]bool{"del": true, "unlink": true, "exists": true, "touch": true}
+
+// upCold handles a command with a key in the cold index. It reports true
+// when the command was answered; false means its keys were reloaded (or
+// found not cold) and it should be forwarded.
+func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
+	up := c.s.up
+	idx := up.index(c.db)
+	if countCmds[cmd.Name] {
+		c.upCount(cmd, args, keys)
+		return true
+	}
+	h0 := handlers[cmd]
+	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
+		key := args[keys[0]]
+		h := upstream.KeyHash(key)
+		c.lockKey(idx, h)
+		defer up.locks.Unlock(h)
+		size, ok, err := upstream.ColdSize(c.s.engine, c.db, key)
+		if err != nil {
+			c.replyError(err)
+			return true
+		}
+		if !ok {
+			idx.Remove(h)
+			return false
+		}
+		if metaCmds[cmd.Name] || !c.s.admitReload(h, size) {
+			h0(c, args)
+			if !metaCmds[cmd.Name] {
+				// A read leaves the copy (an expired one is found gone later).
+				up.coldReads.Add(1)
+			} else if _, still, err := upstream.ColdSize(c.s.engine, c.db, key); err == nil && !still {
+				idx.Remove(h)
+			}
+			return true
+		}
+		if err := c.reloadLocked(idx, c.db, key, h); err != nil {
+			c.err(reloadError(key, err))
+			return true
+		}
+		return false
+	}
+	for _, p := range keys {
+		key := args[p]
+		h := upstream.KeyHash(key)
+		if !idx.Has(h) {
+			continue
+		}
+		c.lockKey(idx, h)
+		err := c.reloadLocked(idx, c.db, key, h)
+		up.locks.Unlock(h)
+		if err != nil {
+			c.err(reloadError(key, err))
+			return true
+		}
+	}
+	return false
+}
+
+func reloadError(key []byte, err error) string {
+	return "ERR spillway could not reload cold key '" + trunc(key) + "': " + upstream.FirstLine(err.Error())
+}
+
+// sameKey reports whether every key position names the same key.
+func sameKey(args [][]byte, keys []int) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	for _, p := range keys[1:] {
+		if !bytes.Equal(args[p], args[keys[0]]) {
+			return false
+		}
+	}
+	return true
+}
+
+// lockKey waits out a demotion of h, then takes h's key lock.
+func (c *Client) lockKey(idx *upstream.ColdIndex, h uint64) {
+	up := c.s.up
+	for {
+		if ch := idx.Demoting(h); ch != nil {
+			<-ch
+			continue
+		}
+		up.locks.Lock(h)
+		if idx.Demoting(h) == nil {
+			return
+		}
+		up.locks.Unlock(h)
+	}
+}
+
+// reloadLocked moves key's cold copy into the upstream with RESTORE
+// (atomic, TTL included) and drops it from the store. If the upstream
+// already has the key (written there directly), the upstream's copy wins
+// and the cold one is dropped. The caller holds the key lock.
+func (c *Client) reloadLocked(idx *upstream.ColdIndex, db int, key []byte, h uint64) error {
+	up := c.s.up
+	u := c.up
+	exp, ok, err := upstream.DumpKey(c.s.engine, db, key, &u.dump)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		idx.Remove(h)
+		return nil
+	}
+	payload := u.dump.Finish()
+	args := [][]byte{[]byte("RESTORE"), key, []byte("0"), payload}
+	if exp > 0 {
+		args[2] = strconv.AppendInt(nil, exp, 10)
+		args = append(args, []byte("ABSTTL"))
+	}
+	up.census.RLock()
+	defer up.census.RUnlock()
+	r, err := c.ctlDo(db, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case bytes.HasPrefix(r, []byte("-BUSYKEY")):
+		up.reloadConflicts.Add(1)
+	case upstream.IsError(r):
+		return fmt.Errorf("%s", upstream.ReplyText(r))
+	default:
+		up.reloads.Add(1)
+	}
+	if err := upstream.DropKey(c.s.engine, db, key); err != nil {
+		return err
+	}
+	idx.Remove(h)
+	return nil
+}
+
+// ctlDo runs one request of Spillway's own on db and returns a copy of the
+// reply: on a shared connection for the default database, else on the
+// control connection.
+func (c *Client) ctlDo(db int, args [][]byte) ([]byte, error) {
+	up := c.s.up
+	if db != up.defaultDB {
+		return up.ctlDo(db, args)
+	}
+	m, err := up.pool.Shared(2, c.id)
+	if err != nil {
+		return nil, err
+	}
+	call := c.up.ctlCall
+	call.Replies = call.Replies[:0]
+	if err := m.Do(call, upstream.AppendCommand(nil, args), 1); err != nil {
+		return nil, err
+	}
+	return call.Replies, nil
+}
+
+// upCount runs DEL, UNLINK, EXISTS or TOUCH across both tiers: cold keys
+// are counted (and for DEL/UNLINK dropped) in the store, the others are
+// forwarded in one command, and the counts are added.
+func (c *Client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
+	up := c.s.up
+	idx := up.index(c.db)
+	drop := cmd.Name == "del" || cmd.Name == "unlink"
+	var local int64
+	rest := [][]byte{args[0]}
+	for _, p := range keys {
+		rest = append(rest, args[p])
+	}
+	for attempt := 0; attempt < 50; attempt++ {
+		next := rest[:1]
+		for _, key := range rest[1:] {
+			h := upstream.KeyHash(key)
+			if idx.Has(h) {
+				c.lockKey(idx, h)
+				_, ok, err := upstream.ColdSize(c.s.engine, c.db, key)
+				if err == nil && ok && drop {
+					err = upstream.DropKey(c.s.engine, c.db, key)
+					idx.Remove(h)
+				} else if err == nil && !ok {
+					idx.Remove(h)
+				}
+				up.locks.Unlock(h)
+				if err != nil {
+					c.replyError(err)
+					return
+				}
+				if ok {
+					local++
+					continue
+				}
+			}
+			next = append(next, key)
+		}
+		rest = next
+		if len(rest) == 1 {
+			c.w.Int(local)
+			return
+		}
+		c.enterGate()
+		clean := true
+		for _, key := range rest[1:] {
+			if idx.Has(upstream.KeyHash(key)) {
+				clean = false
+				break
+			}
+		}
+		if !clean {
+			c.leaveGate()
+			continue
+		}
+		mark := c.w.Len()
+		c.enqueue(rest)
+		c.flushForwards()
+		if n, ok := upstream.IntReply(c.w.Buf[mark:]); ok {
+			c.w.Truncate(mark)
+			c.w.Int(n + local)
+		}
+		return
+	}
+	c.err("ERR spillway: the command's keys kept moving between tiers; try again")
+}
+
+// prepareKeys reloads the cold ones among keys and, with protect, keeps
+// all of them from demotion until unprotectAll.
+func (c *Client) prepareKeys(db int, args [][]byte, keys []int, protect bool) bool {
+	up := c.s.up
+	idx := up.index(db)
+	for _, p := range keys {
+		key := args[p]
+		h := upstream.KeyHash(key)
+		c.lockKey(idx, h)
+		if protect {
+			idx.Protect(h)
+			c.up.protected = append(c.up.protected, protectedKey{db, h})
+		}
+		var err error
+		if idx.Has(h) {
+			err = c.reloadLocked(idx, db, key, h)
+		}
+		up.locks.Unlock(h)
+		if err != nil {
+			c.err(reloadError(key, err))
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Client) unprotectAll() {
+	for _, p := range c.up.protected {
+		c.s.up.index(p.db).Unprotect(p.h)
+	}
+	c.up.protected = c.up.protected[:0]
+}

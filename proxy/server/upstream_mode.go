@@ -1,0 +1,262 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/spillway/spillway/proxy/upstream"
+	"github.com/spillway/spillway/tiering"
+)
+
+// upMode is the server's upstream-mode state: the upstream Redis is the hot
+// tier, the engine (with no hot tier of its own) holds the cold copies,
+// and the index says which keys have one.
+type upMode struct {
+	pool      *upstream.Pool
+	demoter   *upstream.Demoter
+	locks     upstream.KeyLocks
+	gate      upstream.Gate
+	defaultDB int
+	// indexes holds one cold index per database; SWAPDB swaps them.
+	indexes []atomic.Pointer[upstream.ColdIndex]
+
+	// ghost counts reads of cold keys for the promotion policy.
+	ghostMu sync.Mutex
+	ghost   *simplelru.LRU[uint64, int]
+
+	// ctl holds one control connection per database, for the requests
+	// Spillway makes on its own behalf (reloads, INFO...).
+	ctlMu sync.Mutex
+	ctl   map[int]*upstream.Conn
+
+	// census is held shared by whatever briefly has a key in both tiers
+	// (a demotion between its store write and its UNLINK, a reload between
+	// RESTORE and the drop) and exclusively by the commands that count or
+	// list both tiers, which then see every key once.
+	census sync.RWMutex
+
+	reloads, reloadConflicts, coldReads atomic.Int64
+}
+
+// UpstreamOptions configure upstream mode.
+type UpstreamOptions struct {
+	Target     upstream.Target
+	SharedConn int
+}
+
+// EnableUpstream switches the server to upstream mode: connects the pool,
+// builds the cold index from the store (logging progress), reconciles
+// keys found in both tiers when the last shutdown was not clean, and starts
+// the demoter. The engine must have been opened with no hot budget.
+func (s *Server) EnableUpstream(opts UpstreamOptions, cleanShutdown bool) error {
+	u := &upMode{defaultDB: opts.Target.DB, ctl: map[int]*upstream.Conn{}}
+	n := s.engine.Databases()
+	if opts.Target.DB >= n {
+		return fmt.Errorf("upstream db %d is out of range (databases %d)", opts.Target.DB, n)
+	}
+	u.indexes = make([]atomic.Pointer[upstream.ColdIndex], n)
+	for i := range u.indexes {
+		u.indexes[i].Store(upstream.NewColdIndex())
+	}
+	ghost, err := simplelru.NewLRU[uint64, int](1<<16, nil)
+	if err != nil {
+		return err
+	}
+	u.ghost = ghost
+	u.pool = upstream.NewPool(upstream.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: s.log})
+	s.up = u
+	if err := s.buildIndex(); err != nil {
+		u.pool.Close()
+		return err
+	}
+	if !cleanShutdown {
+		if err := s.reconcile(); err != nil {
+			s.log.Warn("could not reconcile the tiers after an unclean shutdown; keys in both are resolved when touched", "err", err)
+		}
+	}
+	u.demoter = upstream.NewDemoter(upstream.DemoterOptions{
+		Budget:    func() int64 { return s.cfg.MaxMemory() },
+		Databases: n,
+		Census:    &u.census,
+		Logger:    s.log,
+	}, u.pool, s.engine, u.index, &u.locks, &u.gate)
+	u.demoter.Start()
+	return nil
+}
+
+// index returns db's cold index.
+func (u *upMode) index(db int) *upstream.ColdIndex { return u.indexes[db].Load() }
+
+// CloseUpstream stops the demoter and closes the upstream connections.
+func (s *Server) CloseUpstream() {
+	u := s.up
+	if u == nil {
+		return
+	}
+	u.demoter.Stop()
+	u.pool.Close()
+	u.ctlMu.Lock()
+	for _, c := range u.ctl {
+		c.Close()
+	}
+	u.ctl = map[int]*upstream.Conn{}
+	u.ctlMu.Unlock()
+}
+
+// buildIndex adds every key of the cold store to the index.
+func (s *Server) buildIndex() error {
+	start := time.Now()
+	var total int64
+	for db := range s.up.indexes {
+		idx := s.up.index(db)
+		tx := s.engine.Begin()
+		_, err := tx.Keys(db, func(k []byte) bool {
+			idx.Add(upstream.KeyHash(k))
+			total++
+			if total%1_000_000 == 0 {
+				s.log.Info("building the cold index", "keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
+			}
+			return false
+		})
+		tx.Abort()
+		if err != nil {
+			return fmt.Errorf("cold index: %w", err)
+		}
+	}
+	s.log.Info("cold index built", "cold_keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// reconcile drops the cold copies of keys the upstream also holds: after a
+// crash between a demotion's store write and its UNLINK (or a reload's
+// RESTORE and its drop), the upstream's copy is the current one.
+func (s *Server) reconcile() error {
+	start := time.Now()
+	var checked, dropped int64
+	for db := range s.up.indexes {
+		var cursor uint64
+		for {
+			tx := s.engine.Begin()
+			keys, next, err := tx.Scan(db, cursor, tiering.ScanOptions{Count: 1000}, nil)
+			tx.Abort()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				c, err := s.up.ctlConn(db)
+				if err != nil {
+					return err
+				}
+				for _, k := range keys {
+					c.SendArgs([][]byte{[]byte("EXISTS"), k})
+				}
+				if err := c.Flush(); err != nil {
+					s.up.dropCtl(db)
+					return err
+				}
+				for _, k := range keys {
+					r, err := c.Read()
+					if err != nil {
+						s.up.dropCtl(db)
+						return err
+					}
+					if n, _ := upstream.IntReply(r); n == 1 {
+						if err := upstream.DropKey(s.engine, db, k); err != nil {
+							return err
+						}
+						s.up.index(db).Remove(upstream.KeyHash(k))
+						dropped++
+					}
+				}
+				checked += int64(len(keys))
+				if checked%100_000 < int64(len(keys)) {
+					s.log.Info("reconciling tiers after an unclean shutdown", "checked", checked, "dropped", dropped)
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	s.log.Info("tiers reconciled after an unclean shutdown", "cold_keys_checked", checked,
+		"cold_copies_dropped", dropped, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// ctlConn returns the control connection on db (RESP2), dialing it if
+// needed. Callers serialize on ctlMu through ctlDo, or own the connection
+// during startup.
+func (u *upMode) ctlConn(db int) (*upstream.Conn, error) {
+	if c := u.ctl[db]; c != nil {
+		return c, nil
+	}
+	c, err := u.pool.Dial(2, db)
+	if err != nil {
+		return nil, err
+	}
+	u.ctl[db] = c
+	return c, nil
+}
+
+func (u *upMode) dropCtl(db int) {
+	if c := u.ctl[db]; c != nil {
+		c.Close()
+		delete(u.ctl, db)
+	}
+}
+
+// ctlDo sends one command on db's control connection and returns a copy of
+// the reply.
+func (u *upMode) ctlDo(db int, args [][]byte) ([]byte, error) {
+	u.ctlMu.Lock()
+	defer u.ctlMu.Unlock()
+	c, err := u.ctlConn(db)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c.SendArgs(args)
+	if err := c.Flush(); err != nil {
+		u.dropCtl(db)
+		return nil, fmt.Errorf("%w: %v", upstream.ErrUnavailable, err)
+	}
+	r, err := c.Read()
+	if err != nil {
+		u.dropCtl(db)
+		return nil, fmt.Errorf("%w: %v", upstream.ErrUnavailable, err)
+	}
+	return append([]byte(nil), r...), nil
+}
+
+// admitReload is the promotion policy for reads of cold keys, as in
+// embedded mode: values over cold-read-max-bytes or an eighth of the
+// budget are always served from disk; others are reloaded on their
+// promote-min-hits-th read within the admission window.
+func (s *Server) admitReload(h uint64, size int64) bool {
+	if size > s.cfg.ColdReadMaxBytes() {
+		return false
+	}
+	if b := s.cfg.MaxMemory(); b > 0 && size > b/8 {
+		return false
+	}
+	min := s.cfg.PromoteMinHits()
+	if min <= 1 {
+		return true
+	}
+	u := s.up
+	u.ghostMu.Lock()
+	defer u.ghostMu.Unlock()
+	n, _ := u.ghost.Get(h)
+	n++
+	if n >= min {
+		u.ghost.Remove(h)
+		return true
+	}
+	u.ghost.Add(h, n)
+	return false
+}
