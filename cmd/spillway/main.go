@@ -20,8 +20,9 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
-	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/tiering"
 )
@@ -152,7 +153,7 @@ func run(args []string) error {
 	}
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
-	srv := server.NewServer(cfg, engine, log)
+	srv := server.NewServer(cfg, engine, log, commands.Table())
 	mode := "embedded"
 	if upstreamMode {
 		mode = "upstream"

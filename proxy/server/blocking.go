@@ -32,12 +32,12 @@ import (
 // commands the client pipelines meanwhile for later): a client that goes
 // away leaves the registry immediately, so a push is never handed to it.
 
-// popOp is what a blocked client waits to do: pop from key (database db)
+// PopOp is what a blocked client waits to do: pop from key (database db)
 // within tx, writing the reply to w and publishing the keyspace events
 // through ev. It reports false, having written nothing, when key holds
 // nothing to pop; ErrWrongType when it holds another type.
-type popOp interface {
-	run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
+type PopOp interface {
+	Run(ev Events, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
 }
 
 // waiterState is where a waiter is in its life.
@@ -54,7 +54,7 @@ type waiter struct {
 	c     *Client
 	db    int
 	keys  [][]byte // distinct, copied
-	op    popOp
+	op    PopOp
 	proto int
 	state waiterState
 	reply []byte
@@ -196,7 +196,7 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 			rw := resp.Writer{Proto: w.proto}
 			// The events of the served client's pop go to from's reply
 			// buffer if from subscribes to them (this is its goroutine).
-			done, err := w.op.run(keyEvents{s: w.c.s, from: from}, tx, rk.DB, rk.Key, &rw)
+			done, err := w.op.Run(Events{s: w.c.s, from: from}, tx, rk.DB, rk.Key, &rw)
 			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
 				break // nothing to pop there (any more)
 			}

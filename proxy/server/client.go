@@ -50,6 +50,8 @@ type Client struct {
 	pending coldstore.Pending
 	// mark is where the current command's reply starts in w.Buf.
 	mark int
+	// ctx is the context handlers get (ctx.go); reset for each command.
+	ctx Ctx
 	// txID is the last transaction this client began (see begin).
 	txID uint64
 	// group is the transaction a MULTI/EXEC or a script holds across its

@@ -53,7 +53,7 @@ func cmdSetBit(c *Client, args [][]byte) {
 	if grew || old != bit {
 		// Redis notifies when the string was created or grown, or the
 		// bit changed.
-		c.notify(notifyString, "setbit", args[1])
+		c.notify(NotifyString, "setbit", args[1])
 	}
 	c.w.Int(int64(old))
 	c.commit(tx)
@@ -164,7 +164,7 @@ func cmdBitOp(c *Client, args [][]byte) {
 			return
 		}
 		if deleted {
-			c.notify(notifyGeneric, "del", args[2])
+			c.notify(NotifyGeneric, "del", args[2])
 		}
 	} else {
 		isNew, ok := c.keyIsNew(tx, c.db, args[2])
@@ -197,7 +197,7 @@ func cmdBitfield(c *Client, args [][]byte, readOnly bool) {
 		cur = cloneBytes(e.Str)
 	}
 	var before []byte
-	notifyStr := c.s.notifyEnabled(notifyString)
+	notifyStr := c.s.notifyEnabled(NotifyString)
 	if e != nil && notifyStr {
 		before = e.Str // entries are never modified in place
 	}
@@ -220,7 +220,7 @@ func cmdBitfield(c *Client, args [][]byte, readOnly bool) {
 		}
 	}
 	if changed && notifyStr && bitfieldChanged(before, e == nil, ops, results) {
-		c.notify(notifyString, "setbit", args[1]) // after the reply, as Redis
+		c.notify(NotifyString, "setbit", args[1]) // after the reply, as Redis
 	}
 	c.commit(tx)
 }

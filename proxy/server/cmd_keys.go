@@ -45,7 +45,7 @@ func cmdDel(c *Client, args [][]byte) {
 			return
 		}
 		if ok {
-			c.notify(notifyGeneric, "del", k)
+			c.notify(NotifyGeneric, "del", k)
 			n++
 		}
 	}
@@ -140,11 +140,11 @@ func expireGeneric(c *Client, args [][]byte, seconds, absolute bool, name string
 	}
 	// Redis: "del" then the reply, or the reply then "expire".
 	if past {
-		c.notify(notifyGeneric, "del", args[1])
+		c.notify(NotifyGeneric, "del", args[1])
 	}
 	c.w.Int(1)
 	if !past {
-		c.notify(notifyGeneric, "expire", args[1])
+		c.notify(NotifyGeneric, "expire", args[1])
 	}
 	c.commit(tx)
 }
@@ -188,7 +188,7 @@ func cmdPersist(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
-	c.notify(notifyGeneric, "persist", args[1])
+	c.notify(NotifyGeneric, "persist", args[1])
 	c.w.Int(1)
 	c.commit(tx)
 }
@@ -202,9 +202,9 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 	}
 	if moved && string(args[1]) != string(args[2]) {
 		// Redis deletes an existing destination and adds it anew.
-		c.notify(notifyNew, "new", args[2])
-		c.notify(notifyGeneric, "rename_from", args[1])
-		c.notify(notifyGeneric, "rename_to", args[2])
+		c.notify(NotifyNew, "new", args[2])
+		c.notify(NotifyGeneric, "rename_from", args[1])
+		c.notify(NotifyGeneric, "rename_to", args[2])
 	}
 	switch {
 	case !exists:
@@ -265,12 +265,12 @@ func cmdCopy(c *Client, args [][]byte) {
 	}
 	if ok {
 		// Redis deletes an existing destination and adds it anew.
-		c.notifyIn(dstDB, notifyNew, "new", args[2])
-		c.notifyIn(dstDB, notifyGeneric, "copy_to", args[2])
+		c.notifyIn(dstDB, NotifyNew, "new", args[2])
+		c.notifyIn(dstDB, NotifyGeneric, "copy_to", args[2])
 		c.w.Int(1)
 	} else {
 		// A missing source is a read miss; an existing destination is not.
-		if c.s.notifyEnabled(notifyKeyMiss) {
+		if c.s.notifyEnabled(NotifyKeyMiss) {
 			miss, ok := c.keyIsMissing(tx, c.db, args[1])
 			if !ok {
 				return
@@ -305,9 +305,9 @@ func cmdMove(c *Client, args [][]byte) {
 		return
 	}
 	if moved {
-		c.notifyIn(int(n), notifyNew, "new", args[1])
-		c.notify(notifyGeneric, "move_from", args[1])
-		c.notifyIn(int(n), notifyGeneric, "move_to", args[1])
+		c.notifyIn(int(n), NotifyNew, "new", args[1])
+		c.notify(NotifyGeneric, "move_from", args[1])
+		c.notifyIn(int(n), NotifyGeneric, "move_to", args[1])
 		c.w.Int(1)
 	} else {
 		c.w.Int(0)

@@ -48,7 +48,7 @@ func (c *Client) openList(tx *tiering.Tx, key []byte, create bool) (*tiering.Lis
 // listEnds are LMPOP's ends; newListMPop is its pop.
 var listEnds = [2]string{"left", "right"}
 
-func newListMPop(left bool, count int64) popOp { return &listOp{left: left, count: count} }
+func newListMPop(left bool, count int64) PopOp { return &listOp{left: left, count: count} }
 
 // listIndex parses an index argument (LINDEX, LRANGE...).
 func (c *Client) listIndex(arg []byte) (int64, bool) {
@@ -115,7 +115,7 @@ func cmdPush(c *Client, args [][]byte, left, onlyExisting bool) {
 		}
 	}
 	c.w.Int(l.Len())
-	c.notify(notifyList, pushEvent(left), args[1]) // after the reply, as Redis
+	c.notify(NotifyList, pushEvent(left), args[1]) // after the reply, as Redis
 	c.closeAndCommit(tx, l)
 }
 
@@ -277,7 +277,7 @@ func cmdLSet(c *Client, args [][]byte) {
 		return
 	}
 	c.w.OK()
-	c.notify(notifyList, "lset", args[1]) // after the reply, as Redis
+	c.notify(NotifyList, "lset", args[1]) // after the reply, as Redis
 	c.closeAndCommit(tx, l)
 }
 
@@ -322,7 +322,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 	if pos < 0 {
 		c.w.Int(-1)
 	} else {
-		c.notify(notifyList, "linsert", args[1])
+		c.notify(NotifyList, "linsert", args[1])
 		c.w.Int(l.Len())
 	}
 	c.closeAndCommit(tx, l)
@@ -382,9 +382,9 @@ func cmdLRem(c *Client, args [][]byte) {
 		return
 	}
 	if found > 0 {
-		c.notify(notifyList, "lrem", args[1])
+		c.notify(NotifyList, "lrem", args[1])
 		if l.Len() == 0 {
-			c.notify(notifyGeneric, "del", args[1])
+			c.notify(NotifyGeneric, "del", args[1])
 		}
 	}
 	c.w.Int(found)
@@ -414,9 +414,9 @@ func cmdLTrim(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
-	c.notify(notifyList, "ltrim", args[1])
+	c.notify(NotifyList, "ltrim", args[1])
 	if l.Len() == 0 {
-		c.notify(notifyGeneric, "del", args[1])
+		c.notify(NotifyGeneric, "del", args[1])
 	}
 	c.w.OK()
 	c.closeAndCommit(tx, l)
@@ -531,7 +531,7 @@ type listOp struct {
 // w. It reports false, having written nothing, when key holds no list;
 // ErrWrongType when it holds something else. A destination of the wrong
 // type is answered (WRONGTYPE, nothing popped) and reported done.
-func (op *listOp) run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
+func (op *listOp) Run(ev Events, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
 	src, err := tx.OpenList(db, key, false)
 	if err != nil || src == nil {
 		return false, err
@@ -572,9 +572,9 @@ func (op *listOp) run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.
 	// Redis pushes (lmoveHandlePush: "new", the push event, the reply),
 	// then reports the pop.
 	if dstNew {
-		ev.notify(db, notifyNew, "new", op.dst)
+		ev.Notify(db, NotifyNew, "new", op.dst)
 	}
-	ev.notify(db, notifyList, pushEvent(op.dstLeft), op.dst)
+	ev.Notify(db, NotifyList, pushEvent(op.dstLeft), op.dst)
 	w.Bulk(val)
 	ev.popped(db, key, op.left, src.Len())
 	if err := src.Close(); err != nil {
@@ -586,9 +586,9 @@ func (op *listOp) run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.
 // runNow runs op on the first of keys that holds something to pop (a list
 // or a sorted set, as op pops), replying on c. It reports false if none
 // does (nothing replied, tx still open).
-func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
+func (c *Client) runNow(tx *tiering.Tx, op PopOp, keys [][]byte) bool {
 	for _, k := range keys {
-		done, err := op.run(c.events(), tx, c.db, k, &c.w)
+		done, err := op.Run(c.events(), tx, c.db, k, &c.w)
 		if err == tiering.ErrWrongType {
 			c.txFail(tx, errWrongType)
 			return true
@@ -609,7 +609,7 @@ func (c *Client) runNow(tx *tiering.Tx, op popOp, keys [][]byte) bool {
 // none does, blocks the client on keys for timeoutMs (0: for ever). op
 // must not alias the request's buffers: a blocked client's op outlives
 // them.
-func (c *Client) popOrBlock(op popOp, keys [][]byte, timeoutMs int64) {
+func (c *Client) popOrBlock(op PopOp, keys [][]byte, timeoutMs int64) {
 	tx := c.begin()
 	if c.runNow(tx, op, keys) {
 		return
@@ -715,7 +715,7 @@ func cmdBRPopLPush(c *Client, args [][]byte) {
 // and their blocking forms BLMPOP/BZMPOP, whose timeout comes first (and
 // is checked after the other arguments). ends are the two accepted ends;
 // newOp builds the pop for the first end or the other.
-func cmdMPop(c *Client, args [][]byte, blocking bool, ends [2]string, newOp func(first bool, count int64) popOp) {
+func cmdMPop(c *Client, args [][]byte, blocking bool, ends [2]string, newOp func(first bool, count int64) PopOp) {
 	at := 1
 	if blocking {
 		at = 2
@@ -780,13 +780,13 @@ func pushEvent(left bool) string {
 
 // popped publishes a list pop's events: "lpop" or "rpop", then "del" if
 // the list is left empty (left elements remain).
-func (ev keyEvents) popped(db int, key []byte, leftEnd bool, left int64) {
+func (ev Events) popped(db int, key []byte, leftEnd bool, left int64) {
 	event := "rpop"
 	if leftEnd {
 		event = "lpop"
 	}
-	ev.notify(db, notifyList, event, key)
+	ev.Notify(db, NotifyList, event, key)
 	if left == 0 {
-		ev.notify(db, notifyGeneric, "del", key)
+		ev.Notify(db, NotifyGeneric, "del", key)
 	}
 }

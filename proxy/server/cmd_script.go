@@ -150,7 +150,7 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 	sc.w.Proto = proto
 	sc.w.Reset()
 	sc.mark = 0
-	handler := handlers[cmd]
+	handler := sc.s.table.Handler(cmd)
 	if handler == nil {
 		sc.err("ERR unknown command '" + trunc(args[0]) + "'")
 		return sc.w.Buf
@@ -168,7 +168,7 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 		}
 	}()
 	sc.lastCmd.Store(cmd)
-	handler(sc, args)
+	sc.call(handler, args)
 	return sc.w.Buf
 }
 

@@ -46,7 +46,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 		added += b2i(created)
 	}
 	if added > 0 {
-		c.notify(notifySet, "sadd", args[1])
+		c.notify(NotifySet, "sadd", args[1])
 	}
 	c.w.Int(added)
 	c.closeAndCommit(tx, s)
@@ -126,7 +126,7 @@ func cmdSPop(c *Client, args [][]byte) {
 		return
 	}
 	// Redis: the event, the reply, then "del" if the set is gone.
-	c.notify(notifySet, "spop", args[1])
+	c.notify(NotifySet, "spop", args[1])
 	if len(args) == 3 {
 		c.w.Set(len(members))
 		for _, m := range members {
@@ -136,7 +136,7 @@ func cmdSPop(c *Client, args [][]byte) {
 		c.w.Bulk(members[0])
 	}
 	if s.Len() == 0 {
-		c.notify(notifyGeneric, "del", args[1])
+		c.notify(NotifyGeneric, "del", args[1])
 	}
 	c.closeAndCommit(tx, s)
 }
@@ -234,13 +234,13 @@ func cmdSMove(c *Client, args [][]byte) {
 		return
 	}
 	if removed {
-		c.notify(notifySet, "srem", args[1])
+		c.notify(NotifySet, "srem", args[1])
 		if src.Len() == 0 {
-			c.notify(notifyGeneric, "del", args[1])
+			c.notify(NotifyGeneric, "del", args[1])
 		}
 		c.notifyNewKey(dstNew, args[2])
 		if added {
-			c.notify(notifySet, "sadd", args[2])
+			c.notify(NotifySet, "sadd", args[2])
 		}
 	}
 	c.w.Int(b2i(removed))
@@ -365,7 +365,7 @@ func (c *Client) storeEmpty(tx *tiering.Tx, dst []byte) {
 	}
 	c.w.Int(0)
 	if deleted {
-		c.notify(notifyGeneric, "del", dst)
+		c.notify(NotifyGeneric, "del", dst)
 	}
 	c.commit(tx)
 }
@@ -411,7 +411,7 @@ func cmdSetAlgebra(c *Client, keys [][]byte, dst []byte, op setOp) {
 	}
 	c.notifyNewKey(isNew, dst)
 	c.w.Int(int64(len(members)))
-	c.notify(notifySet, setStoreEvents[op], dst)
+	c.notify(NotifySet, setStoreEvents[op], dst)
 	c.closeAndCommit(tx, out)
 }
 

@@ -141,13 +141,13 @@ func cmdSet(c *Client, args [][]byte) {
 	c.commit(tx)
 }
 
-// notifySet publishes a SET's events: "new" if it created key, "set", and
+// NotifySet publishes a SET's events: "new" if it created key, "set", and
 // "expire" if it gave key a time to live.
 func (c *Client) notifySet(isNew bool, key []byte, expire bool) {
 	c.notifyNewKey(isNew, key)
-	c.notify(notifyString, "set", key)
+	c.notify(NotifyString, "set", key)
 	if expire {
-		c.notify(notifyGeneric, "expire", key)
+		c.notify(NotifyGeneric, "expire", key)
 	}
 }
 
@@ -229,7 +229,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 		c.txErr(tx, err)
 		return
 	}
-	c.notify(notifyGeneric, "del", args[1])
+	c.notify(NotifyGeneric, "del", args[1])
 	c.commit(tx)
 }
 
@@ -274,7 +274,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 		return
 	}
 	if event != "" {
-		c.notify(notifyGeneric, event, args[1])
+		c.notify(NotifyGeneric, event, args[1])
 	}
 	c.commit(tx)
 }
@@ -398,7 +398,7 @@ func cmdAppend(c *Client, args [][]byte) {
 		return
 	}
 	c.notifyNewKey(e == nil, args[1])
-	c.notify(notifyString, "append", args[1])
+	c.notify(NotifyString, "append", args[1])
 	c.w.Int(int64(len(v)))
 	c.commit(tx)
 }
@@ -462,7 +462,7 @@ func incrBy(c *Client, key []byte, delta int64) {
 		return
 	}
 	c.notifyNewKey(e == nil, key)
-	c.notify(notifyString, "incrby", key)
+	c.notify(NotifyString, "incrby", key)
 	c.w.Int(n)
 	c.commit(tx)
 }
@@ -487,7 +487,7 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 		return
 	}
 	c.notifyNewKey(e == nil, args[1])
-	c.notify(notifyString, "incrbyfloat", args[1])
+	c.notify(NotifyString, "incrbyfloat", args[1])
 	c.w.Bulk(v)
 	c.commit(tx)
 }
@@ -548,7 +548,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 		return
 	}
 	c.notifyNewKey(e == nil, args[1])
-	c.notify(notifyString, "setrange", args[1])
+	c.notify(NotifyString, "setrange", args[1])
 	c.w.Int(int64(len(v)))
 	c.commit(tx)
 }

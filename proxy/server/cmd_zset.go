@@ -230,7 +230,7 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 		if f.incr {
 			event = "zincr"
 		}
-		c.notify(notifyZSet, event, key)
+		c.notify(NotifyZSet, event, key)
 	}
 	c.closeAndCommit(tx, z)
 }
@@ -263,9 +263,9 @@ func cmdZRem(c *Client, args [][]byte) {
 		n += b2i(removed)
 	}
 	if n > 0 {
-		c.notify(notifyZSet, "zrem", args[1])
+		c.notify(NotifyZSet, "zrem", args[1])
 		if z.Len() == 0 {
-			c.notify(notifyGeneric, "del", args[1])
+			c.notify(NotifyGeneric, "del", args[1])
 		}
 	}
 	c.w.Int(n)
@@ -621,7 +621,7 @@ func storeZSet(c *Client, tx *tiering.Tx, dst []byte, members []tiering.Member, 
 	}
 	c.notifyNewKey(isNew, dst)
 	c.w.Int(int64(len(members)))
-	c.notify(notifyZSet, event, dst)
+	c.notify(NotifyZSet, event, dst)
 	c.closeAndCommit(tx, z)
 }
 
@@ -672,9 +672,9 @@ func cmdZRemRange(c *Client, args [][]byte, kind rangeKind) {
 		return
 	}
 	if len(doomed) > 0 {
-		c.notify(notifyZSet, zremRangeEvents[kind], args[1])
+		c.notify(NotifyZSet, zremRangeEvents[kind], args[1])
 		if z.Len() == 0 {
-			c.notify(notifyGeneric, "del", args[1])
+			c.notify(NotifyGeneric, "del", args[1])
 		}
 	}
 	c.w.Int(int64(len(doomed)))

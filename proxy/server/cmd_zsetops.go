@@ -65,8 +65,8 @@ func (op *zpopOp) pop(z *tiering.ZSet, n int64) ([]tiering.Member, error) {
 	return out, err
 }
 
-// run implements popOp for the blocking forms and ZMPOP.
-func (op *zpopOp) run(ev keyEvents, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
+// run implements PopOp for the blocking forms and ZMPOP.
+func (op *zpopOp) Run(ev Events, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error) {
 	z, err := tx.OpenZSet(db, key, false)
 	if err != nil || z == nil {
 		return false, err
@@ -157,7 +157,7 @@ func cmdBZPop(c *Client, args [][]byte, max bool) {
 // zsetEnds are ZMPOP's ends; newZSetMPop is its pop.
 var zsetEnds = [2]string{"min", "max"}
 
-func newZSetMPop(min bool, count int64) popOp { return &zpopOp{max: !min, count: count, mpop: true} }
+func newZSetMPop(min bool, count int64) PopOp { return &zpopOp{max: !min, count: count, mpop: true} }
 
 func cmdZRandMember(c *Client, args [][]byte) {
 	if len(args) == 2 {
@@ -651,18 +651,18 @@ func appendCompactScore(dst []byte, s float64) []byte {
 }
 
 // popEvent publishes a sorted-set pop's event, "zpopmin" or "zpopmax".
-func (op *zpopOp) popEvent(ev keyEvents, db int, key []byte) {
+func (op *zpopOp) popEvent(ev Events, db int, key []byte) {
 	event := "zpopmin"
 	if op.max {
 		event = "zpopmax"
 	}
-	ev.notify(db, notifyZSet, event, key)
+	ev.Notify(db, NotifyZSet, event, key)
 }
 
 // delIfEmpty publishes "del" for a sorted set a pop left empty (left
 // members remain).
-func (op *zpopOp) delIfEmpty(ev keyEvents, db int, key []byte, left int64) {
+func (op *zpopOp) delIfEmpty(ev Events, db int, key []byte, left int64) {
 	if left == 0 {
-		ev.notify(db, notifyGeneric, "del", key)
+		ev.Notify(db, NotifyGeneric, "del", key)
 	}
 }

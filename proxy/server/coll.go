@@ -305,13 +305,13 @@ func cmdCollDel(c *Client, args [][]byte, t codec.Type) {
 	}
 	if deleted > 0 {
 		event := "hdel"
-		class := notifyHash
+		class := NotifyHash
 		if t == codec.TypeSet {
-			event, class = "srem", notifySet
+			event, class = "srem", NotifySet
 		}
 		c.notify(class, event, args[1])
 		if coll.Len() == 0 {
-			c.notify(notifyGeneric, "del", args[1])
+			c.notify(NotifyGeneric, "del", args[1])
 		}
 	}
 	c.w.Int(deleted)

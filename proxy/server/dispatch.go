@@ -10,22 +10,31 @@ import (
 	"github.com/spillway/spillway/proxy/strops"
 )
 
-// handlerFunc executes one command. args[0] is the command name. A handler
-// writes exactly one reply to c.w (unless the connection closes).
+// handlerFunc is the server's own handlers' form: they work on the client
+// itself. It writes exactly one reply to c.w (unless the connection
+// closes).
 type handlerFunc func(c *Client, args [][]byte)
 
-// handlers maps table entries (commands and subcommands) to their
-// implementations. Commands in the table without a handler answer as
-// Redis answers an unknown command.
-var handlers = map[*cmdtable.Command]handlerFunc{}
+// legacy adapts a handlerFunc to the Handler contract.
+func legacy(h handlerFunc) Handler {
+	if h == nil {
+		return nil
+	}
+	return func(x *Ctx, args [][]byte) error { h(x.c, args); return nil }
+}
 
-// register binds a handler to a command's full name ("get", "client|kill").
+// builtins are the server's own handlers, registered by init functions
+// until every family takes its place in the Table given to NewServer.
+var builtins = map[*cmdtable.Command]handlerFunc{}
+
+// register binds a built-in handler to a command's full name ("get",
+// "client|kill").
 func register(name string, h handlerFunc) {
 	c := cmdtable.LookupFullName([]byte(name))
 	if c == nil {
 		panic("proxy: register: no command " + name + " in the Redis 7.0 table")
 	}
-	handlers[c] = h
+	builtins[c] = h
 }
 
 // maxErrArgLen is how much of a name or argument Redis quotes in errors.
@@ -137,7 +146,7 @@ func (c *Client) dispatch(args [][]byte) {
 	if c.subscribedContextReject(cmd) {
 		return
 	}
-	h := handlers[cmd]
+	h := c.s.table.Handler(cmd)
 	if h == nil && c.up == nil {
 		c.failMulti()
 		unknownCommand(c, args)
@@ -158,7 +167,7 @@ func (c *Client) dispatch(args [][]byte) {
 		c.upDispatch(cmd, args)
 		return
 	}
-	h(c, args)
+	c.call(h, args)
 }
 
 // err writes an error reply and counts it.

@@ -250,7 +250,7 @@ func cmdExec(c *Client, _ [][]byte) {
 		c.s.stats.commands.Add(1)
 		c.mark = c.w.Len()
 		c.lastCmd.Store(q.cmd)
-		handlers[q.cmd](c, q.args)
+		c.call(c.s.table.Handler(q.cmd), q.args)
 		if c.groupErr != nil {
 			break
 		}

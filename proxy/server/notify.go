@@ -14,55 +14,55 @@ import (
 // and "__keyevent@<db>__:<event>" with the key as the message (class E),
 // in that order, if the event's class is enabled. Handlers call notify
 // where Redis calls notifyKeyspaceEvent, in the same order; expired keys
-// are reported by the tiering engine's observer (notifyExpired). Demoting
+// are reported by the tiering engine's observer (NotifyExpired). Demoting
 // a key to disk is not an eviction: no "evicted" event is ever sent.
 //
 // Cost: with notifications off a call is one atomic load (the setting)
 // and returns; with them on but nobody subscribed, one more atomic load
 // (pubsub.Hub.Active). Neither allocates.
 
-// notifyClass is a set of notification classes: Redis's NOTIFY_* flags,
+// NotifyClass is a set of notification classes: Redis's NOTIFY_* flags,
 // bit for bit (config.Config.NotifyKeyspaceClasses).
-type notifyClass uint16
+type NotifyClass uint16
 
 const (
-	notifyKeyspace notifyClass = 1 << iota // K
-	notifyKeyevent                         // E
-	notifyGeneric                          // g
-	notifyString                           // $
-	notifyList                             // l
-	notifySet                              // s
-	notifyHash                             // h
-	notifyZSet                             // z
-	notifyExpired                          // x
-	notifyEvicted                          // e
-	notifyStream                           // t
-	notifyKeyMiss                          // m
+	NotifyKeyspace NotifyClass = 1 << iota // K
+	NotifyKeyevent                         // E
+	NotifyGeneric                          // g
+	NotifyString                           // $
+	NotifyList                             // l
+	NotifySet                              // s
+	NotifyHash                             // h
+	NotifyZSet                             // z
+	NotifyExpired                          // x
+	NotifyEvicted                          // e
+	NotifyStream                           // t
+	NotifyKeyMiss                          // m
 	_                                      // (Redis's NOTIFY_LOADED: modules only)
-	notifyModule                           // d
-	notifyNew                              // n
+	NotifyModule                           // d
+	NotifyNew                              // n
 )
 
 // notifyFlags returns the enabled classes (one atomic load: the setting
 // is parsed when it is set); 0 when notifications are off.
-func (s *Server) notifyFlags() notifyClass {
-	return notifyClass(s.cfg.NotifyKeyspaceClasses())
+func (s *Server) notifyFlags() NotifyClass {
+	return NotifyClass(s.cfg.NotifyKeyspaceClasses())
 }
 
 // notifyEnabled reports whether an event of class would be published now:
 // the class is enabled with K or E, in embedded mode, and someone
 // subscribes to something. Handlers use it to skip work only an event
 // needs (whether a key is new, ...).
-func (s *Server) notifyEnabled(class notifyClass) bool {
+func (s *Server) notifyEnabled(class NotifyClass) bool {
 	f := s.notifyFlags()
-	return f&class != 0 && f&(notifyKeyspace|notifyKeyevent) != 0 && s.up == nil &&
+	return f&class != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.up == nil &&
 		s.pubsub != nil && s.pubsub.Active()
 }
 
 // notify publishes event (of class) on key in the client's current
 // database, as Redis's notifyKeyspaceEvent. A subscribed client gets its
 // own events where Redis puts them among its replies.
-func (c *Client) notify(class notifyClass, event string, key []byte) {
+func (c *Client) notify(class NotifyClass, event string, key []byte) {
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -70,24 +70,24 @@ func (c *Client) notify(class notifyClass, event string, key []byte) {
 }
 
 // notifyIn is notify for a key in database db (MOVE, COPY ... DB).
-func (c *Client) notifyIn(db int, class notifyClass, event string, key []byte) {
+func (c *Client) notifyIn(db int, class NotifyClass, event string, key []byte) {
 	if c.s.notifyFlags() == 0 {
 		return
 	}
 	c.s.publishKeyEvent(c, db, class, event, key)
 }
 
-// notifyKeyMiss publishes "keymiss" (class m) for a read of a missing key.
-func (c *Client) notifyKeyMiss(key []byte) { c.notify(notifyKeyMiss, "keymiss", key) }
+// NotifyKeyMiss publishes "keymiss" (class m) for a read of a missing key.
+func (c *Client) notifyKeyMiss(key []byte) { c.notify(NotifyKeyMiss, "keymiss", key) }
 
 // notifyNewKey publishes "new" (class n) when created is set.
 func (c *Client) notifyNewKey(created bool, key []byte) {
 	if created {
-		c.notify(notifyNew, "new", key)
+		c.notify(NotifyNew, "new", key)
 	}
 }
 
-// notifyExpired publishes "expired" (class x) for key, which the engine
+// NotifyExpired publishes "expired" (class x) for key, which the engine
 // deleted because its time to live passed (hot or cold, by a lookup or
 // the sweeper). It is called by the engine's observer, under the engine's
 // lock, on no client's behalf.
@@ -95,14 +95,14 @@ func (s *Server) notifyExpired(db int, key []byte) {
 	if s.notifyFlags() == 0 {
 		return
 	}
-	s.publishKeyEvent(nil, db, notifyExpired, "expired", key)
+	s.publishKeyEvent(nil, db, NotifyExpired, "expired", key)
 }
 
 // notifyWantsExpired reports whether expired events are enabled, so the
 // engine's key events must be observed (see updateObserving).
 func (s *Server) notifyWantsExpired() bool {
 	f := s.notifyFlags()
-	return f&notifyExpired != 0 && f&(notifyKeyspace|notifyKeyevent) != 0 && s.up == nil
+	return f&NotifyExpired != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.up == nil
 }
 
 // initNotify hooks notifications to the configuration: after CONFIG SET
@@ -145,9 +145,9 @@ const maxPooledNotifyBuf = 64 << 10
 // publishKeyEvent publishes event on key in database db, if its class is
 // enabled, on behalf of from (nil: no client, or a client whose reply
 // buffer is not this goroutine's to write).
-func (s *Server) publishKeyEvent(from *Client, db int, class notifyClass, event string, key []byte) {
+func (s *Server) publishKeyEvent(from *Client, db int, class NotifyClass, event string, key []byte) {
 	f := s.notifyFlags()
-	if f&class == 0 || f&(notifyKeyspace|notifyKeyevent) == 0 || s.up != nil {
+	if f&class == 0 || f&(NotifyKeyspace|NotifyKeyevent) == 0 || s.up != nil {
 		return
 	}
 	h := s.pubsub
@@ -160,13 +160,13 @@ func (s *Server) publishKeyEvent(from *Client, db int, class notifyClass, event 
 	}
 	bp := notifyBufs.Get().(*[]byte)
 	b := (*bp)[:0]
-	if f&notifyKeyspace != 0 {
+	if f&NotifyKeyspace != 0 {
 		b = appendNotifyChannel(b, "__keyspace@", db, key)
 		n := len(b)
 		b = append(b, event...)
 		publish(h, sender, b[:n], b[n:])
 	}
-	if f&notifyKeyevent != 0 {
+	if f&NotifyKeyevent != 0 {
 		b = appendNotifyChannel(b[:0], "__keyevent@", db, bytesOfString(event))
 		n := len(b)
 		b = append(b, key...)
@@ -199,7 +199,7 @@ func publish(h *pubsub.Hub, sender pubsub.Subscriber, channel, message []byte) {
 // be published (false otherwise). ok false: a storage error ended tx and
 // was replied.
 func (c *Client) keyIsNew(tx *tiering.Tx, db int, key []byte) (isNew, ok bool) {
-	if !c.s.notifyEnabled(notifyNew) {
+	if !c.s.notifyEnabled(NotifyNew) {
 		return false, true
 	}
 	return c.keyIsMissing(tx, db, key)
@@ -211,7 +211,7 @@ func (c *Client) keyIsNew(tx *tiering.Tx, db int, key []byte) (isNew, ok bool) {
 // events would be published: otherwise the deletion is invisible and left
 // to the next access or the sweeper. ok false: a storage error ended tx.
 func (c *Client) expireIfNeeded(tx *tiering.Tx, key []byte) bool {
-	if !c.s.notifyEnabled(notifyExpired) {
+	if !c.s.notifyEnabled(NotifyExpired) {
 		return true
 	}
 	exp, err := tx.KeyExpiredNow(c.db, key)
@@ -242,16 +242,16 @@ func (c *Client) keyIsMissing(tx *tiering.Tx, db int, key []byte) (missing, ok b
 	return missing, true
 }
 
-// keyEvents publishes keyspace events on behalf of from (nil: no client's
+// Events publishes keyspace events on behalf of from (nil: no client's
 // reply buffer may be written, see publishKeyEvent): pops run by a pushing
 // client for the clients it serves use it.
-type keyEvents struct {
+type Events struct {
 	s    *Server
 	from *Client
 }
 
 // notify publishes event (of class) on key in database db.
-func (k keyEvents) notify(db int, class notifyClass, event string, key []byte) {
+func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
 	if k.s.notifyFlags() == 0 {
 		return
 	}
@@ -259,4 +259,4 @@ func (k keyEvents) notify(db int, class notifyClass, event string, key []byte) {
 }
 
 // events returns the client's notifier.
-func (c *Client) events() keyEvents { return keyEvents{s: c.s, from: c} }
+func (c *Client) events() Events { return Events{s: c.s, from: c} }

@@ -28,10 +28,10 @@ func notifyServer(t testing.TB, classes string) *Server {
 
 // fireAll publishes one event of each kind the handlers use.
 func fireAll(c *Client, key []byte) {
-	c.notify(notifyString, "set", key)
+	c.notify(NotifyString, "set", key)
 	c.notifyKeyMiss(key)
 	c.notifyNewKey(true, key)
-	c.notifyIn(2, notifyGeneric, "move_to", key)
+	c.notifyIn(2, NotifyGeneric, "move_to", key)
 	c.events().popped(c.db, key, true, 0)
 	c.s.notifyExpired(c.db, key)
 }
@@ -126,7 +126,7 @@ func BenchmarkNotifyOff(b *testing.B) {
 	key := []byte("some:key")
 	b.ReportAllocs()
 	for b.Loop() {
-		c.notify(notifyString, "set", key)
+		c.notify(NotifyString, "set", key)
 	}
 }
 
@@ -137,6 +137,6 @@ func BenchmarkNotifyNoSubscriber(b *testing.B) {
 	key := []byte("some:key")
 	b.ReportAllocs()
 	for b.Loop() {
-		c.notify(notifyString, "set", key)
+		c.notify(NotifyString, "set", key)
 	}
 }

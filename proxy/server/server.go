@@ -27,7 +27,9 @@ const RedisVersion = "7.0.15"
 
 // Server serves the RESP protocol on one or more listeners.
 type Server struct {
-	cfg      *config.Config
+	cfg *config.Config
+	// table holds every command's handler; read-only once serving.
+	table    *Table
 	engine   *tiering.Engine
 	log      *slog.Logger
 	blocking *blockRegistry
@@ -79,10 +81,22 @@ type serverStats struct {
 	errorReplies  atomic.Int64
 }
 
-// NewServer returns a server executing commands on engine.
-func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger) *Server {
+// NewServer returns a server executing commands on engine with the
+// handlers of cmds (the command library; nil: the server's own commands
+// only), to which it adds its own: connection state, transactions, Pub/Sub,
+// scripting and server administration.
+func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmds *Table) *Server {
+	if cmds == nil {
+		cmds = NewTable()
+	}
+	for cmd, h := range builtins {
+		if !cmds.Has(cmd) {
+			cmds.m[cmd] = legacy(h)
+		}
+	}
 	s := &Server{
 		cfg:         cfg,
+		table:       cmds,
 		engine:      engine,
 		log:         log,
 		clients:     make(map[int64]*Client),

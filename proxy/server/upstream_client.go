@@ -229,9 +229,9 @@ func (c *Client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *Client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
-	if h := upLocal[cmd]; h != nil && !c.subscribedRESP2(cmd) {
+	if h := c.s.up.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
-		h(c, args)
+		c.call(h, args)
 		return
 	}
 	switch {

@@ -16,32 +16,32 @@ import (
 // upLocal holds the commands Spillway answers itself in upstream mode (or
 // handles before forwarding): connection state, its own configuration and
 // clients, and the commands that must see both tiers.
-var upLocal = map[*cmdtable.Command]handlerFunc{}
-
-func init() {
-	local := func(name string, h handlerFunc) {
+// It is built from the server's table when upstream mode is enabled.
+func upLocalTable(t *Table) map[*cmdtable.Command]Handler {
+	upLocal := map[*cmdtable.Command]Handler{}
+	lookup := func(name string) *cmdtable.Command {
 		c := cmdtable.LookupFullName([]byte(name))
 		if c == nil {
 			panic("proxy: upstream mode: no command " + name)
 		}
-		upLocal[c] = h
+		return c
 	}
+	local := func(name string, h handlerFunc) { upLocal[lookup(name)] = legacy(h) }
 	// Spillway's own connection, configuration and client list.
-	for _, name := range []string{"auth", "quit"} {
-		local(name, handlers[cmdtable.LookupFullName([]byte(name))])
+	for _, name := range []string{"auth", "quit", "shutdown"} {
+		upLocal[lookup(name)] = t.Handler(lookup(name))
 	}
 	for _, parent := range []string{"client", "command", "config"} {
-		for _, sub := range cmdtable.LookupFullName([]byte(parent)).Subcommands {
-			if h := handlers[sub]; h != nil {
+		for _, sub := range lookup(parent).Subcommands {
+			if h := t.Handler(sub); h != nil {
 				upLocal[sub] = h
 			}
 		}
 	}
 	for _, name := range []string{"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
-		delete(upLocal, cmdtable.LookupFullName([]byte(name)))
+		delete(upLocal, lookup(name))
 	}
 	local("client|tracking", upPassthroughCommand)
-	local("shutdown", handlers[cmdtable.LookupFullName([]byte("shutdown"))])
 	local("hello", upHello)
 	local("reset", upReset)
 	local("select", upSelect)
@@ -66,6 +66,7 @@ func init() {
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
 		local("debug", upDebug)
 	}
+	return upLocal
 }
 
 // forwardNow forwards one command and waits for its reply.

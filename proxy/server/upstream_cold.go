@@ -36,7 +36,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 		c.upCount(cmd, args, keys)
 		return true
 	}
-	h0 := handlers[cmd]
+	h0 := c.s.table.Handler(cmd)
 	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
 		key := args[keys[0]]
 		h := upstream.KeyHash(key)
@@ -52,7 +52,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			return false
 		}
 		if metaCmds[cmd.Name] || !c.s.admitReload(h, size) {
-			h0(c, args)
+			c.call(h0, args)
 			if !metaCmds[cmd.Name] {
 				// A read leaves the copy (an expired one is found gone later).
 				up.coldReads.Add(1)

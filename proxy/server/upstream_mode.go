@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/tiering"
 )
@@ -40,6 +41,9 @@ type upMode struct {
 	census sync.RWMutex
 
 	reloads, reloadConflicts, coldReads atomic.Int64
+
+	// local holds the commands Spillway answers itself (upLocalTable).
+	local map[*cmdtable.Command]Handler
 }
 
 // UpstreamOptions configure upstream mode.
@@ -53,7 +57,7 @@ type UpstreamOptions struct {
 // keys found in both tiers when the last shutdown was not clean, and starts
 // the demoter. The engine must have been opened with no hot budget.
 func (s *Server) EnableUpstream(opts UpstreamOptions, cleanShutdown bool) error {
-	u := &upMode{defaultDB: opts.Target.DB, ctl: map[int]*upstream.Conn{}}
+	u := &upMode{defaultDB: opts.Target.DB, ctl: map[int]*upstream.Conn{}, local: upLocalTable(s.table)}
 	n := s.engine.Databases()
 	if opts.Target.DB >= n {
 		return fmt.Errorf("upstream db %d is out of range (databases %d)", opts.Target.DB, n)

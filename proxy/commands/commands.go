@@ -1,0 +1,49 @@
+// Package commands is Spillway's command library: the handlers of Redis's
+// data commands (strings, bits, keys, hashes, sets, lists, sorted sets),
+// one file per family, each registering its commands explicitly with a
+// server.Table (Register). Handlers follow server.Handler's contract: they
+// read and write the keyspace only inside the context's Update and View,
+// which own the engine's lock, and return Redis errors as values.
+//
+// The package holds no state; the server's own commands (connection,
+// transactions, Pub/Sub, scripting, administration) live in proxy/server.
+package commands
+
+import (
+	"strings"
+
+	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/strops"
+)
+
+// Register adds every command of the library to t.
+func Register(t *server.Table) {
+	registerHash(t)
+}
+
+// Table returns a table holding every command of the library.
+func Table() *server.Table {
+	t := server.NewTable()
+	Register(t)
+	return t
+}
+
+// eqFold reports whether b equals s, ignoring ASCII case (option names).
+func eqFold(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// matcher returns a glob matcher for a MATCH pattern (nil: "*" matches
+// everything). It copies the pattern: the request's buffers are reused.
+func matcher(pattern []byte) func([]byte) bool {
+	if strops.MatchesAll(pattern) {
+		return nil
+	}
+	p := append([]byte(nil), pattern...)
+	return func(k []byte) bool { return strops.Match(p, k, false) }
+}

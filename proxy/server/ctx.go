@@ -1,0 +1,177 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering"
+)
+
+// The handler contract.
+//
+// A Handler executes one command (args[0] is its name). It writes its
+// reply to x.W, or returns an error and writes nothing that must be kept:
+//
+//   - a *resp.Error (resp.Err, resp.ErrWrongType, or tiering.ErrWrongType,
+//     which is translated) is Redis's error reply for the command;
+//   - any other error is a storage or internal failure, replied as
+//     "ERR <err>" and logged.
+//
+// On an error the server discards what the handler wrote of its reply and
+// writes the error in its place, so a reply is always either whole or one
+// error line.
+//
+// A handler never takes the engine's lock itself: it reads and writes the
+// keyspace inside x.Update or x.View, which take the lock, run the function
+// and always release it, whatever the function returns or panics with. A
+// function that returns nil or a Redis error commits (a read may have
+// removed expired keys); one that returns any other error aborts, so
+// nothing it wrote is kept. Inside MULTI/EXEC or a script (a group), the
+// functions of every command run in the group's one transaction, which the
+// group commits or aborts as a whole; a handler does not need to know.
+type Handler func(x *Ctx, args [][]byte) error
+
+// Table binds command table entries (commands and subcommands) to their
+// handlers. A command in cmdtable without a handler answers as Redis
+// answers an unknown command. Build it once, before the server starts;
+// it is read-only after.
+type Table struct {
+	m map[*cmdtable.Command]Handler
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{m: make(map[*cmdtable.Command]Handler)} }
+
+// Register binds h to the command with Redis's full name ("get",
+// "client|kill"). A name Redis 7.0 does not have is a programming error:
+// Register panics, at wiring time, before any client connects.
+func (t *Table) Register(name string, h Handler) {
+	c := cmdtable.LookupFullName([]byte(name))
+	if c == nil {
+		panic("server: Register: no command " + name + " in the Redis 7.0 table")
+	}
+	t.m[c] = h
+}
+
+// Handler returns cmd's handler, or nil.
+func (t *Table) Handler(cmd *cmdtable.Command) Handler { return t.m[cmd] }
+
+// Has reports whether cmd has a handler.
+func (t *Table) Has(cmd *cmdtable.Command) bool { return t.m[cmd] != nil }
+
+// Ctx is a command's context: the client's state a handler may use, the
+// reply writer and the engine, through which it takes the engine's lock.
+// It is valid only during the handler's call.
+type Ctx struct {
+	c *Client
+	// W is the reply writer, in the client's protocol (W.Proto).
+	W *resp.Writer
+}
+
+// reset points x at c for one command.
+func (x *Ctx) reset(c *Client) {
+	x.c = c
+	x.W = &c.w
+}
+
+// DB returns the client's selected database.
+func (x *Ctx) DB() int { return x.c.db }
+
+// Engine returns the tiering engine (for what needs no lock: ReadCold,
+// statistics).
+func (x *Ctx) Engine() *tiering.Engine { return x.c.s.engine }
+
+// Config returns the server's settings.
+func (x *Ctx) Config() *config.Config { return x.c.s.cfg }
+
+// ColdBuffers returns the client's buffers for lock-free cold reads
+// (tiering.Engine.ReadCold).
+func (x *Ctx) ColdBuffers() *tiering.ColdBuffers { return &x.c.coldBufs }
+
+// InGroup reports whether the command runs inside MULTI/EXEC or a script:
+// its Update and View functions share the group's transaction, so it may
+// not release the lock in between (a lock-free cold read must read under
+// the lock instead) and a blocking command must not block.
+func (x *Ctx) InGroup() bool { return x.c.group != nil }
+
+// Update runs fn in a transaction over the keyspace, holding the engine's
+// lock for the whole call, and commits what fn wrote when it returns nil
+// or a Redis error (*resp.Error, tiering.ErrWrongType); any other error
+// aborts the transaction. A commit serves the clients blocked on keys fn
+// filled and, under appendfsync always, makes the client wait for the
+// write to be durable before its replies are sent. If fn panics, the
+// transaction is aborted and the panic goes on. Update returns fn's error,
+// or the commit's.
+func (x *Ctx) Update(fn func(tx *tiering.Tx) error) error {
+	c := x.c
+	if tx := c.group; tx != nil {
+		err := fn(tx)
+		if err != nil && !isReplyError(err) && c.groupErr == nil {
+			c.groupErr = err // the group aborts as a whole
+		}
+		return err
+	}
+	tx := c.s.engine.Begin()
+	c.txID = tx.TxID()
+	finished := false
+	defer func() {
+		if !finished {
+			tx.Abort() // fn panicked
+		}
+	}()
+	err := fn(tx)
+	finished = true
+	if err != nil && !isReplyError(err) {
+		tx.Abort()
+		return err
+	}
+	served := c.s.blocking.serveReadyFrom(c, tx)
+	p, cerr := tx.Commit()
+	deliver(served, cerr)
+	if cerr != nil {
+		return cerr
+	}
+	if !p.IsZero() {
+		c.pending = p
+	}
+	return err
+}
+
+// View is Update for a function that only reads. Reads may still write
+// (an expired key found is deleted), so it commits as Update does; it
+// exists so that a handler states its intent.
+func (x *Ctx) View(fn func(tx *tiering.Tx) error) error { return x.Update(fn) }
+
+// isReplyError reports whether err is a Redis error reply rather than a
+// failure of the store.
+func isReplyError(err error) bool {
+	var re *resp.Error
+	return errors.As(err, &re) || errors.Is(err, tiering.ErrWrongType)
+}
+
+// call runs h for the client's current command and writes the error it
+// returns in place of its reply.
+func (c *Client) call(h Handler, args [][]byte) {
+	x := &c.ctx
+	x.reset(c)
+	if err := h(x, args); err != nil {
+		c.fail(err)
+	}
+}
+
+// fail replaces the current command's reply (from c.mark) by err's.
+func (c *Client) fail(err error) {
+	var re *resp.Error
+	switch {
+	case errors.As(err, &re):
+		c.w.Truncate(min(c.mark, c.w.Len()))
+		c.err(re.Msg)
+	case errors.Is(err, tiering.ErrWrongType):
+		c.w.Truncate(min(c.mark, c.w.Len()))
+		c.err(resp.ErrWrongType.Msg)
+	default:
+		c.replyError(err)
+	}
+}
