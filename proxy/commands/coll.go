@@ -30,24 +30,11 @@ func streamed(key []byte, want, got int64, err error) error {
 	return err
 }
 
-// scanCursor parses a SCAN-family cursor as Redis does, with C's strtoul:
-// an optional sign and decimal digits (empty is 0; "-n" wraps to 2^64-n);
-// "invalid cursor" if it is not one or overflows.
+// scanCursor parses a SCAN-family cursor (strops.ParseCursor).
 func scanCursor(arg []byte) (uint64, error) {
-	s := string(strops.CString(arg)) // C stops at a NUL
-	if s == "" {
-		return 0, nil // strtoul reads nothing and stops at the end
-	}
-	neg := s[0] == '-'
-	if neg || s[0] == '+' {
-		s = s[1:]
-	}
-	cursor, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
+	cursor, ok := strops.ParseCursor(arg)
+	if !ok {
 		return 0, resp.Err("ERR invalid cursor")
-	}
-	if neg {
-		cursor = -cursor
 	}
 	return cursor, nil
 }
@@ -79,7 +66,7 @@ func parseScanOpts(args [][]byte, allowType bool) (scanOpts, error) {
 			}
 			o.count = int(min(n, 1<<30))
 		case eqFold(args[i], "match"):
-			o.match = matcher(v)
+			o.match = strops.Matcher(v)
 		case allowType && eqFold(args[i], "type"):
 			o.typeName = v
 		default:

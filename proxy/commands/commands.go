@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/proxy/server"
-	"github.com/spillway/spillway/proxy/strops"
 )
 
 // Register adds every command of the library to t.
@@ -36,14 +35,4 @@ func b2i(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-// matcher returns a glob matcher for a MATCH pattern (nil: "*" matches
-// everything). It copies the pattern: the request's buffers are reused.
-func matcher(pattern []byte) func([]byte) bool {
-	if strops.MatchesAll(pattern) {
-		return nil
-	}
-	p := append([]byte(nil), pattern...)
-	return func(k []byte) bool { return strops.Match(p, k, false) }
 }

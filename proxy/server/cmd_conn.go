@@ -533,7 +533,7 @@ func cmdClientSetInfo(c *Client, args [][]byte) {
 	}
 	for _, ch := range args[3] {
 		if ch < '!' || ch > '~' {
-			c.err("ERR " + lowerName(attr) + " cannot contain spaces, newlines or special characters.")
+			c.err("ERR " + strops.LowerASCII(attr) + " cannot contain spaces, newlines or special characters.")
 			return
 		}
 	}

@@ -121,7 +121,7 @@ func cmdPush(c *Client, args [][]byte, left, onlyExisting bool) {
 
 func cmdPop(c *Client, args [][]byte, left bool) {
 	if len(args) > 3 {
-		c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
+		c.err("ERR wrong number of arguments for '" + strops.LowerASCII(args[0]) + "' command")
 		return
 	}
 	count := int64(-1)

@@ -31,7 +31,6 @@ func init() {
 	register("lcs", cmdLCS)
 }
 
-const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 // getString looks key up for a string command. It returns the entry (nil if
 // missing) and false after replying WRONGTYPE (tx is then finished).
@@ -302,7 +301,7 @@ func cmdMGet(c *Client, args [][]byte) {
 
 func cmdMSet(c *Client, args [][]byte) {
 	if len(args)%2 == 0 {
-		c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
+		c.err("ERR wrong number of arguments for '" + strops.LowerASCII(args[0]) + "' command")
 		return
 	}
 	tx := c.begin()
@@ -356,16 +355,6 @@ func (c *Client) msetPairs(tx *tiering.Tx, args [][]byte) bool {
 	return true
 }
 
-func lowerName(b []byte) string {
-	out := make([]byte, len(b))
-	for i, ch := range b {
-		if ch >= 'A' && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		out[i] = ch
-	}
-	return string(out)
-}
 
 // replaceString stores v as key's new value, keeping the expiry of old (nil
 // for a new key).

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unsafe"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/resp"
@@ -35,9 +34,6 @@ func init() {
 
 const zsetType = codec.TypeZSet
 
-// bytesOfString views s as bytes without copying; they must not be
-// modified.
-func bytesOfString(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // zpopOp pops from a sorted set: ZPOPMIN/ZPOPMAX (reply the members),
 // BZPOPMIN/BZPOPMAX (count -1: [key, member, score]) or ZMPOP/BZMPOP
@@ -493,7 +489,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 		return
 	}
 	if numkeys < 1 {
-		c.err("ERR at least 1 input key is needed for '" + lowerName(args[0]) + "' command")
+		c.err("ERR at least 1 input key is needed for '" + strops.LowerASCII(args[0]) + "' command")
 		return
 	}
 	if numkeys > int64(len(args)-at-1) {

@@ -233,12 +233,6 @@ func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
 	return compact, err
 }
 
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // cmdCollLen is HLEN and SCARD: the count comes from the meta record, so a
 // cold structure is not read.

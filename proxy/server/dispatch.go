@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/strops"
@@ -198,3 +199,17 @@ func (c *Client) recoverPanic(args [][]byte) {
 	c.err("ERR internal error; see the server log")
 	c.quit = true
 }
+
+// errWrongType is the reply to a command on a key of another type.
+const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// bytesOfString returns s's bytes without copying; they must not be
+// modified.
+func bytesOfString(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

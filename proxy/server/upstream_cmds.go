@@ -291,7 +291,7 @@ func upKeys(c *Client, args [][]byte) {
 		return
 	}
 	tx := c.s.engine.Begin()
-	cold, err := tx.Keys(c.db, matcher(args[1]))
+	cold, err := tx.Keys(c.db, strops.Matcher(args[1]))
 	tx.Abort()
 	if err != nil {
 		c.replyError(err)
@@ -322,8 +322,9 @@ const coldPhase = 1 << 63
 // upstream's walk ends, the same call goes on into the store, so a small
 // keyspace is returned in one call, as Redis would.
 func upScan(c *Client, args [][]byte) {
-	cursor, ok := c.scanCursor(args[1])
+	cursor, ok := strops.ParseCursor(args[1])
 	if !ok {
+		c.err("ERR invalid cursor")
 		return
 	}
 	a := append([][]byte(nil), args...)
@@ -348,7 +349,7 @@ func upScan(c *Client, args [][]byte) {
 	}
 	a[1] = strconv.AppendUint(nil, (cursor&^coldPhase)<<1, 10)
 	mark := c.w.Len()
-	cmdScan(c, a)
+	c.call(c.s.table.Handler(cmdtable.LookupFullName([]byte("scan"))), a)
 	next, cold, err := upstream.ParseScan(c.w.Buf[mark:])
 	if err != nil {
 		return // cmdScan's error reply stays
@@ -376,7 +377,7 @@ func upRandomKey(c *Client, args [][]byte) {
 		return
 	}
 	if cold > 0 && (hot == 0 || rand.Int64N(hot+cold) < cold) {
-		cmdRandomKey(c, args)
+		c.call(c.s.table.Handler(cmdtable.LookupFullName([]byte("randomkey"))), args)
 		return
 	}
 	c.forwardNow(args)
