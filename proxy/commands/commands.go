@@ -17,7 +17,13 @@ import (
 
 // Register adds every command of the library to t.
 func Register(t *server.Table) {
+	registerString(t)
+	registerBits(t)
+	registerKeys(t)
 	registerHash(t)
+	registerSet(t)
+	registerList(t)
+	registerZSet(t)
 }
 
 // Table returns a table holding every command of the library.

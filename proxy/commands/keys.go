@@ -1,0 +1,5 @@
+package commands
+
+import "github.com/spillway/spillway/proxy/server"
+
+func registerKeys(t *server.Table) {}
