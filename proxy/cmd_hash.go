@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -156,7 +157,7 @@ func cmdHStrlen(c *Client, args [][]byte) {
 }
 
 func cmdHIncrBy(c *Client, args [][]byte) {
-	delta, ok := strops.ParseInt(args[3])
+	delta, ok := cstr.ParseInt(args[3])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -419,7 +420,7 @@ func cmdStrlen(c *Client, args [][]byte) {
 }
 
 func cmdIncrBy(c *Client, args [][]byte) {
-	d, ok := strops.ParseInt(args[2])
+	d, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -428,7 +429,7 @@ func cmdIncrBy(c *Client, args [][]byte) {
 }
 
 func cmdDecrBy(c *Client, args [][]byte) {
-	d, ok := strops.ParseInt(args[2])
+	d, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -493,8 +494,8 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 }
 
 func cmdGetRange(c *Client, args [][]byte) {
-	start, ok1 := strops.ParseInt(args[2])
-	end, ok2 := strops.ParseInt(args[3])
+	start, ok1 := cstr.ParseInt(args[2])
+	end, ok2 := cstr.ParseInt(args[3])
 	if !ok1 || !ok2 {
 		c.err(strops.ErrNotInteger)
 		return

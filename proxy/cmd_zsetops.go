@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
@@ -108,7 +109,7 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 	}
 	count := int64(1)
 	if len(args) == 3 {
-		n, ok := strops.ParseInt(args[2])
+		n, ok := cstr.ParseInt(args[2])
 		if !ok || n < 0 {
 			c.err("ERR value is out of range, must be positive")
 			return
@@ -487,7 +488,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 	if store {
 		at = 2
 	}
-	numkeys, ok := strops.ParseInt(args[at])
+	numkeys, ok := cstr.ParseInt(args[at])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -513,7 +514,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 		case op != zopDiff && left >= len(keys)+1 && eqFold(args[j], "weights"):
 			for i := range src {
 				j++
-				w, ok := strops.ParseFloat(args[j])
+				w, ok := cstr.ParseFloat(args[j])
 				if !ok {
 					c.txFail(tx, "ERR weight value is not a float")
 					return
@@ -565,7 +566,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 }
 
 func cmdZInterCard(c *Client, args [][]byte) {
-	numkeys, ok := strops.ParseInt(args[1])
+	numkeys, ok := cstr.ParseInt(args[1])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -588,7 +589,7 @@ func cmdZInterCard(c *Client, args [][]byte) {
 	for j := 2 + int(numkeys); j < len(args); j++ {
 		if len(args)-j >= 2 && eqFold(args[j], "limit") {
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 0 {
 				c.txFail(tx, "ERR LIMIT can't be negative")
 				return

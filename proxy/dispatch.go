@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // handlerFunc executes one command. args[0] is the command name. A handler
@@ -33,7 +33,7 @@ const maxErrArgLen = 128
 
 // trunc renders an argument as Redis's "%.128s" does.
 func trunc(b []byte) string {
-	b = strops.CString(b)
+	b = cstr.CString(b)
 	if len(b) > maxErrArgLen {
 		b = b[:maxErrArgLen]
 	}
@@ -49,7 +49,7 @@ func unknownCommand(c *Client, args [][]byte) {
 		if len(list) >= maxErrArgLen {
 			break
 		}
-		a = strops.CString(a)
+		a = cstr.CString(a)
 		if room := maxErrArgLen - len(list); len(a) > room {
 			a = a[:room]
 		}
@@ -118,7 +118,7 @@ func (c *Client) dispatch(args [][]byte) {
 		}
 		if cmd == nil {
 			c.failMulti()
-			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(strops.CString(args[0]))) + " HELP.")
+			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
 			return
 		}
 	}
