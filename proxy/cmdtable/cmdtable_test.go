@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 func TestLookup(t *testing.T) {
@@ -215,9 +215,9 @@ func TestParsers(t *testing.T) {
 		{"9223372036854775808", 0, false}, {"-9223372036854775808", -1 << 63, true}, {"1a", 0, false},
 	}
 	for _, tt := range strict {
-		v, ok := parseStrictInt([]byte(tt.in))
+		v, ok := cstr.ParseInt([]byte(tt.in))
 		if v != tt.v || ok != tt.ok {
-			t.Errorf("parseStrictInt(%q) = %d, %v", tt.in, v, ok)
+			t.Errorf("cstr.ParseInt(%q) = %d, %v", tt.in, v, ok)
 		}
 	}
 	atoiTests := []struct {
@@ -245,7 +245,7 @@ func TestGlob(t *testing.T) {
 		{"a**", "a", true}, {"[\\]]", "]", true},
 	}
 	for _, tt := range tests {
-		if got := strops.Match([]byte(tt.pat), []byte(tt.s), true); got != tt.want {
+		if got := cstr.Match([]byte(tt.pat), []byte(tt.s), true); got != tt.want {
 			t.Errorf("Match(%q, %q) = %v", tt.pat, tt.s, got)
 		}
 	}

@@ -1,8 +1,8 @@
 package cmdtable
 
 import (
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
-	"github.com/spillway/spillway/proxy/strops"
 )
 
 // Replies of the COMMAND family. Each helper takes the arguments that
@@ -73,18 +73,18 @@ func WriteCommandList(w *resp.Writer, args [][]byte) {
 	var match func(*Command) bool
 	for i := 0; i < len(args); i++ {
 		more := len(args) - 1 - i
-		if !cstrEqualFold(args[i], "filterby") || more != 2 {
+		if !cstr.EqualFold(args[i], "filterby") || more != 2 {
 			w.Error("ERR syntax error")
 			return
 		}
 		arg := args[i+2]
 		switch {
-		case cstrEqualFold(args[i+1], "module"):
+		case cstr.EqualFold(args[i+1], "module"):
 			match = func(*Command) bool { return false } // no modules
-		case cstrEqualFold(args[i+1], "aclcat"):
+		case cstr.EqualFold(args[i+1], "aclcat"):
 			match = aclCatMatcher(arg)
-		case cstrEqualFold(args[i+1], "pattern"):
-			match = func(c *Command) bool { return strops.Match(arg, []byte(c.Name), true) }
+		case cstr.EqualFold(args[i+1], "pattern"):
+			match = func(c *Command) bool { return cstr.Match(arg, []byte(c.Name), true) }
 		default:
 			w.Error("ERR syntax error")
 			return
@@ -108,7 +108,7 @@ func WriteCommandList(w *resp.Writer, args [][]byte) {
 func aclCatMatcher(arg []byte) func(*Command) bool {
 	valid := false
 	for _, cat := range aclCategories {
-		if cstrEqualFold(arg, cat) {
+		if cstr.EqualFold(arg, cat) {
 			valid = true
 			break
 		}
@@ -118,7 +118,7 @@ func aclCatMatcher(arg []byte) func(*Command) bool {
 	}
 	return func(c *Command) bool {
 		for _, cat := range c.ACLCategories {
-			if len(cat) > 1 && cstrEqualFold(arg, cat[1:]) {
+			if len(cat) > 1 && cstr.EqualFold(arg, cat[1:]) {
 				return true
 			}
 		}

@@ -1,6 +1,10 @@
 package cmdtable
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/spillway/spillway/proxy/cstr"
+)
 
 // Errors of key extraction, worded as COMMAND GETKEYS words them.
 var (
@@ -108,7 +112,7 @@ func (c *Command) keysFromSpecs(args [][]byte, dst []KeyRef) ([]KeyRef, bool) {
 			if fk.KeyNumIdx >= argc || idx >= argc || idx < 0 {
 				return dst[:start], false
 			}
-			n, ok := parseStrictInt(args[idx])
+			n, ok := cstr.ParseInt(args[idx])
 			if !ok || n < 0 {
 				return dst[:start], false
 			}
@@ -147,7 +151,7 @@ func keywordSearch(args [][]byte, keyword string, startFrom int) int {
 		if i >= argc || i < 1 {
 			break
 		}
-		if cstrEqualFold(args[i], keyword) {
+		if cstr.EqualFold(args[i], keyword) {
 			return i + 1
 		}
 		if begin <= end {
@@ -159,104 +163,10 @@ func keywordSearch(args [][]byte, keyword string, startFrom int) int {
 	return 0
 }
 
-// cstrEqualFold compares like C's strcasecmp on a NUL-terminated argument:
-// bytes after the first NUL of arg are ignored.
-func cstrEqualFold(arg []byte, s string) bool {
-	for i, ch := range arg {
-		if ch == 0 {
-			arg = arg[:i]
-			break
-		}
-	}
-	if len(arg) != len(s) {
-		return false
-	}
-	for i := 0; i < len(arg); i++ {
-		a, b := arg[i], s[i]
-		if 'A' <= a && a <= 'Z' {
-			a += 'a' - 'A'
-		}
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if a != b {
-			return false
-		}
-	}
-	return true
-}
-
-// parseStrictInt parses a decimal int64 the way Redis's string2ll does: no
-// sign but '-', no spaces, no leading zeros, no "-0".
-func parseStrictInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
 // atoi mimics glibc atoi: (int)strtol(s, NULL, 10), with strtol clamping to
 // the int64 range and the conversion to C int keeping the low 32 bits.
 // Parsing stops at a NUL byte, as it would in C.
 func atoi(b []byte) int {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || (b[i] >= '\t' && b[i] <= '\r')) {
-		i++
-	}
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
-	var v uint64
-	overflow := false
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		if v > (1<<63)/10+1 {
-			overflow = true
-			continue
-		}
-		v = v*10 + uint64(b[i]-'0')
-	}
-	var r int64
-	switch {
-	case neg && (overflow || v > 1<<63):
-		r = -1 << 63
-	case neg:
-		r = -int64(v)
-	case overflow || v > 1<<63-1:
-		r = 1<<63 - 1
-	default:
-		r = int64(v)
-	}
-	return int(int32(r))
+	v, _, _ := cstr.Strtoll(b, 10)
+	return int(int32(v))
 }

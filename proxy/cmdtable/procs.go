@@ -1,5 +1,7 @@
 package cmdtable
 
+import "github.com/spillway/spillway/proxy/cstr"
+
 // getKeysProcs holds the command-specific key finders of Redis 7.0 (its
 // getkeys_proc functions), by command name. COMMAND GETKEYS uses them when
 // the key specs are incomplete, have variable flags, or cannot be resolved.
@@ -115,11 +117,11 @@ func sortKeys(args [][]byte, dst []KeyRef) []KeyRef {
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case cstrEqualFold(a, "limit"):
+		case cstr.EqualFold(a, "limit"):
 			i += 2
-		case cstrEqualFold(a, "get"), cstrEqualFold(a, "by"):
+		case cstr.EqualFold(a, "get"), cstr.EqualFold(a, "by"):
 			i++
-		case cstrEqualFold(a, "store") && i+1 < len(args):
+		case cstr.EqualFold(a, "store") && i+1 < len(args):
 			store = i + 1
 		}
 	}
@@ -136,7 +138,7 @@ func migrateKeys(args [][]byte, dst []KeyRef) []KeyRef {
 	if len(args) > 6 {
 		for i := 6; i < len(args); i++ {
 			a := args[i]
-			if cstrEqualFold(a, "keys") {
+			if cstr.EqualFold(a, "keys") {
 				if len(args[3]) > 0 {
 					num = 0 // syntax error left to MIGRATE itself
 				} else {
@@ -146,9 +148,9 @@ func migrateKeys(args [][]byte, dst []KeyRef) []KeyRef {
 				break
 			}
 			switch {
-			case cstrEqualFold(a, "auth"):
+			case cstr.EqualFold(a, "auth"):
 				i++
-			case cstrEqualFold(a, "auth2"):
+			case cstr.EqualFold(a, "auth2"):
 				i += 2
 			}
 		}
@@ -164,7 +166,7 @@ func georadiusKeys(args [][]byte, dst []KeyRef) []KeyRef {
 	store := -1
 	for i := 5; i < len(args); i++ {
 		a := args[i]
-		if (cstrEqualFold(a, "store") || cstrEqualFold(a, "storedist")) && i+1 < len(args) {
+		if (cstr.EqualFold(a, "store") || cstr.EqualFold(a, "storedist")) && i+1 < len(args) {
 			store = i + 1
 			i++
 		}
@@ -184,12 +186,12 @@ loop:
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case cstrEqualFold(a, "block"), cstrEqualFold(a, "count"):
+		case cstr.EqualFold(a, "block"), cstr.EqualFold(a, "count"):
 			i++
-		case cstrEqualFold(a, "group"):
+		case cstr.EqualFold(a, "group"):
 			i += 2
-		case cstrEqualFold(a, "noack"):
-		case cstrEqualFold(a, "streams"):
+		case cstr.EqualFold(a, "noack"):
+		case cstr.EqualFold(a, "streams"):
 			streams = i
 			break loop
 		default:
@@ -213,7 +215,7 @@ loop:
 // setKeys: SET's key, read-write when a GET option is present.
 func setKeys(args [][]byte, dst []KeyRef) []KeyRef {
 	for i := 3; i < len(args); i++ {
-		if cstrEqualFold(args[i], "get") {
+		if cstr.EqualFold(args[i], "get") {
 			return append(dst, KeyRef{Pos: 1, Flags: KeyRW | KeyAccess | KeyUpdate})
 		}
 	}
@@ -227,12 +229,12 @@ func bitfieldKeys(args [][]byte, dst []KeyRef) []KeyRef {
 	for i := 2; i < len(args); i++ {
 		rem := len(args) - i - 1
 		a := args[i]
-		if cstrEqualFold(a, "get") && rem >= 2 {
+		if cstr.EqualFold(a, "get") && rem >= 2 {
 			i += 2
-		} else if (cstrEqualFold(a, "set") || cstrEqualFold(a, "incrby")) && rem >= 3 {
+		} else if (cstr.EqualFold(a, "set") || cstr.EqualFold(a, "incrby")) && rem >= 3 {
 			readonly = false
 			break
-		} else if cstrEqualFold(a, "overflow") && rem >= 1 {
+		} else if cstr.EqualFold(a, "overflow") && rem >= 1 {
 			i++
 		} else {
 			readonly = false

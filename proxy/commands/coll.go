@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"github.com/spillway/spillway/proxy/cstr"
 	"strconv"
 
 	"github.com/spillway/spillway/codec"
@@ -57,7 +58,7 @@ func parseScanOpts(args [][]byte, allowType bool) (scanOpts, error) {
 		v := args[i+1]
 		switch {
 		case eqFold(args[i], "count"):
-			n, ok := strops.ParseInt(v)
+			n, ok := cstr.ParseInt(v)
 			if !ok {
 				return o, resp.Err(strops.ErrNotInteger)
 			}
@@ -128,7 +129,7 @@ func scanReply(w *resp.Writer, next uint64, items [][]byte) {
 // parseRandomCount parses HRANDFIELD/SRANDMEMBER's count: it returns how
 // many to draw and whether they must be distinct (count >= 0).
 func parseRandomCount(arg []byte) (n int64, distinct bool, err error) {
-	l, ok := strops.ParseInt(arg)
+	l, ok := cstr.ParseInt(arg)
 	if !ok {
 		return 0, false, resp.Err(strops.ErrNotInteger)
 	}
@@ -158,7 +159,7 @@ func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
 	fits := true
 	err := coll.Each(func(f, v []byte) bool {
 		if t == codec.TypeSet {
-			_, isInt := strops.ParseInt(f)
+			_, isInt := cstr.ParseInt(f)
 			fits = isInt
 		} else {
 			fits = len(f) <= 64 && len(v) <= 64

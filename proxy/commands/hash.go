@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/spillway/spillway/proxy/cstr"
 	"strconv"
 
 	"github.com/spillway/spillway/codec"
@@ -165,7 +166,7 @@ func cmdHStrlen(x *server.Ctx, args [][]byte) error {
 }
 
 func cmdHIncrBy(x *server.Ctx, args [][]byte) error {
-	delta, ok := strops.ParseInt(args[3])
+	delta, ok := cstr.ParseInt(args[3])
 	if !ok {
 		return resp.Err(strops.ErrNotInteger)
 	}

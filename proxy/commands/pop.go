@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/strops"
@@ -11,7 +12,7 @@ import (
 
 // listIndex parses an index argument (LINDEX, LRANGE, ZRANGE...).
 func listIndex(arg []byte) (int64, error) {
-	n, ok := strops.ParseInt(arg)
+	n, ok := cstr.ParseInt(arg)
 	if !ok {
 		return 0, resp.Err(strops.ErrNotInteger)
 	}
@@ -56,7 +57,7 @@ func cmdMPop(x *server.Ctx, args [][]byte, blocking bool, ends [2]string, newOp 
 	if blocking {
 		at = 2
 	}
-	numkeys, ok := strops.ParseInt(args[at])
+	numkeys, ok := cstr.ParseInt(args[at])
 	if !ok || numkeys < 1 {
 		return resp.Err("ERR numkeys should be greater than 0")
 	}
@@ -72,7 +73,7 @@ func cmdMPop(x *server.Ctx, args [][]byte, blocking bool, ends [2]string, newOp 
 	for j := int(whereAt) + 1; j < len(args); j++ {
 		if count == -1 && eqFold(args[j], "count") && j+1 < len(args) {
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 1 {
 				return resp.Err("ERR count should be greater than 0")
 			}

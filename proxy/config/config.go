@@ -17,7 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // Config is the live configuration of one server.
@@ -294,17 +294,17 @@ func (c *Config) Get(patterns ...[]byte) [][2]string {
 		out = append(out, [2]string{e.name(), c.vals[e.idx].Load().text})
 	}
 	for _, p := range patterns {
-		if !hasGlob(p) {
+		if cstr.IsLiteral(p) {
 			if e, ok := lookup(string(p)); ok {
 				add(e)
 			}
 			continue
 		}
 		for i := range registry {
-			if strops.Match(p, nameBytes[i][0], true) {
+			if cstr.Match(p, nameBytes[i][0], true) {
 				add(nameEntry{idx: i})
 			}
-			if a := nameBytes[i][1]; a != nil && strops.Match(p, a, true) {
+			if a := nameBytes[i][1]; a != nil && cstr.Match(p, a, true) {
 				add(nameEntry{idx: i, alias: true})
 			}
 		}

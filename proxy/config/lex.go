@@ -4,21 +4,17 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // errUnbalancedQuotes is Redis's wording for a line splitArgs cannot split.
 var errUnbalancedQuotes = errors.New("Unbalanced quotes in configuration line")
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
-
 // splitArgs splits a configuration line into arguments as Redis's
-// sdssplitargs does (strops.SplitArgs), with Redis's error for a line it
+// sdssplitargs does (cstr.SplitArgs), with Redis's error for a line it
 // cannot split.
 func splitArgs(line string) ([]string, error) {
-	args, ok := strops.SplitArgs(line)
+	args, ok := cstr.SplitArgs(line)
 	if !ok {
 		return nil, errUnbalancedQuotes
 	}
@@ -64,7 +60,7 @@ func bareOrRepr(s string) string {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if isSpace(c) || c == '"' || c == '\'' || c < 0x20 || c >= 0x7f {
+		if cstr.IsSpace(c) || c == '"' || c == '\'' || c < 0x20 || c >= 0x7f {
 			return repr(s)
 		}
 	}

@@ -2,9 +2,10 @@ package config
 
 import (
 	"errors"
-	"math"
 	"strconv"
 	"strings"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // ClientClass is a client class of client-output-buffer-limit.
@@ -109,46 +110,11 @@ func parseMemoryStrict(s string) (uint64, bool) {
 // soft_seconds: leading blanks and a sign are accepted, an empty string
 // is 0, overflow saturates before the truncation.
 func parseStrtollInt(s string) (int64, bool) {
-	i := 0
-	for i < len(s) && isSpace(s[i]) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
-	start := i
-	var v uint64
-	sat := false
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		d := uint64(s[i] - '0')
-		if v > (math.MaxUint64-d)/10 {
-			sat = true
-		} else {
-			v = v*10 + d
-		}
-		i++
-	}
-	if i == start {
-		// No digits: strtoll converts nothing and leaves end at s.
-		return 0, s == ""
-	}
-	if i != len(s) {
+	v, n, _ := cstr.Strtoll(s, 10)
+	if n != len(s) {
 		return 0, false
 	}
-	var n int64
-	switch {
-	case neg && (sat || v > 1<<63):
-		n = math.MinInt64
-	case neg:
-		n = -int64(v)
-	case sat || v > math.MaxInt64:
-		n = math.MaxInt64
-	default:
-		n = int64(v)
-	}
-	return int64(int32(n)), true
+	return int64(int32(v)), true
 }
 
 // mergeOutputLimits returns the value of client-output-buffer-limit after

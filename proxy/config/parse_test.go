@@ -319,25 +319,6 @@ func TestFormatMemory(t *testing.T) {
 	}
 }
 
-func TestParseInt(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"0", 0, true}, {"1", 1, true}, {"-1", -1, true}, {"9223372036854775807", 9223372036854775807, true},
-		{"-9223372036854775808", -9223372036854775808, true}, {"9223372036854775808", 0, false},
-		{"", 0, false}, {"-", 0, false}, {"-0", 0, false}, {"01", 0, false}, {"+1", 0, false},
-		{" 1", 0, false}, {"1k", 0, false}, {"1.0", 0, false},
-	}
-	for _, tc := range tests {
-		got, ok := parseInt(tc.in)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestSplitArgs(t *testing.T) {
 	tests := []struct {
 		in   string

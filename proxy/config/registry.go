@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // kind is how a setting's value is parsed and written back.
@@ -364,7 +366,7 @@ func (s *setting) parseOne(arg string) (*value, error) {
 	v := &value{text: arg}
 	switch s.kind {
 	case kindInt:
-		n, ok := parseInt(arg)
+		n, ok := cstr.ParseInt(arg)
 		if !ok {
 			return nil, errNotInteger
 		}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/spillway/spillway/proxy/strops"
 )
 
 func get(c *Config, patterns ...string) map[string]string {
@@ -93,30 +91,6 @@ func TestGetPatterns(t *testing.T) {
 		sort.Strings(got)
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Get(%q) = %q, want %q", tc.patterns, got, tc.want)
-		}
-	}
-}
-
-func TestMatch(t *testing.T) {
-	tests := []struct {
-		p, s string
-		want bool
-	}{
-		{"*", "abc", true}, {"", "", true}, {"", "a", false},
-		{"a*c", "abbbc", true}, {"a*c", "abbb", false}, {"a**c", "ac", true},
-		{"?", "a", true}, {"?", "", false}, {"a?c", "abc", true},
-		{"[abc]x", "bx", true}, {"[^abc]x", "bx", false}, {"[^abc]x", "dx", true},
-		{"[a-c]", "b", true}, {"[c-a]", "b", true}, {"[a-c]", "d", false},
-		{`\*`, "*", true}, {`\*`, "a", false}, {`[\]]`, "]", true},
-		{"MAX*", "maxmemory", true}, {"[A-Z]ort", "port", true},
-		{"[abc", "b", true}, {"[abc", "d", false},
-		{"*-max-*-entries", "hash-max-listpack-entries", true},
-		{"*a*b*c*", "xaybzc", true}, {"*a*b*c*", "xaybz", false},
-		{`a\`, `a\`, true},
-	}
-	for _, tc := range tests {
-		if got := strops.Match([]byte(tc.p), []byte(tc.s), true); got != tc.want {
-			t.Errorf("Match(%q, %q) = %v, want %v", tc.p, tc.s, got, tc.want)
 		}
 	}
 }

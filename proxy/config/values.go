@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // Reasons, worded as Redis 7.0 words them.
@@ -26,43 +28,6 @@ var (
 
 func errRange(lo, hi string) error {
 	return fmt.Errorf("argument must be between %s and %s inclusive", lo, hi)
-}
-
-// parseInt parses s strictly as Redis's string2ll: an optional '-', no '+',
-// no blanks, no leading zeros, no "-0", within int64.
-func parseInt(s string) (int64, bool) {
-	if s == "0" {
-		return 0, true
-	}
-	neg := false
-	d := s
-	if len(d) > 0 && d[0] == '-' {
-		neg, d = true, d[1:]
-	}
-	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for i := 0; i < len(d); i++ {
-		c := d[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
 }
 
 // ParseMemory parses a memory size as Redis's memtoull does: decimal digits
@@ -284,7 +249,7 @@ func ParseUpstream(s string) (Upstream, error) {
 		}
 		port = "6379"
 	}
-	if p, ok := parseInt(port); !ok || p < 1 || p > 65535 {
+	if p, ok := cstr.ParseInt(port); !ok || p < 1 || p > 65535 {
 		return bad("bad port")
 	}
 	up := Upstream{Addr: joinHostPort(host, port)}
@@ -295,7 +260,7 @@ func ParseUpstream(s string) (Upstream, error) {
 	switch path := strings.TrimPrefix(u.Path, "/"); {
 	case path == "":
 	default:
-		db, ok := parseInt(path)
+		db, ok := cstr.ParseInt(path)
 		if !ok || db < 0 || db > math.MaxInt32 {
 			return bad("bad db number")
 		}

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // Kind says which command delivered a Message.
@@ -421,7 +421,7 @@ func (h *Hub) publish(sender Subscriber, channel, message []byte) int {
 	if len(h.patList) > 0 {
 		m.Kind = KindPMessage
 		for _, g := range h.patList {
-			if !strops.Match(g.name, channel, false) {
+			if !cstr.Match(g.name, channel, false) {
 				continue
 			}
 			m.Pattern = g.name
@@ -475,7 +475,7 @@ func (h *Hub) Names(sp Space, pattern []byte, hasPattern bool) [][]byte {
 	defer h.mu.RUnlock()
 	var out [][]byte
 	for _, g := range h.table(sp) {
-		if hasPattern && !strops.Match(pattern, g.name, false) {
+		if hasPattern && !cstr.Match(pattern, g.name, false) {
 			continue
 		}
 		out = append(out, g.name) // never modified once created

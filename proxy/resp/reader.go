@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"math"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // Redis 7.0 request limits and sizes (server.h, networking.c).
@@ -25,7 +27,6 @@ const (
 	ioChunk            = 16 << 10 // PROTO_IOBUF_LEN: most bytes read at once
 	defaultBufSize     = 16 << 10
 	spareLimit         = 1 << 20 // big-argument buffers kept for reuse
-	maxLenDigits       = 20      // string2ll rejects 21 chars or more
 )
 
 // Limits are the request limits a Reader enforces. A zero field means the
@@ -328,7 +329,7 @@ func (r *Reader) stepInline() (bool, error) {
 	if end > r.line && r.buf[end-1] == '\r' {
 		end--
 	}
-	args, ok := splitArgs(r.buf[r.line:end], r.args[:0])
+	args, ok := cstr.SplitArgsInPlace(r.buf[r.line:end], r.args[:0])
 	r.args = args
 	if !ok {
 		return false, errUnbalanced
@@ -360,7 +361,7 @@ func (r *Reader) stepMultibulk() (bool, error) {
 		if cr < 0 {
 			return false, err
 		}
-		n, ok := parseLen(r.buf[r.line+1 : cr])
+		n, ok := cstr.ParseInt(r.buf[r.line+1 : cr])
 		if !ok || n > r.lim.MaxMultibulkLen {
 			return false, errInvalidMultibulk
 		}
@@ -385,7 +386,7 @@ func (r *Reader) stepMultibulk() (bool, error) {
 			if c := r.buf[r.line]; c != '$' {
 				return false, errExpectedDollar(c)
 			}
-			n, ok := parseLen(r.buf[r.line+1 : cr])
+			n, ok := cstr.ParseInt(r.buf[r.line+1 : cr])
 			if !ok || n < 0 || n > r.lim.MaxBulkLen {
 				return false, errInvalidBulk
 			}
@@ -520,164 +521,4 @@ func (r *Reader) relocate(nb []byte, keep int) {
 	r.start -= keep
 	r.line -= keep
 	r.scan -= keep
-}
-
-// parseLen parses a header count as Redis's string2ll does: optional '-',
-// no '+', no leading zeros, at most 20 characters, no overflow.
-func parseLen(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > maxLenDigits {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	if b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
-// isSpace is C's isspace in the C locale.
-func isSpace(c byte) bool {
-	return c == ' ' || (c >= '\t' && c <= '\r')
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-func hexVal(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
-
-// at returns line[i], or 0 past the end (the C string's terminator).
-func at(line []byte, i int) byte {
-	if i < len(line) {
-		return line[i]
-	}
-	return 0
-}
-
-// splitArgs splits an inline request line as sdssplitargs does, unescaping
-// in place (each argument is at most as long as its source), and appends the
-// arguments to args. It reports false for unbalanced quotes. line holds no
-// NUL byte (findLine stops at one).
-func splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
-	p, out := 0, 0 // read and write positions, out <= p
-	for {
-		for p < len(line) && isSpace(line[p]) {
-			p++
-		}
-		if p == len(line) {
-			return args, true
-		}
-		begin := out
-		inq, insq, done := false, false, false
-		for !done {
-			c := at(line, p)
-			switch {
-			case inq:
-				switch {
-				case c == '\\' && at(line, p+1) == 'x' && isHex(at(line, p+2)) && isHex(at(line, p+3)):
-					line[out] = hexVal(line[p+2])<<4 | hexVal(line[p+3])
-					out++
-					p += 3
-				case c == '\\' && at(line, p+1) != 0:
-					p++
-					e := line[p]
-					switch e {
-					case 'n':
-						e = '\n'
-					case 'r':
-						e = '\r'
-					case 't':
-						e = '\t'
-					case 'b':
-						e = '\b'
-					case 'a':
-						e = '\a'
-					}
-					line[out] = e
-					out++
-				case c == '"':
-					// A closing quote must be followed by a space or the end.
-					if n := at(line, p+1); n != 0 && !isSpace(n) {
-						return args, false
-					}
-					done = true
-				case c == 0:
-					return args, false
-				default:
-					line[out] = c
-					out++
-				}
-			case insq:
-				switch {
-				case c == '\\' && at(line, p+1) == '\'':
-					p++
-					line[out] = '\''
-					out++
-				case c == '\'':
-					if n := at(line, p+1); n != 0 && !isSpace(n) {
-						return args, false
-					}
-					done = true
-				case c == 0:
-					return args, false
-				default:
-					line[out] = c
-					out++
-				}
-			default:
-				switch c {
-				case ' ', '\n', '\r', '\t', 0:
-					done = true
-				case '"':
-					inq = true
-				case '\'':
-					insq = true
-				default:
-					line[out] = c
-					out++
-				}
-			}
-			if p < len(line) {
-				p++
-			}
-		}
-		args = append(args, line[begin:out:out])
-	}
 }

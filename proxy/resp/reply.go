@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // ReplyReader reads whole replies (RESP2 or RESP3) from a server, as raw
@@ -80,7 +82,7 @@ func trimLine(b []byte) []byte {
 
 // count parses a header line's length: -1 or more.
 func count(l []byte) (int64, error) {
-	n, ok := parseLen(l[1:])
+	n, ok := cstr.ParseInt(l[1:])
 	if !ok || n < -1 {
 		return 0, fmt.Errorf("%w: length in %q", ErrBadReply, trimLine(l))
 	}

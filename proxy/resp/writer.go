@@ -10,6 +10,8 @@ package resp
 import (
 	"math"
 	"strconv"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // Writer appends encoded replies to Buf. The zero value writes RESP2.
@@ -164,18 +166,14 @@ func (w *Writer) Double(f float64) {
 	w.Bulk(d)
 }
 
-// AppendDouble appends f formatted as Redis 7.0 prints doubles ("%.17g",
-// with inf, -inf and nan spelled as libc spells them).
+// AppendDouble appends f formatted as Redis 7.0 prints doubles
+// (cstr.AppendG with "%.17g": inf and -inf spelled as libc spells them),
+// except that a NaN is always "nan", whatever its sign bit.
 func AppendDouble(dst []byte, f float64) []byte {
-	switch {
-	case math.IsInf(f, 1):
-		return append(dst, "inf"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-inf"...)
-	case math.IsNaN(f):
+	if math.IsNaN(f) {
 		return append(dst, "nan"...)
 	}
-	return strconv.AppendFloat(dst, f, 'g', 17, 64)
+	return cstr.AppendG(dst, f, 17)
 }
 
 // Verbatim writes a verbatim string with a three-letter format such as

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // compileChunk compiles src as luaL_loadbuffer would with the given chunk
@@ -30,7 +32,7 @@ func stringChunkID(source string) string { return chunkID(source, luaIDSize) }
 // chunkID is luaO_chunkid(source, bufflen). The lexer uses a larger buffer
 // (MAXSRC) than runtime errors.
 func chunkID(source string, bufflen int) string {
-	source = cstring(source)
+	source = cstr.CString(source)
 	switch {
 	case strings.HasPrefix(source, "="):
 		s := source[1:]

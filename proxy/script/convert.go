@@ -8,6 +8,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -257,7 +258,7 @@ func errorTable(L *lua.LState, buf string, withStats bool) *lua.LTable {
 
 // errorText is the message luaPushErrorBuff stores for buf.
 func errorText(buf string) string {
-	buf = cstring(buf)
+	buf = cstr.CString(buf)
 	code, msg := "ERR", buf
 	if strings.HasPrefix(buf, "-") {
 		if i := strings.IndexByte(buf, ' '); i >= 0 {
@@ -332,11 +333,11 @@ func mapCRLF(s string) string {
 
 func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto int, vm *luaVM, depth int) {
 	if s, ok := t.RawGetString("err").(lua.LString); ok {
-		w.Error(cstring(string(s)))
+		w.Error(cstr.CString(string(s)))
 		return
 	}
 	if s, ok := t.RawGetString("ok").(lua.LString); ok {
-		w.Simple(mapCRLF(cstring(string(s))))
+		w.Simple(mapCRLF(cstr.CString(string(s))))
 		return
 	}
 	if n, ok := t.RawGetString("double").(lua.LNumber); ok {
@@ -357,7 +358,7 @@ func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto int, vm *luaVM, de
 		if f, ok := vt.RawGetString("format").(lua.LString); ok {
 			if s, ok := vt.RawGetString("string").(lua.LString); ok {
 				format := []byte("   ")
-				fs := cstring(string(f))
+				fs := cstr.CString(string(f))
 				for i := 0; i < 3 && i < len(fs); i++ {
 					format[i] = fs[i]
 				}
@@ -398,7 +399,7 @@ func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto int, vm *luaVM, de
 // writeDouble is addReplyDouble: "%.17g" (glibc spells NaN "nan" or
 // "-nan"), a bulk string in RESP2.
 func writeDouble(w *resp.Writer, d float64) {
-	s := fmtG(d, 17)
+	s := cstr.FormatG(d, 17)
 	if w.Proto == 3 {
 		w.Raw([]byte("," + s + "\r\n"))
 		return

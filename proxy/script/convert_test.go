@@ -7,7 +7,9 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
 // The expected values in these tables were taken from redis-server 7.0.15
@@ -324,8 +326,8 @@ func TestNumberFormats(t *testing.T) {
 		if got := fmtNumber(c.f); got != c.g14 {
 			t.Errorf("fmtNumber(%v) = %q, want %q", c.f, got, c.g14)
 		}
-		if got := fmtG(c.f, 17); got != c.g17 {
-			t.Errorf("fmtG(%v, 17) = %q, want %q", c.f, got, c.g17)
+		if got := cstr.FormatG(c.f, 17); got != c.g17 {
+			t.Errorf("cstr.FormatG(%v, 17) = %q, want %q", c.f, got, c.g17)
 		}
 		if got := toLongLong(c.f); got != c.intval {
 			t.Errorf("toLongLong(%v) = %d, want %d", c.f, got, c.intval)
@@ -341,9 +343,9 @@ func TestNumberFormats(t *testing.T) {
 		{".5", 0.5, true}, {"0x", 0, false}, {"1.5e+3", 1500, true}, {"0x1p4", 16, true},
 	}
 	for _, c := range nums {
-		f, ok := str2number(c.s)
+		f, ok := lualib.StrToNumber(c.s)
 		if ok != c.ok || ok && f != c.f {
-			t.Errorf("str2number(%q) = %v %v, want %v %v", c.s, f, ok, c.f, c.ok)
+			t.Errorf("lualib.StrToNumber(%q) = %v %v, want %v %v", c.s, f, ok, c.f, c.ok)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spillway/spillway/proxy/resp"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/rdb"
 )
 
@@ -155,7 +156,7 @@ func readPreGAHeader(b []byte) (name, engine string, size int, msg string) {
 		}
 		pos += n
 	}
-	return cstring(string(nm)), cstring(string(en)), pos, ""
+	return cstr.CString(string(nm)), cstr.CString(string(en)), pos, ""
 }
 
 // join is libraryJoin: it adds src's libraries to lc, replacing libraries of
@@ -172,7 +173,7 @@ func (lc *libCtx) join(src *libCtx, replace bool) string {
 		if old := lc.libs[name]; old != nil {
 			if !replace {
 				restore()
-				return "Library " + cstring(name) + " already exists"
+				return "Library " + cstr.CString(name) + " already exists"
 			}
 			lc.unlink(old)
 			replaced = append(replaced, old)
@@ -182,7 +183,7 @@ func (lc *libCtx) join(src *libCtx, replace bool) string {
 		for _, fname := range sortedFuncNames(src.libs[name]) {
 			if lc.funcs[asciiLower(fname)] != nil {
 				restore()
-				return "Function " + cstring(fname) + " already exists"
+				return "Function " + cstr.CString(fname) + " already exists"
 			}
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
-	"github.com/spillway/spillway/proxy/strops"
 )
 
 // Chunk names, as Redis gives them to luaL_loadbuffer (without the '@').
@@ -67,7 +67,7 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 		w.Error(errNoScript)
 		return
 	}
-	numkeys, ok := strops.ParseInt(args[2])
+	numkeys, ok := cstr.ParseInt(args[2])
 	if !ok {
 		w.Error("ERR value is not an integer or out of range")
 		return
@@ -156,7 +156,7 @@ func parseShebang(body []byte) (flags scriptFlags, compat bool, shebangLen int, 
 	if !bytes.HasPrefix(body, []byte("#!")) {
 		return 0, true, 0, ""
 	}
-	c := cstring(string(body))
+	c := cstr.CString(string(body))
 	end := strings.IndexByte(c, '\n')
 	if end < 0 {
 		return 0, false, 0, "Invalid script shebang"
@@ -166,11 +166,11 @@ func parseShebang(body []byte) (flags scriptFlags, compat bool, shebangLen int, 
 		return 0, false, 0, "Invalid engine in script shebang"
 	}
 	if parts[0] != "#!lua" {
-		return 0, false, 0, "Unexpected engine in script shebang: " + cstring(parts[0])
+		return 0, false, 0, "Unexpected engine in script shebang: " + cstr.CString(parts[0])
 	}
 	for _, p := range parts[1:] {
 		if !strings.HasPrefix(p, "flags=") {
-			return 0, false, 0, "Unknown lua shebang option: " + cstring(p)
+			return 0, false, 0, "Unknown lua shebang option: " + cstr.CString(p)
 		}
 		list := p[len("flags="):]
 		if list == "" {
@@ -179,7 +179,7 @@ func parseShebang(body []byte) (flags scriptFlags, compat bool, shebangLen int, 
 		for _, f := range strings.Split(list, ",") {
 			bit, ok := flagByName(f, false)
 			if !ok {
-				return 0, false, 0, "Unexpected flag in script shebang: " + cstring(f)
+				return 0, false, 0, "Unexpected flag in script shebang: " + cstr.CString(f)
 			}
 			flags |= bit
 		}
@@ -189,7 +189,7 @@ func parseShebang(body []byte) (flags scriptFlags, compat bool, shebangLen int, 
 
 // flagByName looks a script flag up, case-insensitively for functions.
 func flagByName(name string, fold bool) (scriptFlags, bool) {
-	name = cstring(name)
+	name = cstr.CString(name)
 	for _, f := range scriptFlagNames {
 		if f.name == name || fold && strings.EqualFold(f.name, name) {
 			return f.flag, true
@@ -198,29 +198,10 @@ func flagByName(name string, fold bool) (scriptFlags, bool) {
 	return 0, false
 }
 
-// splitArgs is Redis's sdssplitargs over line up to its first NUL byte
-// (Redis reads the shebang as a C string).
+// splitArgs is Redis's sdssplitargs (cstr.SplitArgs) over line up to its
+// first NUL byte (Redis reads the shebang as a C string).
 func splitArgs(line string) ([]string, bool) {
-	return strops.SplitArgs(cstring(line))
-}
-
-func isCSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func hexVal(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
+	return cstr.SplitArgs(cstr.CString(line))
 }
 
 // run calls fn (a script: no arguments, KEYS and ARGV as globals; a
@@ -286,7 +267,7 @@ func writeScriptError(w *resp.Writer, obj lua.LValue, name string) {
 	if !ok {
 		msg := "execution failure"
 		if s, ok := toStringValue(obj); ok {
-			msg = cstring(s)
+			msg = cstr.CString(s)
 		}
 		if len(msg) > 100 {
 			msg = msg[:100]
@@ -299,11 +280,11 @@ func writeScriptError(w *resp.Writer, obj lua.LValue, name string) {
 		// Redis 7.0.15 crashes here (NULL message); report something sane.
 		msg = "ERR unknown error"
 	}
-	out := cstring(msg)
+	out := cstr.CString(msg)
 	source, okS := toStringValue(t.RawGetString("source"))
 	line, okL := toStringValue(t.RawGetString("line"))
 	if okS && okL {
-		out += " script: " + name + ", on " + cstring(source) + ":" + cstring(line) + "."
+		out += " script: " + name + ", on " + cstr.CString(source) + ":" + cstr.CString(line) + "."
 	}
 	w.Error(out)
 }
@@ -336,7 +317,7 @@ func (e *Engine) Script(w *resp.Writer, args [][]byte) {
 		defer e.runMu.Unlock()
 		w.Array(len(args) - 2)
 		for _, a := range args[2:] {
-			if e.scripts[asciiLower(cstring(string(a)))] != nil {
+			if e.scripts[asciiLower(cstr.CString(string(a)))] != nil {
 				w.Int(1)
 			} else {
 				w.Int(0)
@@ -391,7 +372,7 @@ func subcommand(container string, args [][]byte) (*cmdtable.Command, string) {
 	}
 	sub := base.Sub(args[1])
 	if sub == nil {
-		return nil, "ERR unknown subcommand '" + truncateName(cstring(string(args[1]))) + "'. Try " + strings.ToUpper(container) + " HELP."
+		return nil, "ERR unknown subcommand '" + truncateName(cstr.CString(string(args[1]))) + "'. Try " + strings.ToUpper(container) + " HELP."
 	}
 	if !sub.ArityOK(len(args)) {
 		return nil, "ERR wrong number of arguments for '" + sub.Name + "' command"

@@ -8,8 +8,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
-	"github.com/spillway/spillway/proxy/strops"
 )
 
 // library is a loaded function library.
@@ -96,7 +96,7 @@ func libMetadata(code string) (engine, name, body, msg string) {
 	if !strings.HasPrefix(code, "#!") {
 		return "", "", "", "Missing library metadata"
 	}
-	end := strings.IndexByte(cstring(code), '\n')
+	end := strings.IndexByte(cstr.CString(code), '\n')
 	if end < 0 {
 		return "", "", "", "Invalid library metadata"
 	}
@@ -120,7 +120,7 @@ func libMetadata(code string) (engine, name, body, msg string) {
 			name = p[5:]
 			continue
 		}
-		return "", "", "", "Invalid metadata value given: " + cstring(p)
+		return "", "", "", "Invalid metadata value given: " + cstr.CString(p)
 	}
 	if !haveName {
 		return "", "", "", "Library name was not given"
@@ -136,10 +136,10 @@ func (e *Engine) createLibrary(code string, replace bool, lc *libCtx) (string, s
 	if msg != "" {
 		return "", msg
 	}
-	if !validName(cstring(name)) {
+	if !validName(cstr.CString(name)) {
 		return "", errLibName
 	}
-	if !strings.EqualFold(cstring(engine), "LUA") {
+	if !strings.EqualFold(cstr.CString(engine), "LUA") {
 		return "", "Engine '" + engine + "' not found"
 	}
 	old := lc.libs[name]
@@ -156,7 +156,7 @@ func (e *Engine) createLibrary(code string, replace bool, lc *libCtx) (string, s
 	if msg == "" {
 		for _, fname := range sortedFuncNames(lib) {
 			if lc.funcs[asciiLower(fname)] != nil {
-				msg = "Function " + cstring(fname) + " already exists"
+				msg = "Function " + cstr.CString(fname) + " already exists"
 				break
 			}
 		}
@@ -213,7 +213,7 @@ func (e *Engine) loadLibraryCode(name, code, body string) (*library, string) {
 		} else if t, ok := obj.(*lua.LTable); ok {
 			m, _ = toStringValue(t.RawGetString("err"))
 		}
-		return nil, "Error registering functions: " + cstring(m)
+		return nil, "Error registering functions: " + cstr.CString(m)
 	}
 	return lib, ""
 }
@@ -271,7 +271,7 @@ func (v *luaVM) registerFunction(L *lua.LState) int {
 				raiseError(L, "named argument key given to redis.register_function is not a string")
 			}
 			val := t.RawGet(k)
-			switch strings.ToLower(cstring(key)) {
+			switch strings.ToLower(cstr.CString(key)) {
 			case "function_name":
 				name, ok := toStringValue(val)
 				if !ok {
@@ -311,7 +311,7 @@ func (v *luaVM) registerFunction(L *lua.LState) int {
 			raiseError(L, "redis.register_function must get a callback argument")
 		}
 	}
-	if !validName(cstring(f.name)) {
+	if !validName(cstr.CString(f.name)) {
 		raiseError(L, errLibName)
 	}
 	if ld.lib.funcs[f.name] != nil {
@@ -351,12 +351,12 @@ func (e *Engine) FCall(host Host, w *resp.Writer, args [][]byte) {
 	ro := strings.EqualFold(string(args[0]), "fcall_ro")
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	f := e.funcs[asciiLower(cstring(string(args[1])))]
+	f := e.funcs[asciiLower(cstr.CString(string(args[1])))]
 	if f == nil {
 		w.Error("ERR Function not found")
 		return
 	}
-	numkeys, ok := strops.ParseInt(args[2])
+	numkeys, ok := cstr.ParseInt(args[2])
 	if !ok {
 		w.Error("ERR Bad number of keys provided")
 		return
@@ -452,7 +452,7 @@ func (e *Engine) Function(w *resp.Writer, args [][]byte) (changed bool) {
 
 // subcommandSyntaxError is addReplySubcommandSyntaxError.
 func subcommandSyntaxError(container string, args [][]byte) string {
-	return "ERR unknown subcommand or wrong number of arguments for '" + truncateName(cstring(string(args[1]))) + "'. Try " + strings.ToUpper(container) + " HELP."
+	return "ERR unknown subcommand or wrong number of arguments for '" + truncateName(cstr.CString(string(args[1]))) + "'. Try " + strings.ToUpper(container) + " HELP."
 }
 
 func (e *Engine) functionLoad(w *resp.Writer, args [][]byte) bool {
@@ -463,7 +463,7 @@ func (e *Engine) functionLoad(w *resp.Writer, args [][]byte) bool {
 			replace = true
 			continue
 		}
-		w.Error("ERR Unknown option given: " + cstring(string(args[pos])))
+		w.Error("ERR Unknown option given: " + cstr.CString(string(args[pos])))
 		return false
 	}
 	if pos >= len(args) {
@@ -526,15 +526,15 @@ func (e *Engine) functionList(w *resp.Writer, args [][]byte) {
 				return
 			}
 			i++
-			pattern, havePattern = []byte(cstring(string(args[i]))), true
+			pattern, havePattern = []byte(cstr.CString(string(args[i]))), true
 			continue
 		}
-		w.Error("ERR Unknown argument " + cstring(a))
+		w.Error("ERR Unknown argument " + cstr.CString(a))
 		return
 	}
 	names := make([]string, 0, len(e.libs))
 	for n := range e.libs {
-		if !havePattern || strops.Match(pattern, []byte(n), true) {
+		if !havePattern || cstr.Match(pattern, []byte(n), true) {
 			names = append(names, n)
 		}
 	}

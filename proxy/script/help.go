@@ -3,6 +3,7 @@ package script
 import (
 	"strings"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -68,7 +69,7 @@ var functionHelp = []string{
 // typed it (upper-cased), the lines, and the HELP entry.
 func writeHelp(w *resp.Writer, cmd []byte, lines []string) {
 	w.Array(len(lines) + 3)
-	w.Simple(mapCRLF(strings.ToUpper(cstring(string(cmd)))) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	w.Simple(mapCRLF(strings.ToUpper(cstr.CString(string(cmd)))) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
 	for _, l := range lines {
 		w.Simple(l)
 	}

@@ -233,7 +233,7 @@ func convertibleToNumber(v lua.LValue) bool {
 	case lua.LNumber:
 		return true
 	case lua.LString:
-		_, ok := str2number(string(x))
+		_, ok := lualib.StrToNumber(string(x))
 		return ok
 	}
 	return false
@@ -489,7 +489,7 @@ func checkNumber(L *lua.LState, n int) float64 {
 		case lua.LNumber:
 			return float64(x)
 		case lua.LString:
-			if f, ok := str2number(string(x)); ok {
+			if f, ok := lualib.StrToNumber(string(x)); ok {
 				return f
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
 // The version scripts see in redis.REDIS_VERSION and REDIS_VERSION_NUM.
@@ -96,7 +98,7 @@ func scriptArgs(L *lua.LState) ([][]byte, string) {
 	for j := 1; j <= argc; j++ {
 		switch x := L.Get(j).(type) {
 		case lua.LNumber:
-			args[j-1] = []byte(fmtG(float64(x), 17))
+			args[j-1] = []byte(cstr.FormatG(float64(x), 17))
 		case lua.LString:
 			args[j-1] = []byte(x)
 		default:
@@ -218,7 +220,7 @@ func toNumber(v lua.LValue) (float64, bool) {
 	case lua.LNumber:
 		return float64(x), true
 	case lua.LString:
-		return str2number(string(x))
+		return lualib.StrToNumber(string(x))
 	}
 	return 0, false
 }

@@ -8,6 +8,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
@@ -80,12 +81,12 @@ func luaTonumber(L *lua.LState) int {
 			return 1
 		}
 	} else {
-		s := cstring(checkLString(L, 1))
+		s := cstr.CString(checkLString(L, 1))
 		if base < 2 || base > 36 {
 			argError(L, 2, "base out of range")
 		}
-		if n, used := strtoul(s, base); used > 0 {
-			for used < len(s) && isCSpace(s[used]) {
+		if n, used, _ := cstr.Strtoull(s, base); used > 0 {
+			for used < len(s) && cstr.IsSpace(s[used]) {
 				used++
 			}
 			if used == len(s) {
@@ -131,7 +132,7 @@ func mathMinMax(L *lua.LState, sign float64) int {
 func luaAssert(L *lua.LState) int {
 	checkAny(L, 1)
 	if !lua.LVAsBool(L.Get(1)) {
-		raiseLua(L, cstring(optLString(L, 2, "assertion failed!")))
+		raiseLua(L, cstr.CString(optLString(L, 2, "assertion failed!")))
 	}
 	return L.GetTop()
 }
@@ -245,10 +246,10 @@ func strFormat(L *lua.LState) int {
 		}
 		flags := fmtStr[i:p]
 		width, prec := -1, -1
-		if p < len(fmtStr) && isDigit(fmtStr[p]) {
+		if p < len(fmtStr) && cstr.IsDigit(fmtStr[p]) {
 			width = int(fmtStr[p] - '0')
 			p++
-			if p < len(fmtStr) && isDigit(fmtStr[p]) {
+			if p < len(fmtStr) && cstr.IsDigit(fmtStr[p]) {
 				width = width*10 + int(fmtStr[p]-'0')
 				p++
 			}
@@ -256,16 +257,16 @@ func strFormat(L *lua.LState) int {
 		if p < len(fmtStr) && fmtStr[p] == '.' {
 			p++
 			prec = 0
-			if p < len(fmtStr) && isDigit(fmtStr[p]) {
+			if p < len(fmtStr) && cstr.IsDigit(fmtStr[p]) {
 				prec = int(fmtStr[p] - '0')
 				p++
-				if p < len(fmtStr) && isDigit(fmtStr[p]) {
+				if p < len(fmtStr) && cstr.IsDigit(fmtStr[p]) {
 					prec = prec*10 + int(fmtStr[p]-'0')
 					p++
 				}
 			}
 		}
-		if p < len(fmtStr) && isDigit(fmtStr[p]) {
+		if p < len(fmtStr) && cstr.IsDigit(fmtStr[p]) {
 			raiseLua(L, "invalid format (width or precision too long)")
 		}
 		var conv byte
@@ -291,13 +292,13 @@ func strFormat(L *lua.LState) int {
 				b = append(b, s...)
 				continue
 			}
-			s = cstring(s)
+			s = cstr.CString(s)
 			if prec >= 0 && len(s) > prec {
 				s = s[:prec]
 			}
 			b = append(b, spec.pad(s, false)...)
 		default:
-			raiseLua(L, "invalid option '%"+cstring(string([]byte{conv}))+"' to 'format'")
+			raiseLua(L, "invalid option '%"+cstr.CString(string([]byte{conv}))+"' to 'format'")
 		}
 	}
 	L.Push(lua.LString(b))

@@ -3,6 +3,9 @@ package script
 import (
 	"strconv"
 	"strings"
+
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
 // gopher-lua's parser reports errors in its own words ("syntax error"), and
@@ -162,7 +165,7 @@ func token2str(tok int) string {
 func (ls *lexer) txtToken(tok int) string {
 	switch tok {
 	case tkName, tkString, tkNumber:
-		return cstring(string(ls.buff))
+		return cstr.CString(string(ls.buff))
 	}
 	return token2str(tok)
 }
@@ -221,10 +224,10 @@ func (ls *lexer) readNumeral(start int) {
 	for isLuaAlpha(ls.current) || isLuaDigit(ls.current) || ls.current == '_' {
 		ls.saveAndNext()
 	}
-	if _, ok := str2number(string(ls.buff)); !ok {
+	if _, ok := lualib.StrToNumber(string(ls.buff)); !ok {
 		ls.lexError("malformed number", tkNumber)
 	}
-	if n := len(cstring(string(ls.buff))); n < ls.pos-start {
+	if n := len(cstr.CString(string(ls.buff))); n < ls.pos-start {
 		// C Lua converts the text up to the NUL and ignores the rest.
 		ls.fixes = append(ls.fixes, srcFix{start + n, strings.Repeat(" ", ls.pos-start-n)})
 	}

@@ -2,11 +2,11 @@ package script
 
 import (
 	"math"
-	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/script/lualib"
 )
 
@@ -327,23 +327,7 @@ func protectedTableError(L *lua.LState) int {
 
 // fmtNumber formats n as Lua 5.1 converts numbers to strings ("%.14g").
 func fmtNumber(n float64) string {
-	return fmtG(n, 14)
-}
-
-// fmtG formats n as C's printf("%.<prec>g") does with glibc.
-func fmtG(n float64, prec int) string {
-	switch {
-	case math.IsInf(n, 1):
-		return "inf"
-	case math.IsInf(n, -1):
-		return "-inf"
-	case math.IsNaN(n):
-		if math.Signbit(n) {
-			return "-nan"
-		}
-		return "nan"
-	}
-	return strconv.FormatFloat(n, 'g', prec, 64)
+	return cstr.FormatG(n, 14)
 }
 
 // toStringValue converts v as lua_tolstring does: strings as they are,
@@ -356,14 +340,6 @@ func toStringValue(v lua.LValue) (string, bool) {
 		return fmtNumber(float64(x)), true
 	}
 	return "", false
-}
-
-// cstring truncates s at its first NUL, as C string functions see it.
-func cstring(s string) string {
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // installBase replaces the base functions whose behaviour must match C
@@ -412,7 +388,7 @@ func (v *luaVM) installBase(g *lua.LTable) {
 		case "collect", "stop", "restart":
 			L.Push(lua.LNumber(0))
 		default:
-			argError(L, 1, "invalid option '"+cstring(opt)+"'")
+			argError(L, 1, "invalid option '"+cstr.CString(opt)+"'")
 		}
 		return 1
 	})

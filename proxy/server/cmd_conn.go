@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 )
 
@@ -131,7 +132,7 @@ func cmdAuth(c *Client, args [][]byte) {
 func cmdHello(c *Client, args [][]byte) {
 	proto := int64(c.w.Proto)
 	if len(args) >= 2 {
-		v, ok := strops.ParseInt(args[1])
+		v, ok := cstr.ParseInt(args[1])
 		if !ok {
 			c.err("ERR Protocol version is not an integer or out of range")
 			return
@@ -188,7 +189,7 @@ func cmdHello(c *Client, args [][]byte) {
 }
 
 func cmdSelect(c *Client, args [][]byte) {
-	db, ok := strops.ParseInt(args[1])
+	db, ok := cstr.ParseInt(args[1])
 	if !ok {
 		c.err("ERR value is not an integer or out of range")
 		return
@@ -307,7 +308,7 @@ func cmdClientList(c *Client, args [][]byte) {
 		case eqFold(args[i], "id") && i+1 < len(args):
 			ids = map[int64]bool{}
 			for i++; i < len(args); i++ {
-				id, ok := strops.ParseInt(args[i])
+				id, ok := cstr.ParseInt(args[i])
 				if !ok || id <= 0 {
 					c.err("ERR Invalid client ID")
 					return
@@ -373,7 +374,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 		v := args[i+1]
 		switch {
 		case eqFold(args[i], "id"):
-			n, ok := strops.ParseInt(v)
+			n, ok := cstr.ParseInt(v)
 			if !ok || n <= 0 {
 				c.err("ERR client-id should be greater than 0")
 				return
@@ -438,7 +439,7 @@ func (c *Client) killClient(cl *Client) {
 }
 
 func cmdClientPause(c *Client, args [][]byte) {
-	ms, ok := strops.ParseInt(args[2])
+	ms, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err("ERR timeout is not an integer or out of range")
 		return
@@ -506,7 +507,7 @@ func cmdClientUnblock(c *Client, args [][]byte) {
 			return
 		}
 	}
-	id, ok := strops.ParseInt(args[2])
+	id, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err("ERR value is not an integer or out of range")
 		return

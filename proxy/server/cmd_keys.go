@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -222,7 +223,7 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 // parseDB parses a database index argument; it replies and reports false
 // when it is not a valid index.
 func (c *Client) parseDB(arg []byte) (int, bool) {
-	n, ok := strops.ParseInt(arg)
+	n, ok := cstr.ParseInt(arg)
 	if !ok || n < -2147483648 || n > 2147483647 {
 		c.err(strops.ErrNotInteger)
 		return 0, false
@@ -285,7 +286,7 @@ func cmdCopy(c *Client, args [][]byte) {
 }
 
 func cmdMove(c *Client, args [][]byte) {
-	n, ok := strops.ParseInt(args[2])
+	n, ok := cstr.ParseInt(args[2])
 	if !ok || n < -2147483648 || n > 2147483647 {
 		c.err(strops.ErrNotInteger)
 		return
@@ -316,11 +317,11 @@ func cmdMove(c *Client, args [][]byte) {
 }
 
 func matcher(pattern []byte) func([]byte) bool {
-	if strops.MatchesAll(pattern) {
+	if cstr.MatchesAll(pattern) {
 		return nil
 	}
 	p := append([]byte(nil), pattern...)
-	return func(k []byte) bool { return strops.Match(p, k, false) }
+	return func(k []byte) bool { return cstr.Match(p, k, false) }
 }
 
 func cmdKeys(c *Client, args [][]byte) {
@@ -406,7 +407,7 @@ func objectLookup(c *Client, tx *tiering.Tx, key []byte) *tiering.Entry {
 // stringEncoding reports the encoding Redis 7.0 would use for a string.
 func stringEncoding(v []byte) string {
 	if len(v) <= 20 {
-		if _, ok := strops.ParseInt(v); ok {
+		if _, ok := cstr.ParseInt(v); ok {
 			return "int"
 		}
 	}
@@ -479,7 +480,7 @@ func cmdObjectRefcount(c *Client, args [][]byte) {
 	}
 	// Redis shares the integers 0..9999 (refcount INT_MAX).
 	if e.Type == codec.TypeString && stringEncoding(e.Str) == "int" {
-		if n, _ := strops.ParseInt(e.Str); n >= 0 && n < 10000 {
+		if n, _ := cstr.ParseInt(e.Str); n >= 0 && n < 10000 {
 			c.w.Int(2147483647)
 			c.commit(tx)
 			return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
@@ -52,7 +53,7 @@ func newListMPop(left bool, count int64) PopOp { return &listOp{left: left, coun
 
 // listIndex parses an index argument (LINDEX, LRANGE...).
 func (c *Client) listIndex(arg []byte) (int64, bool) {
-	n, ok := strops.ParseInt(arg)
+	n, ok := cstr.ParseInt(arg)
 	if !ok {
 		c.err(strops.ErrNotInteger)
 	}
@@ -126,7 +127,7 @@ func cmdPop(c *Client, args [][]byte, left bool) {
 	}
 	count := int64(-1)
 	if len(args) == 3 {
-		n, ok := strops.ParseInt(args[2])
+		n, ok := cstr.ParseInt(args[2])
 		if !ok || n < 0 {
 			c.err("ERR value is out of range, must be positive")
 			return
@@ -429,7 +430,7 @@ func cmdLPos(c *Client, args [][]byte) {
 		switch {
 		case eqFold(args[j], "rank") && more:
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok {
 				c.err(strops.ErrNotInteger)
 				return
@@ -441,7 +442,7 @@ func cmdLPos(c *Client, args [][]byte) {
 			rank = n
 		case eqFold(args[j], "count") && more:
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 0 {
 				c.err("ERR COUNT can't be negative")
 				return
@@ -449,7 +450,7 @@ func cmdLPos(c *Client, args [][]byte) {
 			count = n
 		case eqFold(args[j], "maxlen") && more:
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 0 {
 				c.err("ERR MAXLEN can't be negative")
 				return
@@ -720,7 +721,7 @@ func cmdMPop(c *Client, args [][]byte, blocking bool, ends [2]string, newOp func
 	if blocking {
 		at = 2
 	}
-	numkeys, ok := strops.ParseInt(args[at])
+	numkeys, ok := cstr.ParseInt(args[at])
 	if !ok || numkeys < 1 {
 		c.err("ERR numkeys should be greater than 0")
 		return
@@ -739,7 +740,7 @@ func cmdMPop(c *Client, args [][]byte, blocking bool, ends [2]string, newOp func
 	for j := int(whereAt) + 1; j < len(args); j++ {
 		if count == -1 && eqFold(args[j], "count") && j+1 < len(args) {
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 1 {
 				c.err("ERR count should be greater than 0")
 				return

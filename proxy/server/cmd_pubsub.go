@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/pubsub"
-	"github.com/spillway/spillway/proxy/strops"
 )
 
 // Pub/Sub in embedded mode, as Redis 7.0 outside cluster mode: SUBSCRIBE,
@@ -250,7 +250,7 @@ func cmdSPublish(c *Client, args [][]byte) {
 func (c *Client) pubsubNames(sp pubsub.Space, args [][]byte) {
 	if len(args) > 3 {
 		c.err("ERR unknown subcommand or wrong number of arguments for '" + trunc(args[1]) +
-			"'. Try " + strings.ToUpper(string(strops.CString(args[0]))) + " HELP.")
+			"'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
 		return
 	}
 	var names [][]byte

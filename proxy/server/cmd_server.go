@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 func init() {
@@ -89,12 +89,12 @@ func cmdFlushAll(c *Client, args [][]byte) {
 }
 
 func cmdSwapDB(c *Client, args [][]byte) {
-	a, ok := strops.ParseInt(args[1])
+	a, ok := cstr.ParseInt(args[1])
 	if !ok {
 		c.err("ERR invalid first DB index")
 		return
 	}
-	b, ok := strops.ParseInt(args[2])
+	b, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err("ERR invalid second DB index")
 		return

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -93,7 +94,7 @@ func cmdSPop(c *Client, args [][]byte) {
 	}
 	n := int64(1)
 	if len(args) == 3 {
-		l, ok := strops.ParseInt(args[2])
+		l, ok := cstr.ParseInt(args[2])
 		if !ok || l < 0 {
 			c.err("ERR value is out of range, must be positive")
 			return
@@ -416,7 +417,7 @@ func cmdSetAlgebra(c *Client, keys [][]byte, dst []byte, op setOp) {
 }
 
 func cmdSInterCard(c *Client, args [][]byte) {
-	numkeys, ok := strops.ParseInt(args[1])
+	numkeys, ok := cstr.ParseInt(args[1])
 	if !ok || numkeys < 1 {
 		c.err("ERR numkeys should be greater than 0")
 		return
@@ -429,7 +430,7 @@ func cmdSInterCard(c *Client, args [][]byte) {
 	for j := 2 + int(numkeys); j < len(args); j++ {
 		if eqFold(args[j], "limit") && j+1 < len(args) {
 			j++
-			l, ok := strops.ParseInt(args[j])
+			l, ok := cstr.ParseInt(args[j])
 			if !ok || l < 0 {
 				c.err("ERR LIMIT can't be negative")
 				return

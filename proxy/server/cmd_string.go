@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -30,7 +31,6 @@ func init() {
 	register("setrange", cmdSetRange)
 	register("lcs", cmdLCS)
 }
-
 
 // getString looks key up for a string command. It returns the entry (nil if
 // missing) and false after replying WRONGTYPE (tx is then finished).
@@ -355,7 +355,6 @@ func (c *Client) msetPairs(tx *tiering.Tx, args [][]byte) bool {
 	return true
 }
 
-
 // replaceString stores v as key's new value, keeping the expiry of old (nil
 // for a new key).
 func replaceString(tx *tiering.Tx, db int, key []byte, old *tiering.Entry, v []byte) error {
@@ -408,7 +407,7 @@ func cmdStrlen(c *Client, args [][]byte) {
 }
 
 func cmdIncrBy(c *Client, args [][]byte) {
-	d, ok := strops.ParseInt(args[2])
+	d, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -417,7 +416,7 @@ func cmdIncrBy(c *Client, args [][]byte) {
 }
 
 func cmdDecrBy(c *Client, args [][]byte) {
-	d, ok := strops.ParseInt(args[2])
+	d, ok := cstr.ParseInt(args[2])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -482,8 +481,8 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 }
 
 func cmdGetRange(c *Client, args [][]byte) {
-	start, ok1 := strops.ParseInt(args[2])
-	end, ok2 := strops.ParseInt(args[3])
+	start, ok1 := cstr.ParseInt(args[2])
+	end, ok2 := cstr.ParseInt(args[3])
 	if !ok1 || !ok2 {
 		c.err(strops.ErrNotInteger)
 		return

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
@@ -60,8 +61,8 @@ func parseScoreRange(min, max []byte) (tiering.ScoreRange, bool) {
 			*ex = true
 			b = b[1:]
 		}
-		f, ok := strops.ParseStrtod(strops.CString(b))
-		if !ok || len(strops.CString(b)) != len(b) {
+		f, ok := cstr.ParseStrtod(cstr.CString(b))
+		if !ok || len(cstr.CString(b)) != len(b) {
 			return false
 		}
 		*v = f
@@ -152,7 +153,7 @@ pairs:
 	}
 	scores := make([]float64, 0, n/2)
 	for j := i; j < len(args); j += 2 {
-		s, ok := strops.ParseFloat(args[j])
+		s, ok := cstr.ParseFloat(args[j])
 		if !ok {
 			c.err(errNotFloat)
 			return
@@ -236,7 +237,7 @@ func zadd(c *Client, key []byte, pairs [][]byte, scores []float64, f zaddFlags) 
 }
 
 func cmdZIncrBy(c *Client, args [][]byte) {
-	s, ok := strops.ParseFloat(args[2])
+	s, ok := cstr.ParseFloat(args[2])
 	if !ok {
 		c.err(errNotFloat)
 		return

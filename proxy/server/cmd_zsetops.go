@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
@@ -33,7 +34,6 @@ func init() {
 }
 
 const zsetType = codec.TypeZSet
-
 
 // zpopOp pops from a sorted set: ZPOPMIN/ZPOPMAX (reply the members),
 // BZPOPMIN/BZPOPMAX (count -1: [key, member, score]) or ZMPOP/BZMPOP
@@ -104,7 +104,7 @@ func cmdZPop(c *Client, args [][]byte, max bool) {
 	}
 	count := int64(1)
 	if len(args) == 3 {
-		n, ok := strops.ParseInt(args[2])
+		n, ok := cstr.ParseInt(args[2])
 		if !ok || n < 0 {
 			c.err("ERR value is out of range, must be positive")
 			return
@@ -483,7 +483,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 	if store {
 		at = 2
 	}
-	numkeys, ok := strops.ParseInt(args[at])
+	numkeys, ok := cstr.ParseInt(args[at])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -509,7 +509,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 		case op != zopDiff && left >= len(keys)+1 && eqFold(args[j], "weights"):
 			for i := range src {
 				j++
-				w, ok := strops.ParseFloat(args[j])
+				w, ok := cstr.ParseFloat(args[j])
 				if !ok {
 					c.txFail(tx, "ERR weight value is not a float")
 					return
@@ -561,7 +561,7 @@ func cmdZSetOp(c *Client, args [][]byte, op zsetOp, store bool) {
 }
 
 func cmdZInterCard(c *Client, args [][]byte) {
-	numkeys, ok := strops.ParseInt(args[1])
+	numkeys, ok := cstr.ParseInt(args[1])
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return
@@ -584,7 +584,7 @@ func cmdZInterCard(c *Client, args [][]byte) {
 	for j := 2 + int(numkeys); j < len(args); j++ {
 		if len(args)-j >= 2 && eqFold(args[j], "limit") {
 			j++
-			n, ok := strops.ParseInt(args[j])
+			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 0 {
 				c.txFail(tx, "ERR LIMIT can't be negative")
 				return

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -74,7 +75,7 @@ func (c *Client) streamed(tx *tiering.Tx, key []byte, want, got int64, err error
 // an optional sign and decimal digits (empty is 0; "-n" wraps to 2^64-n),
 // replying "invalid cursor" if it is not one or overflows.
 func (c *Client) scanCursor(arg []byte) (uint64, bool) {
-	s := string(strops.CString(arg)) // C stops at a NUL
+	s := string(cstr.CString(arg)) // C stops at a NUL
 	if s == "" {
 		return 0, true // strtoul reads nothing and stops at the end
 	}
@@ -112,7 +113,7 @@ func (c *Client) parseScanOpts(args [][]byte, allowType bool) (scanOpts, bool) {
 		v := args[i+1]
 		switch {
 		case eqFold(args[i], "count"):
-			n, ok := strops.ParseInt(v)
+			n, ok := cstr.ParseInt(v)
 			if !ok {
 				c.err(strops.ErrNotInteger)
 				return o, false
@@ -188,7 +189,7 @@ func (c *Client) scanReply(next uint64, items [][]byte) {
 // parseRandomCount parses HRANDFIELD/SRANDMEMBER's count: it returns how
 // many to draw and whether they must be distinct (count >= 0).
 func (c *Client) parseRandomCount(arg []byte) (n int64, distinct bool, ok bool) {
-	l, ok := strops.ParseInt(arg)
+	l, ok := cstr.ParseInt(arg)
 	if !ok {
 		c.err(strops.ErrNotInteger)
 		return 0, false, false
@@ -220,7 +221,7 @@ func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
 	fits := true
 	err := coll.Each(func(f, v []byte) bool {
 		if t == codec.TypeSet {
-			_, isInt := strops.ParseInt(f)
+			_, isInt := cstr.ParseInt(f)
 			fits = isInt
 		} else {
 			fits = len(f) <= 64 && len(v) <= 64
@@ -232,7 +233,6 @@ func collEncoding(coll *tiering.Coll, t codec.Type) (string, error) {
 	}
 	return compact, err
 }
-
 
 // cmdCollLen is HLEN and SCARD: the count comes from the meta record, so a
 // cold structure is not read.

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
-	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // handlerFunc is the server's own handlers' form: they work on the client
@@ -43,7 +43,7 @@ const maxErrArgLen = 128
 
 // trunc renders an argument as Redis's "%.128s" does.
 func trunc(b []byte) string {
-	b = strops.CString(b)
+	b = cstr.CString(b)
 	if len(b) > maxErrArgLen {
 		b = b[:maxErrArgLen]
 	}
@@ -59,7 +59,7 @@ func unknownCommand(c *Client, args [][]byte) {
 		if len(list) >= maxErrArgLen {
 			break
 		}
-		a = strops.CString(a)
+		a = cstr.CString(a)
 		if room := maxErrArgLen - len(list); len(a) > room {
 			a = a[:room]
 		}
@@ -128,7 +128,7 @@ func (c *Client) dispatch(args [][]byte) {
 		}
 		if cmd == nil {
 			c.failMulti()
-			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(strops.CString(args[0]))) + " HELP.")
+			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
 			return
 		}
 	}

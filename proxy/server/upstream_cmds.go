@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/proxy/upstream"
 )
@@ -122,7 +123,7 @@ func upSelect(c *Client, args [][]byte) {
 		// (upEndTx); commands queued after it are on that database.
 		mark := c.w.Len()
 		c.forwardNow(args)
-		if db, ok := strops.ParseInt(args[1]); ok && db >= 0 && db < int64(c.s.engine.Databases()) &&
+		if db, ok := cstr.ParseInt(args[1]); ok && db >= 0 && db < int64(c.s.engine.Databases()) &&
 			bytes.HasPrefix(c.w.Buf[mark:], []byte("+QUEUED")) {
 			u.queueDB = int(db)
 		}
@@ -426,8 +427,8 @@ func upFlush(c *Client, args [][]byte) {
 }
 
 func upSwapDB(c *Client, args [][]byte) {
-	a, okA := strops.ParseInt(args[1])
-	b, okB := strops.ParseInt(args[2])
+	a, okA := cstr.ParseInt(args[1])
+	b, okB := cstr.ParseInt(args[2])
 	n := int64(c.s.engine.Databases())
 	if c.up.inMulti || !okA || !okB || a < 0 || b < 0 || a >= n || b >= n {
 		c.forwardNow(args) // the upstream answers, or queues
@@ -466,7 +467,7 @@ func upCopy(c *Client, args [][]byte) {
 		if !eqFold(args[i], "db") {
 			continue
 		}
-		if db, ok := strops.ParseInt(args[i+1]); ok && db >= 0 && db < int64(c.s.engine.Databases()) {
+		if db, ok := cstr.ParseInt(args[i+1]); ok && db >= 0 && db < int64(c.s.engine.Databases()) {
 			if !c.prepareKeys(int(db), args, []int{2}, false) {
 				return
 			}
@@ -479,7 +480,7 @@ func upCopy(c *Client, args [][]byte) {
 // upMove reloads the key in the target database too, so that MOVE finds
 // it there as Redis would.
 func upMove(c *Client, args [][]byte) {
-	if db, ok := strops.ParseInt(args[2]); ok && db >= 0 && db < int64(c.s.engine.Databases()) && !c.up.inMulti {
+	if db, ok := cstr.ParseInt(args[2]); ok && db >= 0 && db < int64(c.s.engine.Databases()) && !c.up.inMulti {
 		if !c.prepareKeys(int(db), args, []int{1}, false) {
 			return
 		}

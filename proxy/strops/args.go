@@ -1,13 +1,17 @@
 package strops
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/spillway/spillway/proxy/cstr"
+)
 
 // ParseCursor parses a SCAN-family cursor as Redis does, with C's strtoul:
 // an optional sign and decimal digits, stopping at a NUL (empty is 0; "-n"
 // wraps to 2^64-n). ok is false when it is not one or overflows (Redis
 // replies "ERR invalid cursor").
 func ParseCursor(arg []byte) (cursor uint64, ok bool) {
-	s := string(CString(arg)) // C stops at a NUL
+	s := string(cstr.CString(arg)) // C stops at a NUL
 	if s == "" {
 		return 0, true // strtoul reads nothing and stops at the end
 	}
@@ -29,11 +33,11 @@ func ParseCursor(arg []byte) (cursor uint64, ok bool) {
 // pattern matches everything, "*"). It copies the pattern, so the request's
 // buffers may be reused.
 func Matcher(pattern []byte) func([]byte) bool {
-	if MatchesAll(pattern) {
+	if cstr.MatchesAll(pattern) {
 		return nil
 	}
 	p := append([]byte(nil), pattern...)
-	return func(k []byte) bool { return Match(p, k, false) }
+	return func(k []byte) bool { return cstr.Match(p, k, false) }
 }
 
 // LowerASCII returns b with ASCII letters lowered, other bytes unchanged

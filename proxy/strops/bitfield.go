@@ -1,6 +1,10 @@
 package strops
 
-import "math"
+import (
+	"math"
+
+	"github.com/spillway/spillway/proxy/cstr"
+)
 
 // BitfieldOpcode is a BITFIELD subcommand.
 type BitfieldOpcode uint8
@@ -53,20 +57,20 @@ func ParseBitfield(args [][]byte, readOnly bool) ([]BitfieldOp, string) {
 		rem := len(args) - j - 1
 		var op BitfieldOp
 		switch sub := args[j]; {
-		case equalFold(sub, "get") && rem >= 2:
+		case cstr.EqualFold(sub, "get") && rem >= 2:
 			op.Op = BitfieldGet
-		case equalFold(sub, "set") && rem >= 3:
+		case cstr.EqualFold(sub, "set") && rem >= 3:
 			op.Op = BitfieldSet
-		case equalFold(sub, "incrby") && rem >= 3:
+		case cstr.EqualFold(sub, "incrby") && rem >= 3:
 			op.Op = BitfieldIncrBy
-		case equalFold(sub, "overflow") && rem >= 1:
+		case cstr.EqualFold(sub, "overflow") && rem >= 1:
 			j++
 			switch t := args[j]; {
-			case equalFold(t, "wrap"):
+			case cstr.EqualFold(t, "wrap"):
 				ow = OverflowWrap
-			case equalFold(t, "sat"):
+			case cstr.EqualFold(t, "sat"):
 				ow = OverflowSat
-			case equalFold(t, "fail"):
+			case cstr.EqualFold(t, "fail"):
 				ow = OverflowFail
 			default:
 				return nil, ErrBitfieldOvf
@@ -86,7 +90,7 @@ func ParseBitfield(args [][]byte, readOnly bool) ([]BitfieldOp, string) {
 		op.Overflow, op.Signed, op.Bits, op.Offset = ow, signed, uint8(width), off
 		if op.Op != BitfieldGet {
 			writes = true
-			v, ok := ParseInt(args[j+3])
+			v, ok := cstr.ParseInt(args[j+3])
 			if !ok {
 				return nil, ErrNotInteger
 			}
@@ -105,7 +109,7 @@ func ParseBitfield(args [][]byte, readOnly bool) ([]BitfieldOp, string) {
 // parseBitfieldType parses "i1".."i64" or "u1".."u63" (lower case only);
 // the number is read as a C string.
 func parseBitfieldType(t []byte) (signed bool, width int, err string) {
-	t = CString(t)
+	t = cstr.CString(t)
 	if len(t) == 0 {
 		return false, 0, ErrBitfieldType
 	}
@@ -116,7 +120,7 @@ func parseBitfieldType(t []byte) (signed bool, width int, err string) {
 	default:
 		return false, 0, ErrBitfieldType
 	}
-	n, ok := ParseInt(t[1:])
+	n, ok := cstr.ParseInt(t[1:])
 	if !ok || n < 1 || (signed && n > 64) || (!signed && n > 63) {
 		return false, 0, ErrBitfieldType
 	}

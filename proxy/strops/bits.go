@@ -1,6 +1,10 @@
 package strops
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/spillway/spillway/proxy/cstr"
+)
 
 // MaxBitOffset is the largest bit offset SETBIT, GETBIT and BITFIELD accept
 // (2^32-1, the last bit of a MaxBulkLen string).
@@ -14,7 +18,7 @@ func ParseBitOffset(arg []byte, width int) (uint64, string) {
 	if width > 0 && len(arg) > 0 && arg[0] == '#' {
 		hash = 1
 	}
-	v, ok := ParseInt(arg[hash:])
+	v, ok := cstr.ParseInt(arg[hash:])
 	if !ok {
 		return 0, ErrBitOffset
 	}
@@ -29,7 +33,7 @@ func ParseBitOffset(arg []byte, width int) (uint64, string) {
 
 // ParseBitValue parses SETBIT's value: 0 or 1, else ErrBitValue.
 func ParseBitValue(arg []byte) (int, string) {
-	v, ok := ParseInt(arg)
+	v, ok := cstr.ParseInt(arg)
 	if !ok || v&^1 != 0 {
 		return 0, ErrBitValue
 	}
@@ -80,10 +84,10 @@ func ParseBitCountArgs(args [][]byte) (BitRange, string) {
 		return r, ErrSyntax
 	}
 	var ok bool
-	if r.Start, ok = ParseInt(args[0]); !ok {
+	if r.Start, ok = cstr.ParseInt(args[0]); !ok {
 		return r, ErrNotInteger
 	}
-	if r.End, ok = ParseInt(args[1]); !ok {
+	if r.End, ok = cstr.ParseInt(args[1]); !ok {
 		return r, ErrNotInteger
 	}
 	r.HasStart, r.HasEnd = true, true
@@ -104,7 +108,7 @@ func ParseBitCountArgs(args [][]byte) (BitRange, string) {
 // ParseBitPosBit parses BITPOS's bit argument; Redis checks it before the
 // key lookup. Errors: ErrNotInteger, ErrBitArg.
 func ParseBitPosBit(arg []byte) (int, string) {
-	v, ok := ParseInt(arg)
+	v, ok := cstr.ParseInt(arg)
 	if !ok {
 		return 0, ErrNotInteger
 	}
@@ -127,7 +131,7 @@ func ParseBitPosArgs(args [][]byte) (BitRange, string) {
 		return r, ErrSyntax
 	}
 	var ok bool
-	if r.Start, ok = ParseInt(args[0]); !ok {
+	if r.Start, ok = cstr.ParseInt(args[0]); !ok {
 		return r, ErrNotInteger
 	}
 	r.HasStart = true
@@ -139,7 +143,7 @@ func ParseBitPosArgs(args [][]byte) (BitRange, string) {
 		r.Bit = unit
 	}
 	if len(args) >= 2 {
-		if r.End, ok = ParseInt(args[1]); !ok {
+		if r.End, ok = cstr.ParseInt(args[1]); !ok {
 			return r, ErrNotInteger
 		}
 		r.HasEnd = true
@@ -149,9 +153,9 @@ func ParseBitPosArgs(args [][]byte) (BitRange, string) {
 
 func parseBitUnit(arg []byte) (bool, string) {
 	switch {
-	case equalFold(arg, "bit"):
+	case cstr.EqualFold(arg, "bit"):
 		return true, ""
-	case equalFold(arg, "byte"):
+	case cstr.EqualFold(arg, "byte"):
 		return false, ""
 	}
 	return false, ErrSyntax
@@ -293,13 +297,13 @@ const (
 func ParseBitOp(name []byte, nsrc int) (BitOpKind, string) {
 	var op BitOpKind
 	switch {
-	case equalFold(name, "and"):
+	case cstr.EqualFold(name, "and"):
 		op = BitAnd
-	case equalFold(name, "or"):
+	case cstr.EqualFold(name, "or"):
 		op = BitOr
-	case equalFold(name, "xor"):
+	case cstr.EqualFold(name, "xor"):
 		op = BitXor
-	case equalFold(name, "not"):
+	case cstr.EqualFold(name, "not"):
 		op = BitNot
 	default:
 		return 0, ErrSyntax

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -396,7 +397,7 @@ func TestDiffGlob(t *testing.T) {
 		want := parseArray(t, rc.do("KEYS", p))
 		var got []string
 		for _, k := range keys {
-			if MatchesAll([]byte(p)) || Match([]byte(p), []byte(k), false) {
+			if cstr.MatchesAll([]byte(p)) || cstr.Match([]byte(p), []byte(k), false) {
 				got = append(got, k)
 			}
 		}
@@ -413,7 +414,7 @@ func TestDiffGlob(t *testing.T) {
 		want := parseArray(t, rc.do("COMMAND", "LIST", "FILTERBY", "PATTERN", p))
 		var got []string
 		for _, n := range names {
-			if Match([]byte(p), []byte(n), true) {
+			if cstr.Match([]byte(p), []byte(n), true) {
 				got = append(got, n)
 			}
 		}
@@ -426,7 +427,7 @@ func TestDiffGlob(t *testing.T) {
 	for _, n := range []int{999, 1000, 1001} {
 		p := strings.Repeat("*a", n)
 		want := len(parseArray(t, rc.do("KEYS", p))) == 1
-		if got := Match([]byte(p), []byte(long), false); got != want {
+		if got := cstr.Match([]byte(p), []byte(long), false); got != want {
 			t.Errorf("nesting %d: got %v, redis %v", n, got, want)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // isErr reports whether a raw reply is an error.
@@ -117,8 +119,8 @@ func TestDiffStringRanges(t *testing.T) {
 			for _, e := range idx {
 				want := rc.do("GETRANGE", "r", s, e)
 				var got []byte
-				si, ok1 := ParseInt([]byte(s))
-				ei, ok2 := ParseInt([]byte(e))
+				si, ok1 := cstr.ParseInt([]byte(s))
+				ei, ok2 := cstr.ParseInt([]byte(e))
 				if !ok1 || !ok2 {
 					got = errReply(ErrNotInteger)
 				} else {
@@ -276,7 +278,7 @@ func TestDiffIncr(t *testing.T) {
 				want := rc.do(cmd, "n", d)
 				var e string
 				var res int64
-				delta, ok := ParseInt([]byte(d))
+				delta, ok := cstr.ParseInt([]byte(d))
 				if !ok {
 					e = ErrNotInteger
 				} else {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -18,7 +19,7 @@ func TestDiffParseUint(t *testing.T) {
 		key := "st" + strconv.Itoa(i)
 		want := rc.do("XADD", key, "1-"+s, "f", "v")
 		var got []byte
-		v, ok := ParseUint([]byte(s))
+		v, ok := cstr.ParseUint([]byte(s))
 		switch {
 		case !ok:
 			got = errReply("ERR Invalid stream ID specified as stream command argument")
@@ -26,7 +27,7 @@ func TestDiffParseUint(t *testing.T) {
 			got = bulkReply([]byte("1-" + strconv.FormatUint(v, 10)))
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("ParseUint(%q) via XADD: got %q, redis %q", s, got, want)
+			t.Errorf("cstr.ParseUint(%q) via XADD: got %q, redis %q", s, got, want)
 		}
 		rc.do("DEL", key)
 	}
@@ -45,22 +46,22 @@ func TestDiffParseFloat(t *testing.T) {
 	} {
 		rc.do("DEL", "z")
 		want := rc.do("ZADD", "z", s, "m")
-		v, ok := ParseFloat([]byte(s))
+		v, ok := cstr.ParseFloat([]byte(s))
 		if !ok {
 			if !bytes.Equal(errReply(ErrNotFloat), want) {
-				t.Errorf("ParseFloat(%q): rejected, redis %q", s, want)
+				t.Errorf("cstr.ParseFloat(%q): rejected, redis %q", s, want)
 			}
 			continue
 		}
 		if isErr(want) {
-			t.Errorf("ParseFloat(%q) = %v, redis %q", s, v, want)
+			t.Errorf("cstr.ParseFloat(%q) = %v, redis %q", s, v, want)
 			continue
 		}
 		want = rc.do("ZSCORE", "z", "m")
 		var w resp.Writer
 		w.Double(v)
 		if !bytes.Equal(w.Buf, want) {
-			t.Errorf("ParseFloat(%q) = %q, redis %q", s, w.Buf, want)
+			t.Errorf("cstr.ParseFloat(%q) = %q, redis %q", s, w.Buf, want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 // Package strops holds the pure algorithms behind Redis 7.0's string, bit and
-// generic commands: argument parsing with Redis's exact error texts, number
-// parsing and formatting, bit operations, BITFIELD, LCS and glob matching.
+// generic commands: argument parsing with Redis's exact error texts, bit
+// operations, BITFIELD, LCS and INCRBYFLOAT arithmetic. The C string and
+// number helpers they build on (string2ll, strtod, long double parsing and
+// formatting, glob matching) are in package cstr.
 //
 // Nothing here does I/O or touches server state. Functions that can fail
 // return an error text ("" on success) carrying Redis's code and message
@@ -8,6 +10,8 @@
 // to key lookups matters, the doc comment says which checks the caller must
 // make first.
 package strops
+
+import "github.com/spillway/spillway/proxy/cstr"
 
 // Error texts, byte-identical to Redis 7.0.15.
 const (
@@ -51,35 +55,5 @@ func ErrInvalidExpire(cmd string) string {
 // option, "ERR Unsupported option <opt>" (opt cut at its first NUL byte, as
 // Redis prints it as a C string).
 func ErrUnsupportedOption(opt []byte) string {
-	return errUnsupportedOpt + string(CString(opt))
-}
-
-// CString returns b up to its first NUL byte: what C string functions (and
-// Redis's "%s" formatting) see.
-func CString(b []byte) []byte {
-	for i, c := range b {
-		if c == 0 {
-			return b[:i]
-		}
-	}
-	return b
-}
-
-// equalFold reports whether b equals the lower-case ASCII word w, ignoring
-// case, as strcasecmp on C strings does (b is cut at its first NUL).
-func equalFold(b []byte, w string) bool {
-	b = CString(b)
-	if len(b) != len(w) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
+	return errUnsupportedOpt + string(cstr.CString(opt))
 }

@@ -1,6 +1,10 @@
 package strops
 
-import "math"
+import (
+	"math"
+
+	"github.com/spillway/spillway/proxy/cstr"
+)
 
 // ExpireKind says how a SET or GETEX expire argument is to be read.
 type ExpireKind uint8
@@ -38,7 +42,7 @@ func (o *StringOptions) Absolute(now int64, cmd string) (int64, string) {
 // with ExpireEX, PSETEX with ExpirePX) and returns the absolute unix time
 // in milliseconds. Errors: ErrNotInteger, ErrInvalidExpire(cmd).
 func ExpireMillis(arg []byte, kind ExpireKind, now int64, cmd string) (int64, string) {
-	v, ok := ParseInt(arg)
+	v, ok := cstr.ParseInt(arg)
 	if !ok {
 		return 0, ErrNotInteger
 	}
@@ -100,23 +104,23 @@ func parseStringOptions(args [][]byte, set bool) (StringOptions, string) {
 		expireSet := o.Kind != NoExpire
 		kind := NoExpire
 		switch {
-		case set && equalFold(opt, "nx") && !o.XX:
+		case set && cstr.EqualFold(opt, "nx") && !o.XX:
 			o.NX = true
-		case set && equalFold(opt, "xx") && !o.NX:
+		case set && cstr.EqualFold(opt, "xx") && !o.NX:
 			o.XX = true
-		case set && equalFold(opt, "get"):
+		case set && cstr.EqualFold(opt, "get"):
 			o.Get = true
-		case set && equalFold(opt, "keepttl") && !expireSet:
+		case set && cstr.EqualFold(opt, "keepttl") && !expireSet:
 			o.KeepTTL = true
-		case !set && equalFold(opt, "persist") && !expireSet:
+		case !set && cstr.EqualFold(opt, "persist") && !expireSet:
 			o.Persist = true
-		case equalFold(opt, "ex"):
+		case cstr.EqualFold(opt, "ex"):
 			kind = ExpireEX
-		case equalFold(opt, "px"):
+		case cstr.EqualFold(opt, "px"):
 			kind = ExpirePX
-		case equalFold(opt, "exat"):
+		case cstr.EqualFold(opt, "exat"):
 			kind = ExpireEXAT
-		case equalFold(opt, "pxat"):
+		case cstr.EqualFold(opt, "pxat"):
 			kind = ExpirePXAT
 		default:
 			return StringOptions{}, ErrSyntax
@@ -146,13 +150,13 @@ func ParseExpireFlags(args [][]byte) (ExpireFlags, string) {
 	var f ExpireFlags
 	for _, a := range args {
 		switch {
-		case equalFold(a, "nx"):
+		case cstr.EqualFold(a, "nx"):
 			f.NX = true
-		case equalFold(a, "xx"):
+		case cstr.EqualFold(a, "xx"):
 			f.XX = true
-		case equalFold(a, "gt"):
+		case cstr.EqualFold(a, "gt"):
 			f.GT = true
-		case equalFold(a, "lt"):
+		case cstr.EqualFold(a, "lt"):
 			f.LT = true
 		default:
 			return ExpireFlags{}, ErrUnsupportedOption(a)
@@ -174,7 +178,7 @@ func ParseExpireFlags(args [][]byte) (ExpireFlags, string) {
 // Errors: ErrNotInteger, ErrInvalidExpire(cmd) on overflow. Redis checks
 // this before looking the key up.
 func ExpireWhen(arg []byte, unitSeconds bool, basetime int64, cmd string) (int64, string) {
-	when, ok := ParseInt(arg)
+	when, ok := cstr.ParseInt(arg)
 	if !ok {
 		return 0, ErrNotInteger
 	}

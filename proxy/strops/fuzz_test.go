@@ -5,39 +5,6 @@ import (
 	"testing"
 )
 
-func FuzzMatch(f *testing.F) {
-	f.Add([]byte("h[a-e]llo*"), []byte("hello world"), false)
-	f.Add([]byte("a*a*a*a*a*a*a*a*a*a*b"), []byte("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), false)
-	f.Add([]byte("[^\\]-z]?"), []byte("Ab"), true)
-	f.Fuzz(func(t *testing.T, pattern, s []byte, nocase bool) {
-		if len(pattern) > 256 || len(s) > 256 {
-			return
-		}
-		got := Match(pattern, s, nocase)
-		if IsLiteral(pattern) && !nocase && got != bytes.Equal(pattern, s) {
-			t.Fatalf("literal %q vs %q: Match = %v", pattern, s, got)
-		}
-		// Escaping every byte of s gives a pattern matching exactly s.
-		esc := make([]byte, 0, 2*len(s))
-		for _, c := range s {
-			esc = append(esc, '\\', c)
-		}
-		if !Match(esc, s, nocase) {
-			t.Fatalf("escaped %q does not match itself", s)
-		}
-		if len(s) > 0 && Match(esc, s[:len(s)-1], nocase) {
-			t.Fatalf("escaped %q matches a prefix", s)
-		}
-		if got && len(s) > 0 && !Match(append(append([]byte{}, pattern...), '*'), s, nocase) {
-			// p matches s implies p* matches s unless p ends in a
-			// lone escape or open set whose meaning the '*' changes.
-			if !bytes.ContainsAny(pattern, "\\[") {
-				t.Fatalf("%q matches %q but %q* does not", pattern, s, pattern)
-			}
-		}
-	})
-}
-
 var bitfieldErrors = map[string]bool{
 	ErrSyntax: true, ErrBitfieldOvf: true, ErrBitfieldType: true, ErrBitOffset: true,
 	ErrNotInteger: true, ErrBitfieldRO: true,

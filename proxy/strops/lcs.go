@@ -3,6 +3,7 @@ package strops
 import (
 	"math"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -23,14 +24,14 @@ func ParseLCSOptions(args [][]byte) (LCSOptions, string) {
 	for j := 0; j < len(args); j++ {
 		a := args[j]
 		switch {
-		case equalFold(a, "idx"):
+		case cstr.EqualFold(a, "idx"):
 			o.Idx = true
-		case equalFold(a, "len"):
+		case cstr.EqualFold(a, "len"):
 			o.Len = true
-		case equalFold(a, "withmatchlen"):
+		case cstr.EqualFold(a, "withmatchlen"):
 			o.WithMatchLen = true
-		case equalFold(a, "minmatchlen") && j+1 < len(args):
-			v, ok := ParseInt(args[j+1])
+		case cstr.EqualFold(a, "minmatchlen") && j+1 < len(args):
+			v, ok := cstr.ParseInt(args[j+1])
 			if !ok {
 				return o, ErrNotInteger
 			}

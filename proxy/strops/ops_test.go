@@ -221,35 +221,6 @@ func TestLCS(t *testing.T) {
 	}
 }
 
-func TestMatch(t *testing.T) {
-	cases := []struct {
-		p, s   string
-		nocase bool
-		want   bool
-	}{
-		{"h?llo", "hello", false, true}, {"h*llo", "hllo", false, true}, {"h[ae]llo", "hallo", false, true},
-		{"h[^e]llo", "hello", false, false}, {"h[a-b]llo", "hbllo", false, true}, {"h[b-a]llo", "hbllo", false, true},
-		{"HELLO", "hello", true, true}, {"HELLO", "hello", false, false}, {"[A-C]x", "bx", true, true},
-		{"*", "", false, false}, {"**", "", false, false}, {"a*", "a", false, true}, {"\\*", "*", false, true},
-		{"\\*", "a", false, false}, {"a\\", "a\\", false, true}, {"[", "[", false, false}, {"[a", "a", false, true},
-		{"[\\]]", "]", false, true}, {"[]", "]", false, false}, {"[a-\xff]", "\xc3", false, false},
-		{"[\xc3]", "\xc3", false, true}, {strings.Repeat("*a", 1001), strings.Repeat("a", 1100), false, false},
-		{strings.Repeat("*a", 1000), strings.Repeat("a", 1100), false, true},
-		{"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 200), false, false},
-	}
-	for _, c := range cases {
-		if got := Match([]byte(c.p), []byte(c.s), c.nocase); got != c.want {
-			t.Errorf("Match(%q, %q, %v) = %v, want %v", trunc(c.p), trunc(c.s), c.nocase, got, c.want)
-		}
-	}
-	if !IsLiteral([]byte("user:1000")) || IsLiteral([]byte("user:*")) || IsLiteral([]byte("a\\b")) {
-		t.Error("IsLiteral wrong")
-	}
-	if !MatchesAll([]byte("*")) || MatchesAll([]byte("**")) {
-		t.Error("MatchesAll wrong")
-	}
-}
-
 func TestStringOptions(t *testing.T) {
 	const now = 1_700_000_000_000
 	cases := []struct {

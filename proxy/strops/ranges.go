@@ -1,5 +1,7 @@
 package strops
 
+import "github.com/spillway/spillway/proxy/cstr"
+
 // CheckStringLength reports ErrStringTooLong when a value of size bytes
 // extended by append bytes would exceed MaxBulkLen (APPEND, SETRANGE).
 func CheckStringLength(size, append int64) string {
@@ -14,7 +16,7 @@ func CheckStringLength(size, append int64) string {
 // an integer, ErrOffsetRange if negative. Redis checks both before looking
 // the key up.
 func ParseSetRangeOffset(arg []byte) (int64, string) {
-	off, ok := ParseInt(arg)
+	off, ok := cstr.ParseInt(arg)
 	if !ok {
 		return 0, ErrNotInteger
 	}

@@ -3,6 +3,8 @@ package strops
 import (
 	"math"
 	"math/big"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // ParseTimeout parses a blocking command's timeout in seconds (BLPOP...)
@@ -13,13 +15,14 @@ import (
 // are "negative". It returns the timeout in milliseconds (0: none) or
 // Redis's error text.
 func ParseTimeout(arg []byte) (int64, string) {
-	ld, ok := parseLongDouble(arg)
+	ld, ok := cstr.ParseLongDouble(arg)
 	if !ok {
 		return 0, "ERR timeout is not a float or out of range"
 	}
 	ms := int64(math.MinInt64)
-	if !ld.inf {
-		x := newLD().Mul(ld.f, big.NewFloat(1000))
+	if !ld.IsInf() {
+		x := ld.Big()
+		x.Mul(x, big.NewFloat(1000))
 		i, acc := x.Int64() // truncated toward zero
 		if acc == big.Exact || (i != math.MaxInt64 && i != math.MinInt64) {
 			ms = i

@@ -1,7 +1,6 @@
 package strops
 
 import (
-	"math"
 	"testing"
 )
 
@@ -35,25 +34,6 @@ func TestParseTimeout(t *testing.T) {
 		ms, msg := ParseTimeout([]byte(tt.in))
 		if msg != tt.want || (msg == "" && ms != tt.ms) {
 			t.Errorf("ParseTimeout(%q) = %d %q, want %d %q", tt.in, ms, msg, tt.ms, tt.want)
-		}
-	}
-}
-
-func TestParseStrtod(t *testing.T) {
-	tests := []struct {
-		in string
-		v  float64
-		ok bool
-	}{
-		{"", 0, true}, {"  ", 0, true}, {" 1", 1, true}, {"1 ", 0, false}, {"1.5", 1.5, true},
-		{"-inf", math.Inf(-1), true}, {"+inf", math.Inf(1), true}, {"inf", math.Inf(1), true},
-		{"1e400", math.Inf(1), true}, {"-1e400", math.Inf(-1), true}, {"1e-400", 0, true},
-		{"nan", 0, false}, {"abc", 0, false}, {"0x10", 16, true}, {"1e", 0, false},
-	}
-	for _, tt := range tests {
-		v, ok := ParseStrtod([]byte(tt.in))
-		if ok != tt.ok || (ok && v != tt.v) {
-			t.Errorf("ParseStrtod(%q) = %v %v, want %v %v", tt.in, v, ok, tt.v, tt.ok)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // cjson mirrors lua_cjson.c 2.1.0 as bundled with Redis 7.0.
@@ -150,7 +152,7 @@ func enumOption(L *lua.LState, idx int, setting *int, options []string, boolTrue
 				}
 			}
 			if found < 0 {
-				argError(L, idx, "invalid option '"+cString(name)+"'")
+				argError(L, idx, "invalid option '"+cstr.CString(name)+"'")
 			}
 			*setting = found
 		}
@@ -160,14 +162,6 @@ func enumOption(L *lua.LState, idx int, setting *int, options []string, boolTrue
 	} else {
 		L.Push(lua.LString(options[*setting]))
 	}
-}
-
-// cString cuts s at its first NUL, as C's "%s" does.
-func cString(s string) string {
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func (c *jsonConfig) cfgEncodeSparseArray(L *lua.LState) int {
@@ -279,7 +273,7 @@ func (e *jsonEncoder) appendNumber(n float64) {
 			return
 		}
 	}
-	e.buf = append(e.buf, formatG(n, int(e.cfg.numberPrecision))...)
+	e.buf = append(e.buf, cstr.FormatG(n, int(e.cfg.numberPrecision))...)
 }
 
 // appendData mirrors json_append_data. used counts the Lua stack slots the
@@ -583,17 +577,13 @@ func (p *jsonParser) isInvalidNumber() bool {
 		return false
 	}
 	rest := p.data[min(i, len(p.data)):]
-	return hasPrefixFold(rest, "inf") || hasPrefixFold(rest, "nan")
+	return cstr.HasPrefixFold(rest, "inf") || cstr.HasPrefixFold(rest, "nan")
 }
 
 func (p *jsonParser) nextNumberToken(tok *jsonToken) {
 	tok.typ = tNumber
 	// strtod sees a NUL-terminated string.
-	s := p.data[p.ptr:]
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		s = s[:i]
-	}
-	v, n := strtod(s)
+	v, n := cstr.Strtod(cstr.CString(p.data[p.ptr:]))
 	if n == 0 {
 		p.setTokenError(tok, "invalid number")
 		return

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // These tests check the C-compatibility helpers directly against the C
@@ -43,7 +45,7 @@ func TestFormatGAgainstRedis(t *testing.T) {
 		t.Fatalf("redis: %v %v", clip(r.String()), err)
 	}
 	for i, x := range xs {
-		got := formatG(x, (i+1)%14+1) + " " + formatG(x, 14)
+		got := cstr.FormatG(x, (i+1)%14+1) + " " + cstr.FormatG(x, 14)
 		if got != r.arr[i].str {
 			t.Errorf("%v (bits %#x): redis %q, got %q", x, math.Float64bits(x), r.arr[i].str, got)
 		}
@@ -78,7 +80,7 @@ func TestStr2NumberAgainstRedis(t *testing.T) {
 			want = hex.EncodeToString([]byte(want))
 		}
 		got := "nil"
-		if v, ok := str2number(s); ok {
+		if v, ok := StrToNumber(s); ok {
 			var b [8]byte
 			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
 			got = hex.EncodeToString(b[:])

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // struct mirrors lua_struct.c (struct.c 1.4 with Redis's security fixes:
@@ -55,11 +57,11 @@ func (f *structFormat) next() byte {
 // getnum mirrors Redis's getnum: a decimal number that must fit in a C
 // int, or df when no digit follows.
 func (f *structFormat) getnum(L *lua.LState, df int32) int32 {
-	if !f.more() || !isDigit(f.s[f.i]) {
+	if !f.more() || !cstr.IsDigit(f.s[f.i]) {
 		return df
 	}
 	var a int32
-	for f.more() && isDigit(f.s[f.i]) {
+	for f.more() && cstr.IsDigit(f.s[f.i]) {
 		d := int32(f.s[f.i] - '0')
 		if a > math.MaxInt32/10 || a*10 > math.MaxInt32-d {
 			raise(L, "integral size overflow")
@@ -334,7 +336,7 @@ func structUnpack(L *lua.LState) int {
 }
 
 func isAlnum(c byte) bool {
-	return isDigit(c) || ('a' <= c|0x20 && c|0x20 <= 'z')
+	return cstr.IsDigit(c) || ('a' <= c|0x20 && c|0x20 <= 'z')
 }
 
 func structSize(L *lua.LState) int {

@@ -1,4 +1,4 @@
-package strops
+package cstr
 
 // maxGlobNesting is the '*' recursion depth past which Redis gives up and
 // reports no match.
