@@ -16,21 +16,21 @@ import (
 // replies and the messages it receives reach its socket. Upstream mode
 // never reaches these handlers: it forwards Pub/Sub to the upstream.
 
-func init() {
-	register("subscribe", func(c *Client, args [][]byte) { c.subscribe(pubsub.Channels, args) })
-	register("psubscribe", func(c *Client, args [][]byte) { c.subscribe(pubsub.Patterns, args) })
-	register("ssubscribe", cmdSSubscribe)
-	register("unsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Channels, args) })
-	register("punsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Patterns, args) })
-	register("sunsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Shard, args) })
-	register("publish", cmdPublish)
-	register("spublish", cmdSPublish)
-	register("pubsub|channels", func(c *Client, args [][]byte) { c.pubsubNames(pubsub.Channels, args) })
-	register("pubsub|shardchannels", func(c *Client, args [][]byte) { c.pubsubNames(pubsub.Shard, args) })
-	register("pubsub|numsub", func(c *Client, args [][]byte) { c.pubsubNumSub(pubsub.Channels, args) })
-	register("pubsub|shardnumsub", func(c *Client, args [][]byte) { c.pubsubNumSub(pubsub.Shard, args) })
-	register("pubsub|numpat", func(c *Client, _ [][]byte) { c.w.Int(int64(c.s.pubsub.Len(pubsub.Patterns))) })
-	register("pubsub|help", func(c *Client, _ [][]byte) { c.help(pubsubHelp) })
+func registerPubSub(t *Table) {
+	t.own("subscribe", func(c *Client, args [][]byte) { c.subscribe(pubsub.Channels, args) })
+	t.own("psubscribe", func(c *Client, args [][]byte) { c.subscribe(pubsub.Patterns, args) })
+	t.own("ssubscribe", cmdSSubscribe)
+	t.own("unsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Channels, args) })
+	t.own("punsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Patterns, args) })
+	t.own("sunsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Shard, args) })
+	t.own("publish", cmdPublish)
+	t.own("spublish", cmdSPublish)
+	t.own("pubsub|channels", func(c *Client, args [][]byte) { c.pubsubNames(pubsub.Channels, args) })
+	t.own("pubsub|shardchannels", func(c *Client, args [][]byte) { c.pubsubNames(pubsub.Shard, args) })
+	t.own("pubsub|numsub", func(c *Client, args [][]byte) { c.pubsubNumSub(pubsub.Channels, args) })
+	t.own("pubsub|shardnumsub", func(c *Client, args [][]byte) { c.pubsubNumSub(pubsub.Shard, args) })
+	t.own("pubsub|numpat", func(c *Client, _ [][]byte) { c.w.Int(int64(c.s.pubsub.Len(pubsub.Patterns))) })
+	t.own("pubsub|help", func(c *Client, _ [][]byte) { c.help(pubsubHelp) })
 }
 
 // pubsubHelp is PUBSUB HELP's reply, as redis-server 7.0.15 sends it.

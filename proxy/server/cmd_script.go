@@ -9,6 +9,7 @@ import (
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/script"
+	"github.com/spillway/spillway/tiering"
 )
 
 // Scripting (EVAL family, SCRIPT, FUNCTION, FCALL) in embedded mode. The
@@ -27,24 +28,24 @@ import (
 //   - FUNCTION libraries are stored with the command that changed them (in
 //     its batch) and loaded at start.
 
-func init() {
+func registerScripting(t *Table) {
 	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
-		register(name, cmdEval)
+		t.own(name, cmdEval)
 	}
-	register("fcall", cmdFCall)
-	register("fcall_ro", cmdFCall)
+	t.own("fcall", cmdFCall)
+	t.own("fcall_ro", cmdFCall)
 	for _, name := range []string{"script|load", "script|exists", "script|flush", "script|kill",
 		"script|help", "script|debug"} {
-		register(name, cmdScript)
+		t.own(name, cmdScript)
 	}
 	for _, name := range []string{"function|load", "function|delete", "function|flush", "function|restore"} {
-		register(name, cmdFunction)
+		t.Register(name, cmdFunction)
 	}
 	// These change nothing; FUNCTION STATS and KILL run while a script is
 	// busy, so they must not wait for the engine's lock.
 	for _, name := range []string{"function|list", "function|dump", "function|stats", "function|kill",
 		"function|help"} {
-		register(name, func(c *Client, args [][]byte) { c.s.scripts.Function(&c.w, args) })
+		t.own(name, func(c *Client, args [][]byte) { c.s.scripts.Function(&c.w, args) })
 	}
 }
 
@@ -62,17 +63,14 @@ func cmdScript(c *Client, args [][]byte) {
 
 // cmdFunction runs a FUNCTION subcommand; one that changed the libraries
 // stores them in the same transaction.
-func cmdFunction(c *Client, args [][]byte) {
-	tx := c.begin()
-	if !c.s.scripts.Function(&c.w, args) {
-		c.release(tx)
-		return
-	}
-	if err := tx.PutSystem(codec.SysFunctions, c.s.scripts.Libraries()); err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	c.commit(tx)
+func cmdFunction(x *Ctx, args [][]byte) error {
+	s := x.c.s
+	return x.Update(func(tx *tiering.Tx) error {
+		if !s.scripts.Function(x.W, args) {
+			return nil
+		}
+		return tx.PutSystem(codec.SysFunctions, s.scripts.Libraries())
+	})
 }
 
 // loadFunctions loads the stored FUNCTION libraries (at start).
@@ -90,25 +88,20 @@ func (s *Server) loadFunctions() error {
 // runScript runs a script as a group: in its own transaction, or in the
 // one EXEC holds.
 func (c *Client) runScript(run func(script.Host)) {
-	owner := c.group == nil
 	start := c.w.Len()
-	if owner {
-		c.beginGroup()
-	}
-	h := c.s.scriptHost(c)
-	run(h)
-	if h.sc.groupErr != nil && c.groupErr == nil {
-		c.groupErr = h.sc.groupErr
-	}
-	shutdown := c.s.abortScript.CompareAndSwap(true, false)
-	if shutdown && c.groupErr == nil {
-		c.groupErr = errScriptAborted
-	}
-	h.sc.group, h.sc.groupErr = nil, nil
-	if !owner {
-		return
-	}
-	if err := c.endGroup(); err != nil {
+	shutdown := false
+	err := c.runGroup(func(*tiering.Tx) error {
+		h := c.s.scriptHost(c)
+		run(h)
+		err := h.sc.groupErr
+		h.sc.group, h.sc.groupErr = nil, nil
+		shutdown = c.s.abortScript.CompareAndSwap(true, false)
+		if shutdown && err == nil {
+			err = errScriptAborted
+		}
+		return err
+	})
+	if err != nil {
 		c.w.Truncate(start)
 		c.mark = start
 		if shutdown {

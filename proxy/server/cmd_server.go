@@ -6,23 +6,25 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering"
 )
 
-func init() {
-	register("dbsize", cmdDBSize)
-	register("flushdb", cmdFlushDB)
-	register("flushall", cmdFlushAll)
-	register("swapdb", cmdSwapDB)
-	register("time", cmdTime)
-	register("lastsave", func(c *Client, _ [][]byte) { c.w.Int(c.s.lastSave.Load()) })
-	register("save", cmdSave)
-	register("bgsave", cmdBgsave)
-	register("shutdown", cmdShutdown)
-	register("config|get", cmdConfigGet)
-	register("config|set", cmdConfigSet)
-	register("config|resetstat", cmdConfigResetStat)
-	register("config|rewrite", cmdConfigRewrite)
-	register("config|help", func(c *Client, _ [][]byte) { c.help(configHelp) })
+func registerAdmin(t *Table) {
+	t.Register("dbsize", cmdDBSize)
+	t.Register("flushdb", cmdFlushDB)
+	t.Register("flushall", cmdFlushAll)
+	t.Register("swapdb", cmdSwapDB)
+	t.own("time", cmdTime)
+	t.own("lastsave", func(c *Client, _ [][]byte) { c.w.Int(c.s.lastSave.Load()) })
+	t.own("save", cmdSave)
+	t.own("bgsave", cmdBgsave)
+	t.own("shutdown", cmdShutdown)
+	t.own("config|get", cmdConfigGet)
+	t.own("config|set", cmdConfigSet)
+	t.own("config|resetstat", cmdConfigResetStat)
+	t.own("config|rewrite", cmdConfigRewrite)
+	t.own("config|help", func(c *Client, _ [][]byte) { c.help(configHelp) })
 }
 
 // replyError writes the reply for a failed engine operation.
@@ -32,94 +34,87 @@ func (c *Client) replyError(err error) {
 	c.err("ERR " + err.Error())
 }
 
-func cmdDBSize(c *Client, _ [][]byte) {
-	tx := c.begin()
-	n := tx.DBSize(c.db)
-	c.release(tx)
-	c.w.Int(n)
+func cmdDBSize(x *Ctx, _ [][]byte) error {
+	return x.View(func(tx *tiering.Tx) error {
+		x.W.Int(tx.DBSize(x.DB()))
+		return nil
+	})
 }
 
 // parseFlushMode parses FLUSHDB/FLUSHALL's optional SYNC|ASYNC. Both are
 // O(1) here: the store drops a database with range deletions.
-func parseFlushMode(c *Client, args [][]byte) bool {
+func parseFlushMode(args [][]byte) error {
 	if len(args) == 1 {
-		return true
+		return nil
 	}
 	if len(args) == 2 && (eqFold(args[1], "sync") || eqFold(args[1], "async")) {
-		return true
+		return nil
 	}
-	c.err("ERR syntax error")
-	return false
+	return resp.Err("ERR syntax error")
 }
 
-func cmdFlushDB(c *Client, args [][]byte) {
-	if !parseFlushMode(c, args) {
-		return
+func cmdFlushDB(x *Ctx, args [][]byte) error {
+	if err := parseFlushMode(args); err != nil {
+		return err
 	}
-	tx := c.begin()
-	if err := c.s.touchWatchedInDB(tx, c.db, -1); err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	if err := tx.FlushDB(c.db); err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	c.w.OK()
-	c.commit(tx)
-}
-
-func cmdFlushAll(c *Client, args [][]byte) {
-	if !parseFlushMode(c, args) {
-		return
-	}
-	tx := c.begin()
-	for db := range c.s.engine.Databases() {
-		if err := c.s.touchWatchedInDB(tx, db, -1); err != nil {
-			c.txErr(tx, err)
-			return
+	return x.Update(func(tx *tiering.Tx) error {
+		if err := x.c.s.touchWatchedInDB(tx, x.DB(), -1); err != nil {
+			return err
 		}
-	}
-	if err := tx.FlushAll(); err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	c.w.OK()
-	c.commit(tx)
+		if err := tx.FlushDB(x.DB()); err != nil {
+			return err
+		}
+		x.W.OK()
+		return nil
+	})
 }
 
-func cmdSwapDB(c *Client, args [][]byte) {
+func cmdFlushAll(x *Ctx, args [][]byte) error {
+	if err := parseFlushMode(args); err != nil {
+		return err
+	}
+	return x.Update(func(tx *tiering.Tx) error {
+		for db := range x.c.s.engine.Databases() {
+			if err := x.c.s.touchWatchedInDB(tx, db, -1); err != nil {
+				return err
+			}
+		}
+		if err := tx.FlushAll(); err != nil {
+			return err
+		}
+		x.W.OK()
+		return nil
+	})
+}
+
+func cmdSwapDB(x *Ctx, args [][]byte) error {
 	a, ok := cstr.ParseInt(args[1])
 	if !ok {
-		c.err("ERR invalid first DB index")
-		return
+		return resp.Err("ERR invalid first DB index")
 	}
 	b, ok := cstr.ParseInt(args[2])
 	if !ok {
-		c.err("ERR invalid second DB index")
-		return
+		return resp.Err("ERR invalid second DB index")
 	}
-	n := int64(c.s.engine.Databases())
+	n := int64(x.c.s.engine.Databases())
 	if a < 0 || a >= n || b < 0 || b >= n {
-		c.err("ERR DB index is out of range")
-		return
+		return resp.Err("ERR DB index is out of range")
 	}
-	tx := c.begin()
-	if a != b {
-		for _, p := range [][2]int{{int(a), int(b)}, {int(b), int(a)}} {
-			if err := c.s.touchWatchedInDB(tx, p[0], p[1]); err != nil {
-				c.txErr(tx, err)
-				return
+	return x.Update(func(tx *tiering.Tx) error {
+		if a != b {
+			for _, p := range [][2]int{{int(a), int(b)}, {int(b), int(a)}} {
+				if err := x.c.s.touchWatchedInDB(tx, p[0], p[1]); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := tx.SwapDB(int(a), int(b)); err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	c.s.blocking.noteBlockedKeys(tx, int(a), int(b))
-	c.w.OK()
-	c.commit(tx)
+		if err := tx.SwapDB(int(a), int(b)); err != nil {
+			return err
+		}
+		x.c.s.blocking.noteBlockedKeys(tx, int(a), int(b))
+		x.W.OK()
+		return nil
+	})
 }
 
 func cmdTime(c *Client, _ [][]byte) {

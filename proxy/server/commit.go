@@ -2,90 +2,48 @@ package server
 
 import "github.com/spillway/spillway/tiering"
 
-// begin starts a transaction for the current command, remembering it so
-// that recoverPanic can release it. Inside a group (EXEC, a script) it
-// returns the group's transaction instead: every command of the group runs
-// under one hold of the engine's lock.
-func (c *Client) begin() *tiering.Tx {
-	if c.group != nil {
-		return c.group
-	}
-	tx := c.s.engine.Begin()
-	c.txID = tx.TxID()
-	return tx
-}
+// The engine lock, taken and released in one place. Handlers reach it
+// through Ctx.Update and Ctx.View; the server's own code (EXEC, scripts,
+// WATCH bookkeeping, INFO) through withLock and runGroup. Nothing else
+// calls Engine.Begin, Tx.Commit or Tx.Abort.
 
-// commit commits tx after the handler wrote its reply. If the commit fails,
-// the reply is replaced by the error; if the write must be synced before it
-// is acknowledged (appendfsync always), the sync is awaited before the
-// connection's replies are flushed, so one sync covers a whole pipeline.
-// A group's transaction is left open (endGroup commits it).
-func (c *Client) commit(tx *tiering.Tx) bool {
-	if tx == c.group {
-		return true
-	}
-	served := c.s.blocking.serveReadyFrom(c, tx)
-	p, err := tx.Commit()
-	deliver(served, err)
-	if err != nil {
-		c.replyError(err)
-		return false
-	}
-	if !p.IsZero() {
-		c.pending = p
-	}
-	return true
-}
-
-// release ends a transaction that wrote nothing (it only releases the
-// lock); a group's transaction stays open.
-func (c *Client) release(tx *tiering.Tx) {
-	if tx != c.group {
-		tx.Abort()
-	}
-}
-
-// txErr aborts tx after a storage error and replies with it. Inside a group
-// the group is marked failed: endGroup aborts it as a whole.
-func (c *Client) txErr(tx *tiering.Tx, err error) {
-	if tx == c.group {
-		if c.groupErr == nil {
-			c.groupErr = err
+// withLock runs fn in a transaction: the group's, if the client runs a
+// group (fn's non-reply error then fails the group), else its own, which
+// it commits when fn returns nil or a Redis error and aborts otherwise (or
+// when fn panics). A commit serves the clients blocked on keys fn filled
+// and, under appendfsync always, makes the client's replies wait for the
+// write to be durable. It returns fn's error, or the commit's.
+func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
+	if tx := c.group; tx != nil {
+		err := fn(tx)
+		if err != nil && !isReplyError(err) && c.groupErr == nil {
+			c.groupErr = err // the group aborts as a whole
 		}
-		c.replyError(err)
-		return
+		return err
 	}
-	tx.Abort()
-	c.replyError(err)
-}
-
-// txFail commits tx (it may hold lazy expirations) and replies with msg.
-func (c *Client) txFail(tx *tiering.Tx, msg string) {
-	c.err(msg)
-	c.commit(tx)
-}
-
-// beginGroup opens the transaction a group of commands (EXEC, a script)
-// runs in: until endGroup, every command this client runs uses it.
-func (c *Client) beginGroup() *tiering.Tx {
 	tx := c.s.engine.Begin()
 	c.txID = tx.TxID()
-	c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
-	return tx
-}
-
-// endGroup commits the group's transaction (serving the clients blocked on
-// keys it filled), or aborts it if a command failed on a storage error or
-// panicked. It returns the error that failed the group, if any; the caller
-// replaces the group's replies with it.
-func (c *Client) endGroup() error {
-	tx := c.group
-	c.group = nil
-	if err := c.groupErr; err != nil {
-		c.groupErr = nil
+	finished := false
+	defer func() {
+		if !finished {
+			tx.Abort() // fn panicked
+		}
+	}()
+	err := fn(tx)
+	finished = true
+	if err != nil && !isReplyError(err) {
 		tx.Abort()
 		return err
 	}
+	if cerr := c.commitTx(tx); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// commitTx commits tx, serving the clients blocked on keys it filled, and
+// keeps what the client must wait for before its replies go out.
+func (c *Client) commitTx(tx *tiering.Tx) error {
 	served := c.s.blocking.serveReadyFrom(c, tx)
 	p, err := tx.Commit()
 	deliver(served, err)
@@ -96,4 +54,43 @@ func (c *Client) endGroup() error {
 		c.pending = p
 	}
 	return nil
+}
+
+// runGroup runs fn as a group (EXEC, a script): every command the client
+// runs until fn returns shares one transaction, under one hold of the
+// engine's lock. The group is committed when fn returns, or aborted as a
+// whole if fn or one of its commands failed on a storage error; runGroup
+// then returns that error, and the caller replaces the group's replies
+// with it. A group inside a group (a script run by EXEC) runs in the outer
+// one, which ends it. If fn panics, the transaction is aborted and the
+// client is left in the group, so that the panic recovery drops the
+// group's whole reply.
+func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
+	if tx := c.group; tx != nil {
+		if err := fn(tx); err != nil && !isReplyError(err) && c.groupErr == nil {
+			c.groupErr = err
+		}
+		return nil
+	}
+	tx := c.s.engine.Begin()
+	c.txID = tx.TxID()
+	c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
+	finished := false
+	defer func() {
+		if !finished {
+			tx.Abort()
+		}
+	}()
+	err := fn(tx)
+	finished = true
+	if err != nil && !isReplyError(err) && c.groupErr == nil {
+		c.groupErr = err
+	}
+	c.group = nil
+	if err := c.groupErr; err != nil {
+		c.groupErr = nil
+		tx.Abort()
+		return err
+	}
+	return c.commitTx(tx)
 }

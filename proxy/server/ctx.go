@@ -104,40 +104,7 @@ func (x *Ctx) InGroup() bool { return x.c.group != nil }
 // write to be durable before its replies are sent. If fn panics, the
 // transaction is aborted and the panic goes on. Update returns fn's error,
 // or the commit's.
-func (x *Ctx) Update(fn func(tx *tiering.Tx) error) error {
-	c := x.c
-	if tx := c.group; tx != nil {
-		err := fn(tx)
-		if err != nil && !isReplyError(err) && c.groupErr == nil {
-			c.groupErr = err // the group aborts as a whole
-		}
-		return err
-	}
-	tx := c.s.engine.Begin()
-	c.txID = tx.TxID()
-	finished := false
-	defer func() {
-		if !finished {
-			tx.Abort() // fn panicked
-		}
-	}()
-	err := fn(tx)
-	finished = true
-	if err != nil && !isReplyError(err) {
-		tx.Abort()
-		return err
-	}
-	served := c.s.blocking.serveReadyFrom(c, tx)
-	p, cerr := tx.Commit()
-	deliver(served, cerr)
-	if cerr != nil {
-		return cerr
-	}
-	if !p.IsZero() {
-		c.pending = p
-	}
-	return err
-}
+func (x *Ctx) Update(fn func(tx *tiering.Tx) error) error { return x.c.withLock(fn) }
 
 // View is Update for a function that only reads. Reads may still write
 // (an expired key found is deleted), so it commits as Update does; it

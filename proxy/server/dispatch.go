@@ -24,6 +24,24 @@ func legacy(h handlerFunc) Handler {
 	return func(x *Ctx, args [][]byte) error { h(x.c, args); return nil }
 }
 
+// own registers one of the server's own handlers, which work on the
+// client's connection state directly (they never take the engine's lock:
+// those that read or write keys are Handlers and use Ctx.Update).
+func (t *Table) own(name string, h handlerFunc) { t.Register(name, legacy(h)) }
+
+// registerBuiltins adds the server's own commands to t: connection state,
+// transactions, Pub/Sub, scripting, COMMAND, INFO and administration.
+func registerBuiltins(t *Table) {
+	registerConn(t)
+	registerMulti(t)
+	registerPubSub(t)
+	registerScripting(t)
+	registerCommand(t)
+	registerInfo(t)
+	registerAdmin(t)
+	registerTestHooks(t)
+}
+
 // builtins are the server's own handlers, registered by init functions
 // until every family takes its place in the Table given to NewServer.
 var builtins = map[*cmdtable.Command]handlerFunc{}

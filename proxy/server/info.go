@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/tiering"
 )
 
-func init() {
-	register("info", cmdInfo)
+func registerInfo(t *Table) {
+	t.own("info", cmdInfo)
 }
 
 // infoSections lists INFO's sections in Redis's order; "default" prints all
@@ -189,14 +190,15 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		field(sb, "cold_store_iter_steps", rs.IterSteps)
 	case "keyspace":
 		sb.WriteString("# Keyspace\r\n")
-		tx := c.begin()
-		for db := 0; db < e.Databases(); db++ {
-			n := tx.DBSize(db)
-			if n == 0 {
-				continue
+		c.withLock(func(tx *tiering.Tx) error {
+			for db := 0; db < e.Databases(); db++ {
+				n := tx.DBSize(db)
+				if n == 0 {
+					continue
+				}
+				fmt.Fprintf(sb, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, tx.Expires(db))
 			}
-			fmt.Fprintf(sb, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, tx.Expires(db))
-		}
-		c.release(tx)
+			return nil
+		})
 	}
 }

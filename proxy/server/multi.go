@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -140,12 +141,12 @@ func (s *Server) touchWatchedInDB(tx *tiering.Tx, db, replacedWith int) error {
 	return nil
 }
 
-func init() {
-	register("multi", cmdMulti)
-	register("exec", cmdExec)
-	register("discard", cmdDiscard)
-	register("watch", cmdWatch)
-	register("unwatch", cmdUnwatch)
+func registerMulti(t *Table) {
+	t.own("multi", cmdMulti)
+	t.own("exec", cmdExec)
+	t.own("discard", cmdDiscard)
+	t.Register("watch", cmdWatch)
+	t.own("unwatch", cmdUnwatch)
 }
 
 // runsInMulti reports whether cmd executes at once inside MULTI instead of
@@ -231,31 +232,30 @@ func cmdExec(c *Client, _ [][]byte) {
 		}
 		c.s.waitIfPaused(write)
 	}
-	tx := c.beginGroup()
-	if err := c.checkWatchedExpired(tx); err != nil {
-		c.txErr(tx, err)
-		c.endGroup()
-		return
-	}
-	dirty := c.multi.dirty
-	c.unwatchLocked()
-	if dirty {
-		c.endGroup()
-		c.w.NullArray()
-		return
-	}
 	start := c.w.Len()
-	c.w.Array(len(queue))
-	for _, q := range queue {
-		c.s.stats.commands.Add(1)
-		c.mark = c.w.Len()
-		c.lastCmd.Store(q.cmd)
-		c.call(c.s.table.Handler(q.cmd), q.args)
-		if c.groupErr != nil {
-			break
+	err := c.runGroup(func(tx *tiering.Tx) error {
+		if err := c.checkWatchedExpired(tx); err != nil {
+			return err
 		}
-	}
-	if err := c.endGroup(); err != nil {
+		dirty := c.multi.dirty
+		c.unwatchLocked()
+		if dirty {
+			c.w.NullArray()
+			return nil
+		}
+		c.w.Array(len(queue))
+		for _, q := range queue {
+			c.s.stats.commands.Add(1)
+			c.mark = c.w.Len()
+			c.lastCmd.Store(q.cmd)
+			c.call(c.s.table.Handler(q.cmd), q.args)
+			if c.groupErr != nil {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		c.w.Truncate(start)
 		c.mark = start
 		c.replyError(err)
@@ -284,34 +284,34 @@ func (c *Client) checkWatchedExpired(tx *tiering.Tx) error {
 	return nil
 }
 
-func cmdWatch(c *Client, args [][]byte) {
+func cmdWatch(x *Ctx, args [][]byte) error {
+	c := x.c
 	if c.multi.active {
-		c.err("ERR WATCH inside MULTI is not allowed")
-		return
+		return resp.Err("ERR WATCH inside MULTI is not allowed")
 	}
 	if c.multi.dirty {
 		// No point in watching more: EXEC fails anyway.
 		c.w.OK()
-		return
+		return nil
 	}
-	tx := c.begin()
-	for _, k := range args[1:] {
-		if c.watching(c.db, k) {
-			continue
+	return x.View(func(tx *tiering.Tx) error {
+		for _, k := range args[1:] {
+			if c.watching(c.db, k) {
+				continue
+			}
+			exp, err := tx.KeyExpiredNow(c.db, k)
+			if err != nil {
+				return err
+			}
+			wk := &watchedKey{c: c, db: c.db, key: string(k), expired: exp}
+			c.multi.watched = append(c.multi.watched, wk)
+			id := watchKey{wk.db, wk.key}
+			c.s.watches.byKey[id] = append(c.s.watches.byKey[id], wk)
 		}
-		exp, err := tx.KeyExpiredNow(c.db, k)
-		if err != nil {
-			c.txErr(tx, err)
-			return
-		}
-		wk := &watchedKey{c: c, db: c.db, key: string(k), expired: exp}
-		c.multi.watched = append(c.multi.watched, wk)
-		id := watchKey{wk.db, wk.key}
-		c.s.watches.byKey[id] = append(c.s.watches.byKey[id], wk)
-	}
-	c.s.updateObserving()
-	c.w.OK()
-	c.release(tx)
+		c.s.updateObserving()
+		c.w.OK()
+		return nil
+	})
 }
 
 // watching reports whether the client watches key in db already.
@@ -342,9 +342,10 @@ func (c *Client) unwatchAll() {
 		c.multi.dirty = false
 		return
 	}
-	tx := c.begin()
-	c.unwatchLocked()
-	c.release(tx)
+	c.withLock(func(*tiering.Tx) error {
+		c.unwatchLocked()
+		return nil
+	})
 }
 
 // unwatchLocked is unwatchAll for a caller that holds the engine's lock.

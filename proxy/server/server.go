@@ -89,6 +89,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	if cmds == nil {
 		cmds = NewTable()
 	}
+	registerBuiltins(cmds)
 	for cmd, h := range builtins {
 		if !cmds.Has(cmd) {
 			cmds.m[cmd] = legacy(h)

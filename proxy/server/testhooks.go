@@ -1,6 +1,11 @@
 package server
 
-import "os"
+import (
+	"os"
+
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering"
+)
 
 // Test hooks: with SPILLWAY_TEST_HOOKS=1 in its environment the server
 // answers DEBUG PANIC-IN-TX, which writes a key inside a transaction and
@@ -8,33 +13,32 @@ import "os"
 // DEBUG DEMOTE key..., which demotes those keys of the selected database
 // now and replies how many were hot. Without it DEBUG stays an unknown
 // command, as documented.
-func init() {
+func registerTestHooks(t *Table) {
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
-		register("debug", cmdDebugTestHook)
+		t.Register("debug", cmdDebugTestHook)
 	}
 }
 
-func cmdDebugTestHook(c *Client, args [][]byte) {
+func cmdDebugTestHook(x *Ctx, args [][]byte) error {
 	if eqFold(args[1], "demote") {
-		tx := c.begin()
-		n := 0
-		for _, k := range args[2:] {
-			if tx.Demote(c.db, k) {
-				n++
+		return x.Update(func(tx *tiering.Tx) error {
+			n := 0
+			for _, k := range args[2:] {
+				if tx.Demote(x.DB(), k) {
+					n++
+				}
 			}
-		}
-		c.w.Int(int64(n))
-		c.release(tx)
-		return
+			x.W.Int(int64(n))
+			return nil
+		})
 	}
 	if !eqFold(args[1], "panic-in-tx") {
-		c.err("ERR unknown DEBUG test hook")
-		return
+		return resp.Err("ERR unknown DEBUG test hook")
 	}
-	tx := c.begin()
-	if err := tx.SetString(c.db, []byte("debug:panic"), []byte("written before the panic"), 0); err != nil {
-		c.txErr(tx, err)
-		return
-	}
-	panic("DEBUG PANIC-IN-TX test hook")
+	return x.Update(func(tx *tiering.Tx) error {
+		if err := tx.SetString(x.DB(), []byte("debug:panic"), []byte("written before the panic"), 0); err != nil {
+			return err
+		}
+		panic("DEBUG PANIC-IN-TX test hook")
+	})
 }

@@ -390,7 +390,8 @@ func upFlush(c *Client, args [][]byte) {
 		c.forwardNow(args)
 		return
 	}
-	if !parseFlushMode(c, args) {
+	if err := parseFlushMode(args); err != nil {
+		c.fail(err)
 		return
 	}
 	mark := c.w.Len()
