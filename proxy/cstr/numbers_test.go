@@ -73,7 +73,7 @@ func TestParseStrtod(t *testing.T) {
 		v  float64
 		ok bool
 	}{
-		{"", 0, true}, {"  ", 0, true}, {" 1", 1, true}, {"1 ", 0, false}, {"1.5", 1.5, true},
+		{"", 0, true}, {"  ", 0, false}, {" 1", 1, true}, {"1 ", 0, false}, {"1.5", 1.5, true},
 		{"-inf", math.Inf(-1), true}, {"+inf", math.Inf(1), true}, {"inf", math.Inf(1), true},
 		{"1e400", math.Inf(1), true}, {"-1e400", math.Inf(-1), true}, {"1e-400", 0, true},
 		{"nan", 0, false}, {"abc", 0, false}, {"0x10", 16, true}, {"1e", 0, false},

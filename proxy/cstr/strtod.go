@@ -215,22 +215,16 @@ func isRangeErr(err error) bool {
 // ParseStrtod parses b as C's strtod when the caller only checks that the
 // whole string was consumed and the result is not NaN (Redis's
 // ZRANGEBYSCORE bounds, zslParseRange): leading white space is skipped,
-// overflow gives ±Inf and underflow 0, NaN is rejected. An empty or
-// all-blank string is 0. b is used as given: callers cut at a NUL where C
-// would.
-//
-// Known difference kept from the code this replaces: for an all-blank b
-// strtod converts nothing and leaves end at b, so Redis rejects "  " ("ERR
-// min or max is not a float"); ParseStrtod accepts it as 0.
+// overflow gives ±Inf and underflow 0, NaN is rejected. An empty string
+// is 0 (strtod converts nothing and stops at the terminating NUL); an
+// all-blank one is rejected (strtod converts nothing and leaves the end at
+// the first blank), as redis-server 7.0 answers ZRANGEBYSCORE z "  " 1
+// with "ERR min or max is not a float". b is used as given: callers cut at
+// a NUL where C would.
 func ParseStrtod[T Text](b T) (float64, bool) {
 	v, n := Strtod(b)
 	if n == 0 {
-		for i := 0; i < len(b); i++ {
-			if !IsSpace(b[i]) {
-				return 0, false
-			}
-		}
-		return 0, true
+		return 0, len(b) == 0
 	}
 	return v, n == len(b) && !math.IsNaN(v)
 }
