@@ -163,6 +163,23 @@ func TestDecodeMetaUnknownFormat(t *testing.T) {
 	}
 }
 
+// TestKeyHash checks that KeyHash (also the cold index's hash in upstream
+// mode) is deterministic and tells keys apart.
+func TestKeyHash(t *testing.T) {
+	if KeyHash([]byte("a")) != KeyHash([]byte("a")) {
+		t.Fatal("KeyHash is not deterministic")
+	}
+	seen := map[uint64]string{}
+	for i := range 10000 {
+		k := fmt.Sprintf("key:%d", i)
+		h := KeyHash([]byte(k))
+		if o, dup := seen[h]; dup {
+			t.Fatalf("KeyHash(%q) == KeyHash(%q)", k, o)
+		}
+		seen[h] = k
+	}
+}
+
 func TestKeyHashPinned(t *testing.T) {
 	// KeyHash is part of the on-disk format: these values must never change.
 	tests := []struct {

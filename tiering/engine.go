@@ -21,8 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
 )
@@ -71,9 +69,6 @@ func (s *Stats) ResetStats() {
 	s.KeyspaceMisses.Store(0)
 }
 
-// ghostSize bounds the admission filter's memory (cold keys read recently).
-const ghostSize = 1 << 16
-
 // Engine is the embedded keyspace: hot LRU plus cold store.
 type Engine struct {
 	mu    sync.Mutex
@@ -83,8 +78,9 @@ type Engine struct {
 	dbmap []uint8 // logical -> physical database, all 256
 	keys  []int64 // per physical db: keys stored (hot and cold)
 	exps  []int64 // per physical db: keys with an expiry
-	ghost *simplelru.LRU[string, int]
-	tx    Tx
+	// admission is the promotion policy (admission.go).
+	admission *Admission
+	tx        Tx
 	// promoteQ feeds the stepwise promoter (big structures).
 	promoteQ chan promoteJob
 	// started is when the engine opened (unix ms).
@@ -128,20 +124,16 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 	if opts.SweepPerTick <= 0 {
 		opts.SweepPerTick = 1000
 	}
-	ghost, err := simplelru.NewLRU[string, int](ghostSize, nil)
-	if err != nil {
-		return nil, fmt.Errorf("tiering: admission filter: %w", err)
-	}
 	e := &Engine{
 		cold:     cold,
 		hot:      NewLRU(opts.HotBudget),
 		opts:     opts,
 		keys:     make([]int64, 256),
 		exps:     make([]int64, 256),
-		ghost:    ghost,
 		stop:     make(chan struct{}),
 		promoteQ: make(chan promoteJob, promoteQueueLen),
 	}
+	e.admission = NewAdmission(e.admissionSettings)
 	e.tx = Tx{e: e, batch: cold.NewBatch()}
 	e.started = time.Now().UnixMilli()
 	if err := e.loadDBMap(); err != nil {
@@ -402,25 +394,17 @@ func (e *Engine) demoteOverBudget() {
 	}
 }
 
+// admissionSettings are the promotion policy's settings (read under the
+// engine's lock).
+func (e *Engine) admissionSettings() AdmissionSettings {
+	return AdmissionSettings{MinHits: e.opts.PromoteMinHits, ColdReadMax: e.opts.ColdReadMaxBytes, HotBudget: e.hot.budget}
+}
+
 // admit is the promotion policy: it reports whether a cold value of size
-// bytes read now should be promoted. Values over ColdReadMaxBytes or an
-// eighth of the budget stay cold; others are promoted on their
-// PromoteMinHits-th read within the admission window.
+// bytes read now should be promoted (see Admission). Reads are counted per
+// hot key (physical database and key), hashed with codec.KeyHash.
 func (e *Engine) admit(hk []byte, size int64) bool {
-	if size > e.opts.ColdReadMaxBytes || size > e.hot.budget/8 {
-		return false
-	}
-	if e.opts.PromoteMinHits <= 1 {
-		return true
-	}
-	n, _ := e.ghost.Get(view(hk))
-	n++
-	if n >= e.opts.PromoteMinHits {
-		e.ghost.Remove(view(hk))
-		return true
-	}
-	e.ghost.Add(string(hk), n)
-	return false
+	return e.admission.Admit(codec.KeyHash(hk), size)
 }
 
 // keepHot reports whether a freshly written value of size bytes stays in the

@@ -63,7 +63,7 @@ func (e *Engine) fitsWhole(key []byte, l *Entry) bool {
 		return false
 	}
 	size := int64(len(key)) + entryOverhead + l.Bytes + l.Count*coldOverhead(codec.TypeList)
-	return size <= e.opts.ColdReadMaxBytes && size <= e.hot.budget/8
+	return e.admissionSettings().Fits(size)
 }
 
 // listEndsSize is what a list held by its ends is weighed at when it is

@@ -49,7 +49,7 @@ func (e *Engine) fitsWholeZSet(key []byte, z *Entry) bool {
 		return false
 	}
 	size := int64(len(key)) + entryOverhead + z.Bytes + z.Count*coldOverhead(codec.TypeZSet)
-	return size <= e.opts.ColdReadMaxBytes && size <= e.hot.budget/8
+	return e.admissionSettings().Fits(size)
 }
 
 // loadZSet reads a cold sorted set into memory, in score order.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/upstream"
 )
@@ -16,7 +17,7 @@ import (
 // connection or on the client's pinned one; replies land in the client's
 // reply buffer unchanged. From the first key check of a batch until its
 // replies are in, the client holds the gate's read side (see
-// upstream.Gate), which is what makes demotion safe against the batch.
+// uptier.Gate), which is what makes demotion safe against the batch.
 type upClient struct {
 	call     *upstream.Call
 	ctlCall  *upstream.Call
@@ -293,7 +294,7 @@ func (c *Client) upForward(cmd *cmdtable.Command, args [][]byte) {
 				c.up.keyBuf, keysFound = keys, true
 			}
 			for _, p := range keys {
-				if idx.Has(upstream.KeyHash(args[p])) {
+				if idx.Has(codec.KeyHash(args[p])) {
 					cold = true
 					break
 				}

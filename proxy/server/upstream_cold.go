@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/upstream"
+	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // The slow path of upstream mode: commands that meet a key in the cold
@@ -39,10 +41,10 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 	h0 := c.s.table.Handler(cmd)
 	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
 		key := args[keys[0]]
-		h := upstream.KeyHash(key)
+		h := codec.KeyHash(key)
 		c.lockKey(idx, h)
 		defer up.locks.Unlock(h)
-		size, ok, err := upstream.ColdSize(c.s.engine, c.db, key)
+		size, ok, err := uptier.ColdSize(c.s.engine, c.db, key)
 		if err != nil {
 			c.replyError(err)
 			return true
@@ -56,7 +58,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			if !metaCmds[cmd.Name] {
 				// A read leaves the copy (an expired one is found gone later).
 				up.coldReads.Add(1)
-			} else if _, still, err := upstream.ColdSize(c.s.engine, c.db, key); err == nil && !still {
+			} else if _, still, err := uptier.ColdSize(c.s.engine, c.db, key); err == nil && !still {
 				idx.Remove(h)
 			}
 			return true
@@ -69,7 +71,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 	}
 	for _, p := range keys {
 		key := args[p]
-		h := upstream.KeyHash(key)
+		h := codec.KeyHash(key)
 		if !idx.Has(h) {
 			continue
 		}
@@ -102,7 +104,7 @@ func sameKey(args [][]byte, keys []int) bool {
 }
 
 // lockKey waits out a demotion of h, then takes h's key lock.
-func (c *Client) lockKey(idx *upstream.ColdIndex, h uint64) {
+func (c *Client) lockKey(idx *uptier.ColdIndex, h uint64) {
 	up := c.s.up
 	for {
 		if ch := idx.Demoting(h); ch != nil {
@@ -121,7 +123,7 @@ func (c *Client) lockKey(idx *upstream.ColdIndex, h uint64) {
 // (atomic, TTL included) and drops it from the store. If the upstream
 // already has the key (written there directly), the upstream's copy wins
 // and the cold one is dropped. The caller holds the key lock.
-func (c *Client) reloadLocked(idx *upstream.ColdIndex, db int, key []byte, h uint64) error {
+func (c *Client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint64) error {
 	up := c.s.up
 	u := c.up
 	exp, ok, err := upstream.DumpKey(c.s.engine, db, key, &u.dump)
@@ -152,7 +154,7 @@ func (c *Client) reloadLocked(idx *upstream.ColdIndex, db int, key []byte, h uin
 	default:
 		up.reloads.Add(1)
 	}
-	if err := upstream.DropKey(c.s.engine, db, key); err != nil {
+	if err := uptier.DropKey(c.s.engine, db, key); err != nil {
 		return err
 	}
 	idx.Remove(h)
@@ -194,12 +196,12 @@ func (c *Client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 	for attempt := 0; attempt < 50; attempt++ {
 		next := rest[:1]
 		for _, key := range rest[1:] {
-			h := upstream.KeyHash(key)
+			h := codec.KeyHash(key)
 			if idx.Has(h) {
 				c.lockKey(idx, h)
-				_, ok, err := upstream.ColdSize(c.s.engine, c.db, key)
+				_, ok, err := uptier.ColdSize(c.s.engine, c.db, key)
 				if err == nil && ok && drop {
-					err = upstream.DropKey(c.s.engine, c.db, key)
+					err = uptier.DropKey(c.s.engine, c.db, key)
 					idx.Remove(h)
 				} else if err == nil && !ok {
 					idx.Remove(h)
@@ -224,7 +226,7 @@ func (c *Client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 		c.enterGate()
 		clean := true
 		for _, key := range rest[1:] {
-			if idx.Has(upstream.KeyHash(key)) {
+			if idx.Has(codec.KeyHash(key)) {
 				clean = false
 				break
 			}
@@ -252,7 +254,7 @@ func (c *Client) prepareKeys(db int, args [][]byte, keys []int, protect bool) bo
 	idx := up.index(db)
 	for _, p := range keys {
 		key := args[p]
-		h := upstream.KeyHash(key)
+		h := codec.KeyHash(key)
 		c.lockKey(idx, h)
 		if protect {
 			idx.Protect(h)

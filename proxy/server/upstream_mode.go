@@ -2,15 +2,16 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/tiering"
+	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // upMode is the server's upstream-mode state: the upstream Redis is the hot
@@ -18,16 +19,15 @@ import (
 // and the index says which keys have one.
 type upMode struct {
 	pool      *upstream.Pool
-	demoter   *upstream.Demoter
-	locks     upstream.KeyLocks
-	gate      upstream.Gate
+	demoter   *uptier.Demoter
+	locks     uptier.KeyLocks
+	gate      uptier.Gate
 	defaultDB int
 	// indexes holds one cold index per database; SWAPDB swaps them.
-	indexes []atomic.Pointer[upstream.ColdIndex]
+	indexes []atomic.Pointer[uptier.ColdIndex]
 
-	// ghost counts reads of cold keys for the promotion policy.
-	ghostMu sync.Mutex
-	ghost   *simplelru.LRU[uint64, int]
+	// admission is the promotion policy for reads of cold keys.
+	admission *tiering.Admission
 
 	// ctl holds one control connection per database, for the requests
 	// Spillway makes on its own behalf (reloads, INFO...).
@@ -62,15 +62,11 @@ func (s *Server) EnableUpstream(opts UpstreamOptions, cleanShutdown bool) error 
 	if opts.Target.DB >= n {
 		return fmt.Errorf("upstream db %d is out of range (databases %d)", opts.Target.DB, n)
 	}
-	u.indexes = make([]atomic.Pointer[upstream.ColdIndex], n)
+	u.indexes = make([]atomic.Pointer[uptier.ColdIndex], n)
 	for i := range u.indexes {
-		u.indexes[i].Store(upstream.NewColdIndex())
+		u.indexes[i].Store(uptier.NewColdIndex())
 	}
-	ghost, err := simplelru.NewLRU[uint64, int](1<<16, nil)
-	if err != nil {
-		return err
-	}
-	u.ghost = ghost
+	u.admission = tiering.NewAdmission(s.reloadSettings)
 	u.pool = upstream.NewPool(upstream.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: s.log})
 	s.up = u
 	if err := s.buildIndex(); err != nil {
@@ -82,18 +78,18 @@ func (s *Server) EnableUpstream(opts UpstreamOptions, cleanShutdown bool) error 
 			s.log.Warn("could not reconcile the tiers after an unclean shutdown; keys in both are resolved when touched", "err", err)
 		}
 	}
-	u.demoter = upstream.NewDemoter(upstream.DemoterOptions{
+	u.demoter = uptier.NewDemoter(uptier.DemoterOptions{
 		Budget:    func() int64 { return s.cfg.MaxMemory() },
 		Databases: n,
 		Census:    &u.census,
 		Logger:    s.log,
-	}, u.pool, s.engine, u.index, &u.locks, &u.gate)
+	}, u.pool.ForPolicy(), s.engine, u.index, &u.locks, &u.gate)
 	u.demoter.Start()
 	return nil
 }
 
 // index returns db's cold index.
-func (u *upMode) index(db int) *upstream.ColdIndex { return u.indexes[db].Load() }
+func (u *upMode) index(db int) *uptier.ColdIndex { return u.indexes[db].Load() }
 
 // CloseUpstream stops the demoter and closes the upstream connections.
 func (s *Server) CloseUpstream() {
@@ -119,7 +115,7 @@ func (s *Server) buildIndex() error {
 		idx := s.up.index(db)
 		tx := s.engine.Begin()
 		_, err := tx.Keys(db, func(k []byte) bool {
-			idx.Add(upstream.KeyHash(k))
+			idx.Add(codec.KeyHash(k))
 			total++
 			if total%1_000_000 == 0 {
 				s.log.Info("building the cold index", "keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
@@ -169,10 +165,10 @@ func (s *Server) reconcile() error {
 						return err
 					}
 					if n, _ := upstream.IntReply(r); n == 1 {
-						if err := upstream.DropKey(s.engine, db, k); err != nil {
+						if err := uptier.DropKey(s.engine, db, k); err != nil {
 							return err
 						}
-						s.up.index(db).Remove(upstream.KeyHash(k))
+						s.up.index(db).Remove(codec.KeyHash(k))
 						dropped++
 					}
 				}
@@ -238,29 +234,20 @@ func (u *upMode) ctlDo(db int, args [][]byte) ([]byte, error) {
 }
 
 // admitReload is the promotion policy for reads of cold keys, as in
-// embedded mode: values over cold-read-max-bytes or an eighth of the
-// budget are always served from disk; others are reloaded on their
-// promote-min-hits-th read within the admission window.
+// embedded mode (tiering.Admission): values over cold-read-max-bytes or an
+// eighth of the budget are always served from disk; others are reloaded on
+// their promote-min-hits-th read within the admission window.
 func (s *Server) admitReload(h uint64, size int64) bool {
-	if size > s.cfg.ColdReadMaxBytes() {
-		return false
+	return s.up.admission.Admit(h, size)
+}
+
+// reloadSettings are the reload policy's settings, read from the
+// configuration on every decision. A maxmemory of 0 (no budget) sets no
+// size limit but cold-read-max-bytes.
+func (s *Server) reloadSettings() tiering.AdmissionSettings {
+	b := s.cfg.MaxMemory()
+	if b <= 0 {
+		b = math.MaxInt64
 	}
-	if b := s.cfg.MaxMemory(); b > 0 && size > b/8 {
-		return false
-	}
-	min := s.cfg.PromoteMinHits()
-	if min <= 1 {
-		return true
-	}
-	u := s.up
-	u.ghostMu.Lock()
-	defer u.ghostMu.Unlock()
-	n, _ := u.ghost.Get(h)
-	n++
-	if n >= min {
-		u.ghost.Remove(h)
-		return true
-	}
-	u.ghost.Add(h, n)
-	return false
+	return tiering.AdmissionSettings{MinHits: s.cfg.PromoteMinHits(), ColdReadMax: s.cfg.ColdReadMaxBytes(), HotBudget: b}
 }

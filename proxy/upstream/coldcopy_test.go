@@ -12,6 +12,7 @@ import (
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/tiering"
+	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // openColdEngine opens a cold store and a tiering engine without a hot
@@ -56,7 +57,7 @@ func genStrings(n int, f func(i int) string) []string {
 
 // coldSizeOf is the size ColdSize must report: a string's length; the
 // total length of a structure's fields and values (8 bytes a score).
-func coldSizeOf(v *Value) int64 {
+func coldSizeOf(v *uptier.Value) int64 {
 	switch v.Type {
 	case codec.TypeString:
 		return int64(len(v.Str))
@@ -96,7 +97,7 @@ func restoreAndRead(t *testing.T, c *Conn, key string, payload []byte, expireAt 
 // buildNative creates v under key in the server with ordinary commands
 // (one command for the whole content, as a client would), so that the
 // server decides its encoding.
-func buildNative(t *testing.T, c *Conn, key string, v *Value) {
+func buildNative(t *testing.T, c *Conn, key string, v *uptier.Value) {
 	t.Helper()
 	var args []string
 	switch v.Type {
@@ -164,7 +165,7 @@ func readValue(t *testing.T, c *Conn, key string) (string, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &Value{Type: typeByName(typ)}
+	v := &uptier.Value{Type: uptier.TypeByName(typ)}
 	switch v.Type {
 	case codec.TypeZSet:
 		for i := 0; i+1 < len(items); i += 2 {
@@ -184,7 +185,7 @@ func readValue(t *testing.T, c *Conn, key string) (string, int64) {
 // valueText renders a value canonically: sets and hashes sorted, lists in
 // order, zset members sorted with their scores' exact bits (so -0 and 0
 // differ).
-func valueText(v *Value) string {
+func valueText(v *uptier.Value) string {
 	var parts []string
 	switch v.Type {
 	case codec.TypeString:
@@ -220,7 +221,7 @@ func TestColdCopyRoundTrip(t *testing.T) {
 	c := s.admin(t, 0)
 	future := time.Now().Add(time.Hour).UnixMilli()
 
-	vals := []*Value{
+	vals := []*uptier.Value{
 		{Key: []byte("str:ttl"), Type: codec.TypeString, ExpireAt: future, Str: []byte("hello")},
 		{Key: []byte("str:empty"), Type: codec.TypeString, Str: []byte{}},
 		{Key: []byte("str:int"), Type: codec.TypeString, Str: []byte("12345")},
@@ -269,13 +270,13 @@ func TestColdCopyRoundTrip(t *testing.T) {
 				return f
 			}()},
 	}
-	if err := Import(eng, 0, vals); err != nil {
+	if err := uptier.Import(eng, 0, vals); err != nil {
 		t.Fatalf("Import: %v", err)
 	}
 	var d Dump // reused for every key
 	for _, v := range vals {
 		t.Run(string(v.Key), func(t *testing.T) {
-			size, ok, err := ColdSize(eng, 0, v.Key)
+			size, ok, err := uptier.ColdSize(eng, 0, v.Key)
 			if err != nil || !ok || size != coldSizeOf(v) {
 				t.Errorf("ColdSize = %d, %v, %v; want %d, true", size, ok, err, coldSizeOf(v))
 			}
@@ -317,13 +318,13 @@ func TestColdCopyRoundTrip(t *testing.T) {
 
 	// DropKey removes the cold copy; dropping a missing key is no error.
 	for _, key := range []string{"hash:big", "str:ttl", "zset:special", "never-there"} {
-		if err := DropKey(eng, 0, []byte(key)); err != nil {
+		if err := uptier.DropKey(eng, 0, []byte(key)); err != nil {
 			t.Fatalf("DropKey %s: %v", key, err)
 		}
 		if _, ok, err := DumpKey(eng, 0, []byte(key), &d); ok || err != nil {
 			t.Errorf("DumpKey %s after DropKey = %v, %v; want no copy", key, ok, err)
 		}
-		if _, ok, err := ColdSize(eng, 0, []byte(key)); ok || err != nil {
+		if _, ok, err := uptier.ColdSize(eng, 0, []byte(key)); ok || err != nil {
 			t.Errorf("ColdSize %s after DropKey = %v, %v; want no copy", key, ok, err)
 		}
 	}
@@ -357,16 +358,16 @@ func TestColdCopyImportSemantics(t *testing.T) {
 		}
 		return got, exp, true
 	}
-	imp := func(db int, vals ...*Value) {
+	imp := func(db int, vals ...*uptier.Value) {
 		t.Helper()
-		if err := Import(eng, db, vals); err != nil {
+		if err := uptier.Import(eng, db, vals); err != nil {
 			t.Fatalf("Import: %v", err)
 		}
 	}
 
 	// Each Import replaces what the key held, whatever its type.
 	future := time.Now().Add(time.Hour).UnixMilli()
-	seq := []*Value{
+	seq := []*uptier.Value{
 		{Key: []byte("k"), Type: codec.TypeHash, ExpireAt: future, Elems: bs("a", "1", "b", "2")},
 		{Key: []byte("k"), Type: codec.TypeHash, Elems: bs("c", "3")},
 		{Key: []byte("k"), Type: codec.TypeSet, Elems: bs("x", "y", "w")},
@@ -387,28 +388,28 @@ func TestColdCopyImportSemantics(t *testing.T) {
 	}
 
 	// Databases are separate.
-	imp(2, &Value{Key: []byte("only2"), Type: codec.TypeString, Str: []byte("two")})
+	imp(2, &uptier.Value{Key: []byte("only2"), Type: codec.TypeString, Str: []byte("two")})
 	if _, _, ok := dump(0, "only2"); ok {
 		t.Error("a key imported into db 2 is in db 0")
 	}
 	if _, _, ok := dump(2, "only2"); !ok {
 		t.Error("a key imported into db 2 is not there")
 	}
-	if _, ok, _ := ColdSize(eng, 3, []byte("only2")); ok {
+	if _, ok, _ := uptier.ColdSize(eng, 3, []byte("only2")); ok {
 		t.Error("ColdSize finds a db 2 key in db 3")
 	}
 
 	// Expired copies are not live.
 	past := time.Now().Add(-time.Minute).UnixMilli()
 	imp(0,
-		&Value{Key: []byte("old:s"), Type: codec.TypeString, ExpireAt: past, Str: []byte("x")},
-		&Value{Key: []byte("old:h"), Type: codec.TypeHash, ExpireAt: past, Elems: bs("f", "v")},
+		&uptier.Value{Key: []byte("old:s"), Type: codec.TypeString, ExpireAt: past, Str: []byte("x")},
+		&uptier.Value{Key: []byte("old:h"), Type: codec.TypeHash, ExpireAt: past, Elems: bs("f", "v")},
 	)
 	for _, k := range []string{"old:s", "old:h"} {
 		if _, _, ok := dump(0, k); ok {
 			t.Errorf("DumpKey of expired %s found a copy", k)
 		}
-		if _, ok, _ := ColdSize(eng, 0, []byte(k)); ok {
+		if _, ok, _ := uptier.ColdSize(eng, 0, []byte(k)); ok {
 			t.Errorf("ColdSize of expired %s found a copy", k)
 		}
 	}
@@ -416,14 +417,14 @@ func TestColdCopyImportSemantics(t *testing.T) {
 	// An empty structure leaves no copy.
 	for _, typ := range []codec.Type{codec.TypeHash, codec.TypeSet, codec.TypeList, codec.TypeZSet} {
 		key := "empty:" + typ.String()
-		imp(0, &Value{Key: []byte(key), Type: typ})
+		imp(0, &uptier.Value{Key: []byte(key), Type: typ})
 		if _, _, ok := dump(0, key); ok {
 			t.Errorf("an empty %s has a cold copy", typ)
 		}
 	}
 
 	// A failed Import writes none of its values.
-	err := Import(eng, 0, []*Value{
+	err := uptier.Import(eng, 0, []*uptier.Value{
 		{Key: []byte("atomic"), Type: codec.TypeString, Str: []byte("v")},
 		{Key: []byte("k"), Type: codec.TypeString, Str: []byte("overwritten?")},
 		{Key: []byte("stream"), Type: codec.TypeNone},

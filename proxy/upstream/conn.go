@@ -1,18 +1,20 @@
 // Package upstream talks to the Redis that Spillway fronts in upstream mode:
 // connections and their handshake, a pool of shared pipelined connections
 // that many clients multiplex onto, dedicated connections for clients that
-// need connection state, and the payloads that reload cold keys (RESTORE).
+// need connection state, the payloads that reload cold keys (RESTORE), and
+// the commands the demotion policy (tiering/uptier) issues. It moves bytes;
+// which keys are cold and which to demote is tiering/uptier's.
 package upstream
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // Target says where the upstream is and how to log in.
@@ -23,8 +25,10 @@ type Target struct {
 	DB       int
 }
 
-// ErrUnavailable wraps every error caused by an unreachable upstream.
-var ErrUnavailable = errors.New("upstream unavailable")
+// ErrUnavailable wraps every error caused by an unreachable upstream. It is
+// uptier.ErrUnavailable, so that the demotion policy tells a lost
+// connection from a refusal.
+var ErrUnavailable = uptier.ErrUnavailable
 
 // lost wraps a connection's I/O error as ErrUnavailable.
 func lost(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }

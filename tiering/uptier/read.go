@@ -1,4 +1,4 @@
-package upstream
+package uptier
 
 import (
 	"fmt"
@@ -12,36 +12,16 @@ import (
 
 // read WATCHes keys and reads each whole; a nil Value is a key that cannot
 // be demoted (gone, or a type the cold store does not hold).
-func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
-	watch := append([][]byte{[]byte("WATCH")}, keys...)
-	c.SendArgs(watch)
-	for _, k := range keys {
-		c.SendArgs([][]byte{[]byte("TYPE"), k})
-		c.SendArgs([][]byte{[]byte("PEXPIRETIME"), k})
-		c.SendArgs([][]byte{[]byte("OBJECT"), []byte("ENCODING"), k})
-	}
-	if err := c.Flush(); err != nil {
-		return nil, lost(err)
-	}
-	if _, err := c.Read(); err != nil {
-		return nil, lost(err)
+func (d *Demoter) read(c Conn, keys [][]byte) ([]*Value, error) {
+	infos, err := c.WatchDescribe(keys)
+	if err != nil {
+		return nil, err
 	}
 	vals := make([]*Value, len(keys))
 	for i, k := range keys {
-		r, err := c.Read()
-		if err != nil {
-			return nil, lost(err)
-		}
-		t := typeByName(ReplyText(r))
-		r, err = c.Read()
-		if err != nil {
-			return nil, lost(err)
-		}
-		exp, _ := IntReply(r)
-		if r, err = c.Read(); err != nil {
-			return nil, lost(err)
-		}
-		skiplist := ReplyText(r) == "skiplist"
+		t := TypeByName(infos[i].Type)
+		exp := infos[i].PExpireTime
+		skiplist := infos[i].Encoding == "skiplist"
 		if t == codec.TypeNone || exp == -2 {
 			continue
 		}
@@ -63,20 +43,19 @@ func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
 			open = append(open, &cursor{v: v})
 		}
 	}
+	var reqs []Chunk
 	for len(open) > 0 {
+		reqs = reqs[:0]
 		for _, cur := range open {
-			sendChunk(c, cur.v, cur.next)
+			reqs = append(reqs, Chunk{Key: cur.v.Key, Type: cur.v.Type, From: cur.next, Count: chunkSize})
 		}
-		if err := c.Flush(); err != nil {
-			return nil, lost(err)
+		replies, err := c.ReadChunks(reqs)
+		if err != nil {
+			return nil, err
 		}
 		still := open[:0]
-		for _, cur := range open {
-			r, err := c.Read()
-			if err != nil {
-				return nil, lost(err)
-			}
-			more, next, err := takeChunk(cur.v, r, cur.next, &cur.seen)
+		for i, cur := range open {
+			more, next, err := takeChunk(cur.v, &replies[i], cur.next, &cur.seen)
 			if err != nil {
 				return nil, err
 			}
@@ -95,7 +74,9 @@ func (d *Demoter) read(c *Conn, keys [][]byte) ([]*Value, error) {
 	return vals, nil
 }
 
-func typeByName(s string) codec.Type {
+// TypeByName returns the type TYPE names, or codec.TypeNone for a type the
+// cold store does not hold (streams, modules) or a missing key.
+func TypeByName(s string) codec.Type {
 	switch s {
 	case "string":
 		return codec.TypeString
@@ -111,50 +92,22 @@ func typeByName(s string) codec.Type {
 	return codec.TypeNone
 }
 
-func sendChunk(c *Conn, v *Value, next uint64) {
-	k := v.Key
-	from := strconv.FormatUint(next, 10)
-	to := strconv.FormatUint(next+chunkSize-1, 10)
+// takeChunk adds a chunk to v and says whether more is to be read and
+// from where. SCAN replies may repeat items; seen drops repeats.
+func takeChunk(v *Value, r *ChunkReply, at uint64, seen *map[string]bool) (more bool, next uint64, err error) {
 	switch v.Type {
 	case codec.TypeString:
-		c.SendArgs([][]byte{[]byte("GET"), k})
-	case codec.TypeList:
-		c.SendArgs([][]byte{[]byte("LRANGE"), k, []byte(from), []byte(to)})
-	case codec.TypeZSet:
-		c.SendArgs([][]byte{[]byte("ZRANGE"), k, []byte(from), []byte(to), []byte("WITHSCORES")})
-	case codec.TypeHash:
-		c.SendArgs([][]byte{[]byte("HSCAN"), k, []byte(from), []byte("COUNT"), []byte(strconv.Itoa(chunkSize))})
-	case codec.TypeSet:
-		c.SendArgs([][]byte{[]byte("SSCAN"), k, []byte(from), []byte("COUNT"), []byte(strconv.Itoa(chunkSize))})
-	}
-}
-
-// takeChunk adds a chunk reply to v and says whether more is to be read
-// and from where. SCAN replies may repeat items; seen drops repeats.
-func takeChunk(v *Value, r []byte, at uint64, seen *map[string]bool) (more bool, next uint64, err error) {
-	if IsError(r) {
-		return false, 0, fmt.Errorf("upstream: demotion read of %q: %s", v.Key, ReplyText(r))
-	}
-	switch v.Type {
-	case codec.TypeString:
-		p := replyParser{b: r}
-		v.Str = p.bulk()
+		v.Str = r.Str
 		if v.Str == nil {
 			v.Str = []byte{}
 		}
-		return false, 0, p.err
+		return false, 0, nil
 	case codec.TypeList:
-		items, err := ParseBulks(r)
-		if err != nil {
-			return false, 0, err
-		}
+		items := r.Items
 		v.Elems = append(v.Elems, items...)
 		return len(items) == chunkSize, at + chunkSize, nil
 	case codec.TypeZSet:
-		items, err := ParseBulks(r)
-		if err != nil {
-			return false, 0, err
-		}
+		items := r.Items
 		for i := 0; i+1 < len(items); i += 2 {
 			s, err := strconv.ParseFloat(string(items[i+1]), 64)
 			if err != nil {
@@ -165,10 +118,7 @@ func takeChunk(v *Value, r []byte, at uint64, seen *map[string]bool) (more bool,
 		}
 		return len(items) == 2*chunkSize, at + chunkSize, nil
 	default: // hash, set
-		cur, items, err := ParseScan(r)
-		if err != nil {
-			return false, 0, err
-		}
+		cur, items := r.Cursor, r.Items
 		step := 1
 		if v.Type == codec.TypeHash {
 			step = 2

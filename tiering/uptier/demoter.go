@@ -1,15 +1,15 @@
-package upstream
+package uptier
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -48,13 +48,13 @@ type DemoterOptions struct {
 // (Throttle) until it is back under 1.15 times (see watchMemory).
 type Demoter struct {
 	opts  DemoterOptions
-	pool  *Pool
+	up    Upstream
 	eng   *tiering.Engine
 	index func(db int) *ColdIndex
 	locks *KeyLocks
 	gate  *Gate
 
-	conn   *Conn
+	conn   Conn
 	connDB int
 
 	// UsedMemory is the upstream's used_memory at the last poll; PeakUsed
@@ -81,7 +81,7 @@ type Demoter struct {
 const chunkSize = 1000
 
 // NewDemoter returns a demoter; Start runs it.
-func NewDemoter(opts DemoterOptions, pool *Pool, eng *tiering.Engine, index func(db int) *ColdIndex, locks *KeyLocks, gate *Gate) *Demoter {
+func NewDemoter(opts DemoterOptions, up Upstream, eng *tiering.Engine, index func(db int) *ColdIndex, locks *KeyLocks, gate *Gate) *Demoter {
 	if opts.Interval <= 0 {
 		opts.Interval = 100 * time.Millisecond
 	}
@@ -91,7 +91,7 @@ func NewDemoter(opts DemoterOptions, pool *Pool, eng *tiering.Engine, index func
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	d := &Demoter{opts: opts, pool: pool, eng: eng, index: index, locks: locks, gate: gate,
+	d := &Demoter{opts: opts, up: up, eng: eng, index: index, locks: locks, gate: gate,
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	d.thCond = sync.NewCond(&d.thMu)
 	return d
@@ -118,7 +118,7 @@ const (
 // not left to the demotion rounds, which may take longer than that.
 func (d *Demoter) watchMemory() {
 	defer d.wg.Done()
-	var c *Conn
+	var c Conn
 	defer func() {
 		if c != nil {
 			c.Close()
@@ -134,20 +134,20 @@ func (d *Demoter) watchMemory() {
 		wait = d.opts.Interval
 		if c == nil {
 			var err error
-			if c, err = d.pool.Dial(2, d.pool.Target().DB); err != nil {
+			if c, err = d.up.Dial(d.up.DB()); err != nil {
 				d.setThrottle(false)
 				continue
 			}
 		}
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		r, err := c.Do("INFO", "memory")
+		used, err := c.UsedMemory()
 		if err != nil {
 			c.Close()
 			c = nil
 			d.setThrottle(false)
 			continue
 		}
-		used := d.noteUsed(r)
+		d.noteUsed(used)
 		budget := d.opts.Budget()
 		switch {
 		case budget <= 0 || d.stuck.Load():
@@ -250,21 +250,17 @@ func (d *Demoter) closeConn() {
 }
 
 // connFor returns the demoter's connection, on db.
-func (d *Demoter) connFor(db int) (*Conn, error) {
+func (d *Demoter) connFor(db int) (Conn, error) {
 	if d.conn == nil {
-		c, err := d.pool.Dial(2, db)
+		c, err := d.up.Dial(db)
 		if err != nil {
 			return nil, err
 		}
 		d.conn, d.connDB = c, db
 	}
 	if d.connDB != db {
-		r, err := d.conn.Do("SELECT", strconv.Itoa(db))
-		if err != nil {
+		if err := d.conn.Select(db); err != nil {
 			return nil, err
-		}
-		if IsError(r) {
-			return nil, fmt.Errorf("upstream: SELECT %d: %s", db, ReplyText(r))
 		}
 		d.connDB = db
 	}
@@ -278,45 +274,27 @@ func (d *Demoter) poll() (used int64, dbs []int, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	c.Send("INFO", "memory")
-	c.Send("INFO", "keyspace")
-	if err := c.Flush(); err != nil {
-		return 0, nil, lost(err)
-	}
-	r, err := c.Read()
+	used, dbs, err = c.Poll(d.opts.Databases)
 	if err != nil {
-		return 0, nil, lost(err)
+		return 0, nil, err
 	}
-	used = d.noteUsed(r)
-	r, err = c.Read()
-	if err != nil {
-		return 0, nil, lost(err)
-	}
-	info := BulkPayload(r)
-	for db := 0; db < d.opts.Databases; db++ {
-		if _, ok := InfoField(info, "db"+strconv.Itoa(db)); ok {
-			dbs = append(dbs, db)
-		}
-	}
+	d.noteUsed(used)
 	return used, dbs, nil
 }
 
-// noteUsed records used_memory from an INFO memory reply and returns it.
-func (d *Demoter) noteUsed(info []byte) int64 {
-	v, _ := InfoField(BulkPayload(info), "used_memory")
-	used, _ := strconv.ParseInt(v, 10, 64)
+// noteUsed records used_memory as polled.
+func (d *Demoter) noteUsed(used int64) {
 	d.UsedMemory.Store(used)
 	if used > d.PeakUsed.Load() {
 		d.PeakUsed.Store(used)
 	}
-	return used
 }
 
 func (d *Demoter) connDBOr0() int {
 	if d.conn != nil {
 		return d.connDB
 	}
-	return d.pool.Target().DB
+	return d.up.DB()
 }
 
 // round polls, and demotes while the upstream is over budget.
@@ -390,24 +368,16 @@ func (d *Demoter) DemoteSample(db, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sample := 2 * n
-	for i := 0; i < sample; i++ {
-		c.Send("RANDOMKEY")
-	}
-	if err := c.Flush(); err != nil {
-		return 0, lost(err)
+	sample, err := c.RandomKeys(2 * n)
+	if err != nil {
+		return 0, err
 	}
 	seen := map[string]bool{}
 	var keys [][]byte
-	for i := 0; i < sample; i++ {
-		r, err := c.Read()
-		if err != nil {
-			return 0, lost(err)
-		}
-		k := BulkPayload(r)
+	for _, k := range sample {
 		if k != nil && !seen[string(k)] {
 			seen[string(k)] = true
-			keys = append(keys, append([]byte{}, k...))
+			keys = append(keys, k)
 		}
 	}
 	if len(keys) == 0 {
@@ -424,16 +394,14 @@ func (d *Demoter) DemoteSample(db, n int) (int, error) {
 }
 
 // rank orders keys coldest first by OBJECT IDLETIME (or FREQ).
-func (d *Demoter) rank(c *Conn, keys [][]byte) ([][]byte, error) {
+func (d *Demoter) rank(c Conn, keys [][]byte) ([][]byte, error) {
 	sub := "IDLETIME"
 	if d.useFreq {
 		sub = "FREQ"
 	}
-	for _, k := range keys {
-		c.SendArgs([][]byte{[]byte("OBJECT"), []byte(sub), k})
-	}
-	if err := c.Flush(); err != nil {
-		return nil, lost(err)
+	replies, err := c.Object(sub, keys)
+	if err != nil {
+		return nil, err
 	}
 	type ranked struct {
 		key  []byte
@@ -441,14 +409,11 @@ func (d *Demoter) rank(c *Conn, keys [][]byte) ([][]byte, error) {
 	}
 	out := make([]ranked, 0, len(keys))
 	switchFreq := false
-	for _, k := range keys {
-		r, err := c.Read()
-		if err != nil {
-			return nil, lost(err)
-		}
-		v, ok := IntReply(r)
+	for i, k := range keys {
+		r := replies[i]
+		v, ok := r.N, r.IsInt
 		if !ok {
-			if IsError(r) {
+			if r.IsErr {
 				switchFreq = true // the other policy family is in force
 			}
 			continue
@@ -487,7 +452,7 @@ func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 	var hashes []uint64
 	idx := d.index(db)
 	for _, k := range keys {
-		h := KeyHash(k)
+		h := codec.KeyHash(k)
 		d.locks.Lock(h)
 		ok := idx.StartDemotion(h, done)
 		d.locks.Unlock(h)
@@ -536,7 +501,7 @@ func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 	hashes = append(keepH, rest...)
 	vals = slices.DeleteFunc(vals, func(v *Value) bool { return v == nil })
 	if len(vals) == 0 {
-		c.Do("UNWATCH")
+		c.Unwatch()
 		return 0, nil
 	}
 	if cs := d.opts.Census; cs != nil {
@@ -544,44 +509,31 @@ func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 		defer cs.RUnlock()
 	}
 	if err := Import(d.eng, db, vals); err != nil {
-		c.Do("UNWATCH")
+		c.Unwatch()
 		return 0, err
 	}
 	nKeep = len(keep)
 	if err := d.eng.Cold().SyncWAL(); err != nil {
 		d.drop(db, keep)
-		c.Do("UNWATCH")
+		c.Unwatch()
 		return 0, fmt.Errorf("upstream: sync cold store before demotion: %w", err)
 	}
-	c.Send("MULTI")
-	unlink := make([][]byte, 0, len(keep)+1)
-	unlink = append(unlink, []byte("UNLINK"))
-	unlink = append(unlink, keep...)
-	c.SendArgs(unlink)
-	c.Send("EXEC")
 	execSent = true
-	if err := c.Flush(); err != nil {
-		return 0, lost(err)
-	}
-	for i := 0; i < 2; i++ {
-		if _, err := c.Read(); err != nil {
-			return 0, lost(err)
-		}
-	}
-	r, err := c.Read()
-	if err != nil {
-		return 0, lost(err)
+	applied, err := c.UnlinkWatched(keep)
+	if err != nil && errors.Is(err, ErrUnavailable) {
+		return 0, err // EXEC's outcome is unknown: the copies stay
 	}
 	execSent = false
-	if len(r) >= 3 && r[0] == '*' && r[1] == '-' {
+	if err != nil {
+		// EXEC refused: nothing was removed upstream.
+		d.drop(db, keep)
+		return 0, err
+	}
+	if !applied {
 		// A key changed since WATCH: its writer wins, nothing moves.
 		d.drop(db, keep)
 		d.Aborted.Add(1)
 		return 0, nil
-	}
-	if IsError(r) {
-		d.drop(db, keep)
-		return 0, fmt.Errorf("upstream: demotion EXEC: %s", ReplyText(r))
 	}
 	moved = len(keep)
 	d.Demoted.Add(int64(moved))
@@ -620,13 +572,11 @@ func (d *Demoter) DemoteAll(db int) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		r, err := c.Do("SCAN", strconv.FormatUint(cursor, 10), "COUNT", "200")
+		next, keys, err := c.Scan(cursor, 200)
 		if err != nil {
-			d.closeConn()
-			return total, lost(err)
-		}
-		next, keys, err := ParseScan(r)
-		if err != nil {
+			if errors.Is(err, ErrUnavailable) {
+				d.closeConn()
+			}
 			return total, err
 		}
 		if len(keys) > 0 {

@@ -1,33 +1,22 @@
-package upstream
+package uptier
 
 import (
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/codec"
 )
 
-// TestKeyHash checks that KeyHash is deterministic and tells keys apart.
-func TestKeyHash(t *testing.T) {
-	if KeyHash([]byte("a")) != KeyHash([]byte("a")) {
-		t.Fatal("KeyHash is not deterministic")
-	}
-	seen := map[uint64]string{}
-	for i := range 10000 {
-		k := fmt.Sprintf("key:%d", i)
-		h := KeyHash([]byte(k))
-		if o, dup := seen[h]; dup {
-			t.Fatalf("KeyHash(%q) == KeyHash(%q)", k, o)
-		}
-		seen[h] = k
-	}
-}
+// hangLimit bounds the waits of tests that would otherwise hang on a bug.
+const hangLimit = 60 * time.Second
 
 // TestColdIndexSet covers Add, Has, Remove, Len and Clear, with hashes
 // spread over the shards (the top bits pick one).
 func TestColdIndexSet(t *testing.T) {
 	x := NewColdIndex()
-	hs := []uint64{0, 1, 1 << 58, 2<<58 | 7, 63 << 58, ^uint64(0), KeyHash([]byte("k"))}
+	hs := []uint64{0, 1, 1 << 58, 2<<58 | 7, 63 << 58, ^uint64(0), codec.KeyHash([]byte("k"))}
 	if x.Len() != 0 || x.Has(hs[0]) {
 		t.Fatal("a new index is not empty")
 	}
@@ -81,7 +70,7 @@ func TestColdIndexSet(t *testing.T) {
 // Protect.
 func TestColdIndexDemotion(t *testing.T) {
 	x := NewColdIndex()
-	h, other := KeyHash([]byte("k")), KeyHash([]byte("other"))
+	h, other := codec.KeyHash([]byte("k")), codec.KeyHash([]byte("other"))
 	done := make(chan struct{})
 
 	if x.Demoting(h) != nil {
@@ -198,7 +187,7 @@ func TestColdIndexConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perWorker {
-				h := KeyHash(fmt.Appendf(nil, "%d:%d", w, i))
+				h := codec.KeyHash(fmt.Appendf(nil, "%d:%d", w, i))
 				if i%4 != 2 { // a demotion starts on a key not in the index
 					x.Add(h)
 					if !x.Has(h) {
@@ -251,7 +240,7 @@ func TestColdIndexConcurrent(t *testing.T) {
 // TestKeyLocks checks mutual exclusion per key under contention.
 func TestKeyLocks(t *testing.T) {
 	var k KeyLocks
-	keys := []uint64{1, 1025, 7, KeyHash([]byte("x"))} // 1 and 1025 share a stripe
+	keys := []uint64{1, 1025, 7, codec.KeyHash([]byte("x"))} // 1 and 1025 share a stripe
 	counts := make([]int, len(keys))
 	var wg sync.WaitGroup
 	for range 8 {

@@ -1,15 +1,13 @@
-package upstream
+package uptier
 
 import (
 	"sync"
 	"sync/atomic"
-
-	"github.com/cespare/xxhash/v2"
 )
 
-// KeyHash is the 64-bit hash the cold index and the key locks use (each
-// database has its own index, so the database is not part of it).
-func KeyHash(key []byte) uint64 { return xxhash.Sum64(key) }
+// The cold index and the key locks are keyed by codec.KeyHash of the key,
+// the hash the store orders keys by (each database has its own index, so
+// the database is not part of it).
 
 const indexShards = 64
 
@@ -159,7 +157,10 @@ func (x *ColdIndex) Protected(h uint64) bool {
 }
 
 // KeyLocks serialize the slow-path operations on one key: reloading it,
-// demoting it, and answering from its cold copy.
+// demoting it, and answering from its cold copy. With the Gate they are
+// placement state, not byte moving: they are how a change of a key's tier
+// (the demoter marking it, a client reloading it) is ordered against the
+// client requests that touch it, which is what keeps one authority per key.
 type KeyLocks struct {
 	stripes [1024]struct {
 		sync.Mutex
