@@ -32,7 +32,9 @@ func fireAll(c *Client, key []byte) {
 	c.notifyKeyMiss(key)
 	c.notifyNewKey(true, key)
 	c.notifyIn(2, NotifyGeneric, "move_to", key)
-	c.events().popped(c.db, key, true, 0)
+	ev := c.events() // a list pop emptying the list: "lpop", then "del"
+	ev.Notify(c.db, NotifyList, "lpop", key)
+	ev.Notify(c.db, NotifyGeneric, "del", key)
 	c.s.notifyExpired(c.db, key)
 }
 
