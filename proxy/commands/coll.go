@@ -2,8 +2,9 @@ package commands
 
 import (
 	"fmt"
-	"github.com/spillway/spillway/proxy/cstr"
 	"strconv"
+
+	"github.com/spillway/spillway/proxy/cstr"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/resp"
@@ -308,4 +309,18 @@ func cmdCollAll(x *server.Ctx, args [][]byte, t codec.Type, kind replyKind, fiel
 		})
 		return streamed(args[1], n, got, err)
 	})
+}
+
+// storeEmpty ends a STORE command whose result is empty, as Redis does:
+// it replies 0, and the destination is deleted ("del" if it existed).
+func storeEmpty(x *server.Ctx, tx *tiering.Tx, dst []byte) error {
+	deleted, err := tx.Delete(x.DB(), dst)
+	if err != nil {
+		return err
+	}
+	x.W.Int(0)
+	if deleted {
+		x.Notify(server.NotifyGeneric, "del", dst)
+	}
+	return nil
 }

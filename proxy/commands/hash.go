@@ -1,8 +1,9 @@
 package commands
 
 import (
-	"github.com/spillway/spillway/proxy/cstr"
 	"strconv"
+
+	"github.com/spillway/spillway/proxy/cstr"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/resp"

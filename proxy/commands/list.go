@@ -40,22 +40,6 @@ func registerList(t *server.Table) {
 	t.Register("blmpop", func(x *server.Ctx, a [][]byte) error { return cmdMPop(x, a, true, listEnds, newListMPop) })
 }
 
-// listRangeOf normalises Redis list range arguments (LRANGE, LTRIM)
-// against length n. It returns ok false for an empty range.
-func listRangeOf(start, stop, n int64) (int64, int64, bool) {
-	if start < 0 {
-		start += n
-	}
-	if stop < 0 {
-		stop += n
-	}
-	start = max(start, 0)
-	if start > stop || start >= n {
-		return 0, 0, false
-	}
-	return start, min(stop, n-1), true
-}
-
 // cmdPush is LPUSH/RPUSH (left) and, with onlyExisting, LPUSHX/RPUSHX,
 // which push nothing to a missing key and reply 0.
 func cmdPush(x *server.Ctx, args [][]byte, left, onlyExisting bool) error {
@@ -149,7 +133,7 @@ func cmdLRange(x *server.Ctx, args [][]byte) error {
 			x.W.Array(0)
 			return nil
 		}
-		from, to, ok := listRangeOf(start, stop, l.Len())
+		from, to, ok := rankRange(start, stop, l.Len())
 		if !ok {
 			x.W.Array(0)
 			return nil
@@ -319,7 +303,7 @@ func cmdLTrim(x *server.Ctx, args [][]byte) error {
 			x.W.OK()
 			return nil
 		}
-		from, to, keep := listRangeOf(start, stop, l.Len())
+		from, to, keep := rankRange(start, stop, l.Len())
 		if !keep {
 			from, to = 1, 0
 		}

@@ -102,3 +102,19 @@ func cmdMPop(x *server.Ctx, args [][]byte, blocking bool, ends [2]string, newOp 
 		return err
 	})
 }
+
+// rankRange normalises Redis rank range arguments (LRANGE, LTRIM, ZRANGE)
+// against length n. It returns ok false for an empty range.
+func rankRange(start, stop, n int64) (int64, int64, bool) {
+	if start < 0 {
+		start += n
+	}
+	if stop < 0 {
+		stop += n
+	}
+	start = max(start, 0)
+	if start > stop || start >= n {
+		return 0, 0, false
+	}
+	return start, min(stop, n-1), true
+}

@@ -359,20 +359,6 @@ func computeSets(sets []*tiering.Coll, op setOp, limit int) ([][]byte, error) {
 // setStoreEvents are the events of SINTERSTORE, SUNIONSTORE, SDIFFSTORE.
 var setStoreEvents = [...]string{setInter: "sinterstore", setUnion: "sunionstore", setDiff: "sdiffstore"}
 
-// storeEmpty ends a STORE command whose result is empty, as Redis does:
-// it replies 0, and the destination is deleted ("del" if it existed).
-func storeEmpty(x *server.Ctx, tx *tiering.Tx, dst []byte) error {
-	deleted, err := tx.Delete(x.DB(), dst)
-	if err != nil {
-		return err
-	}
-	x.W.Int(0)
-	if deleted {
-		x.Notify(server.NotifyGeneric, "del", dst)
-	}
-	return nil
-}
-
 // cmdSetAlgebra is SINTER, SUNION, SDIFF and their STORE forms (dst set):
 // the result as a set reply, or stored in dst and counted.
 func cmdSetAlgebra(x *server.Ctx, keys [][]byte, dst []byte, op setOp) error {

@@ -189,27 +189,11 @@ func parseZRange(args [][]byte, spec zrangeSpec) (zrangeQuery, error) {
 	return q, nil
 }
 
-// zrankRange normalises Redis rank range arguments against length n, as
-// LRANGE's do. It returns ok false for an empty range.
-func zrankRange(start, stop, n int64) (int64, int64, bool) {
-	if start < 0 {
-		start += n
-	}
-	if stop < 0 {
-		stop += n
-	}
-	start = max(start, 0)
-	if start > stop || start >= n {
-		return 0, 0, false
-	}
-	return start, min(stop, n-1), true
-}
-
 // run calls fn for the members q selects from z, in reply order.
 func (q *zrangeQuery) run(z *tiering.ZSet, fn func(member []byte, score float64) bool) error {
 	switch q.kind {
 	case byRank:
-		from, to, ok := zrankRange(q.start, q.stop, z.Len())
+		from, to, ok := rankRange(q.start, q.stop, z.Len())
 		if !ok {
 			return nil
 		}
@@ -279,7 +263,7 @@ func cmdZRange(x *server.Ctx, args [][]byte, spec zrangeSpec) error {
 // if it is small).
 func storeZSet(x *server.Ctx, tx *tiering.Tx, dst []byte, members []tiering.Member, skiplist, incremental bool, event string) error {
 	if len(members) == 0 {
-		return zstoreEmpty(x, tx, dst)
+		return storeEmpty(x, tx, dst)
 	}
 	isNew, err := x.KeyIsNew(tx, x.DB(), dst)
 	if err != nil {
@@ -306,21 +290,6 @@ func storeZSet(x *server.Ctx, tx *tiering.Tx, dst []byte, members []tiering.Memb
 	x.W.Int(int64(len(members)))
 	x.Notify(server.NotifyZSet, event, dst)
 	return closeAll(z)
-}
-
-// zstoreEmpty ends a STORE command whose result is empty, as Redis does
-// (and as SINTERSTORE's does): it replies 0, and the destination is
-// deleted ("del" if it existed).
-func zstoreEmpty(x *server.Ctx, tx *tiering.Tx, dst []byte) error {
-	deleted, err := tx.Delete(x.DB(), dst)
-	if err != nil {
-		return err
-	}
-	x.W.Int(0)
-	if deleted {
-		x.Notify(server.NotifyGeneric, "del", dst)
-	}
-	return nil
 }
 
 // zremRangeEvents are the events of ZREMRANGEBYRANK, BYSCORE and BYLEX.

@@ -16,8 +16,8 @@ import (
 // closes).
 type handlerFunc func(c *Client, args [][]byte)
 
-// legacy adapts a handlerFunc to the Handler contract.
-func legacy(h handlerFunc) Handler {
+// clientHandler adapts a handlerFunc to the Handler contract.
+func clientHandler(h handlerFunc) Handler {
 	if h == nil {
 		return nil
 	}
@@ -27,7 +27,7 @@ func legacy(h handlerFunc) Handler {
 // own registers one of the server's own handlers, which work on the
 // client's connection state directly (they never take the engine's lock:
 // those that read or write keys are Handlers and use Ctx.Update).
-func (t *Table) own(name string, h handlerFunc) { t.Register(name, legacy(h)) }
+func (t *Table) own(name string, h handlerFunc) { t.Register(name, clientHandler(h)) }
 
 // registerBuiltins adds the server's own commands to t: connection state,
 // transactions, Pub/Sub, scripting, COMMAND, INFO and administration.
@@ -40,20 +40,6 @@ func registerBuiltins(t *Table) {
 	registerInfo(t)
 	registerAdmin(t)
 	registerTestHooks(t)
-}
-
-// builtins are the server's own handlers, registered by init functions
-// until every family takes its place in the Table given to NewServer.
-var builtins = map[*cmdtable.Command]handlerFunc{}
-
-// register binds a built-in handler to a command's full name ("get",
-// "client|kill").
-func register(name string, h handlerFunc) {
-	c := cmdtable.LookupFullName([]byte(name))
-	if c == nil {
-		panic("proxy: register: no command " + name + " in the Redis 7.0 table")
-	}
-	builtins[c] = h
 }
 
 // maxErrArgLen is how much of a name or argument Redis quotes in errors.

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/spillway/spillway/proxy/pubsub"
-	"github.com/spillway/spillway/tiering"
 )
 
 // Keyspace notifications (notify-keyspace-events), embedded mode, as Redis
@@ -194,54 +193,6 @@ func publish(h *pubsub.Hub, sender pubsub.Subscriber, channel, message []byte) {
 	}
 }
 
-// keyIsNew reports, for the "new" event, whether writing key in database
-// db creates it (see keyIsMissing). It looks only when "new" events would
-// be published (false otherwise). ok false: a storage error ended tx and
-// was replied.
-func (c *Client) keyIsNew(tx *tiering.Tx, db int, key []byte) (isNew, ok bool) {
-	if !c.s.notifyEnabled(NotifyNew) {
-		return false, true
-	}
-	return c.keyIsMissing(tx, db, key)
-}
-
-// expireIfNeeded deletes key if it has expired (firing "expired"), as
-// Redis's lookups do for keys a command looks at without using (SMOVE's
-// destination when its source is missing). It only looks when expired
-// events would be published: otherwise the deletion is invisible and left
-// to the next access or the sweeper. ok false: a storage error ended tx.
-func (c *Client) expireIfNeeded(tx *tiering.Tx, key []byte) bool {
-	if !c.s.notifyEnabled(NotifyExpired) {
-		return true
-	}
-	exp, err := tx.KeyExpiredNow(c.db, key)
-	if err == nil && exp {
-		_, err = tx.Delete(c.db, key) // an expired key: deletes nothing live
-	}
-	if err != nil {
-		c.txErr(tx, err)
-		return false
-	}
-	return true
-}
-
-// keyIsMissing reports whether key does not exist (or has expired) in
-// database db, without side effects: no expiry, promotion or keyspace
-// statistics. ok false: a storage error ended tx and was replied.
-func (c *Client) keyIsMissing(tx *tiering.Tx, db int, key []byte) (missing, ok bool) {
-	stored, err := tx.KeyStored(db, key)
-	if err == nil && stored {
-		missing, err = tx.KeyExpiredNow(db, key)
-	} else {
-		missing = !stored
-	}
-	if err != nil {
-		c.txErr(tx, err)
-		return false, false
-	}
-	return missing, true
-}
-
 // Events publishes keyspace events on behalf of from (nil: no client's
 // reply buffer may be written, see publishKeyEvent): pops run by a pushing
 // client for the clients it serves use it.
@@ -250,7 +201,7 @@ type Events struct {
 	from *Client
 }
 
-// notify publishes event (of class) on key in database db.
+// Notify publishes event (of class) on key in database db.
 func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
 	if k.s.notifyFlags() == 0 {
 		return

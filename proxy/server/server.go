@@ -90,11 +90,6 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		cmds = NewTable()
 	}
 	registerBuiltins(cmds)
-	for cmd, h := range builtins {
-		if !cmds.Has(cmd) {
-			cmds.m[cmd] = legacy(h)
-		}
-	}
 	s := &Server{
 		cfg:         cfg,
 		table:       cmds,

@@ -27,7 +27,7 @@ func upLocalTable(t *Table) map[*cmdtable.Command]Handler {
 		}
 		return c
 	}
-	local := func(name string, h handlerFunc) { upLocal[lookup(name)] = legacy(h) }
+	local := func(name string, h handlerFunc) { upLocal[lookup(name)] = clientHandler(h) }
 	// Spillway's own connection, configuration and client list.
 	for _, name := range []string{"auth", "quit", "shutdown"} {
 		upLocal[lookup(name)] = t.Handler(lookup(name))
