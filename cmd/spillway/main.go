@@ -24,6 +24,7 @@ import (
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/upstream"
+	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -155,12 +156,15 @@ func run(args []string) error {
 
 	srv := server.NewServer(cfg, engine, log, commands.Table())
 	mode := "embedded"
+	// front is upstream mode's front (nil in embedded mode): the server
+	// forwards its clients' commands through it.
+	var front *upstream.Front
 	if upstreamMode {
 		mode = "upstream"
 		clean := takeCleanMarker(dir)
-		err := srv.EnableUpstream(server.UpstreamOptions{Target: upstream.Target{
+		front, err = upstream.Enable(srv, upstream.Options{Target: link.Target{
 			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
-		}, SharedConn: cfg.UpstreamConnections()}, clean)
+		}, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
 		if err != nil {
 			engine.Close()
 			cold.Close()
@@ -207,7 +211,9 @@ func run(args []string) error {
 	}
 	srv.Close()
 	<-serveDone
-	srv.CloseUpstream()
+	if front != nil {
+		front.Close()
+	}
 	engine.Close()
 	if err := cold.Close(); err != nil {
 		log.Error("closing the store failed", "err", err)

@@ -30,7 +30,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/spillway/spillway/proxy/upstream"
+	"github.com/spillway/spillway/proxy/upstream/link"
 )
 
 // Workload is the command a run issues.
@@ -553,9 +553,9 @@ func (w *worker) send(ctx context.Context, q request) error {
 	var field string
 	if w.cfg.Workload == HGet {
 		field = w.cfg.Field(q.field)
-		w.buf = upstream.AppendCommandStrings(w.buf[:0], []string{"HGET", key, field})
+		w.buf = link.AppendCommandStrings(w.buf[:0], []string{"HGET", key, field})
 	} else {
-		w.buf = upstream.AppendCommandStrings(w.buf[:0], []string{"GET", key})
+		w.buf = link.AppendCommandStrings(w.buf[:0], []string{"GET", key})
 	}
 	what := func() string { // the request, for error messages
 		if w.cfg.Workload == HGet {
@@ -638,7 +638,7 @@ func (c *conn) redial(ctx context.Context) error {
 		c.interrupt()
 	}
 	if c.cfg.Password != "" {
-		kind, msg, err := c.roundTrip(upstream.AppendCommandStrings(nil, []string{"AUTH", c.cfg.Password}))
+		kind, msg, err := c.roundTrip(link.AppendCommandStrings(nil, []string{"AUTH", c.cfg.Password}))
 		if err == nil && kind != '+' {
 			err = fmt.Errorf("AUTH answered %q", msg)
 		}

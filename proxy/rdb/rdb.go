@@ -1,6 +1,6 @@
 // Package rdb holds the pieces of Redis's RDB format that DUMP-style
 // payloads share: the length encoding, Redis's CRC-64 and the payload
-// footer (RDB version and checksum). RESTORE payloads (proxy/upstream) and
+// footer (RDB version and checksum). RESTORE payloads (proxy/upstream/link) and
 // FUNCTION DUMP payloads (proxy/script) are both built on it.
 package rdb
 

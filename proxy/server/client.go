@@ -63,8 +63,9 @@ type Client struct {
 	groupMark int
 	// multi is MULTI's queue and WATCH's keys (multi.go).
 	multi multiState
-	// up is the upstream-mode state (nil in embedded mode).
-	up   *upClient
+	// fwd is the forwarding front's state of the connection (nil in
+	// embedded mode; see Forwarder).
+	fwd  ForwardConn
 	quit bool
 	// out is the output queue of a client that has subscribed to Pub/Sub
 	// (pushout.go): once set, flush hands replies to it instead of
@@ -116,10 +117,10 @@ func newClient(s *Server, nc net.Conn) *Client {
 	c.w.Proto = 2
 	c.protoVer.Store(2)
 	c.authed = s.cfg.RequirePass() == ""
-	if s.up != nil {
-		c.up = newUpClient(c)
-		c.db = s.up.defaultDB
+	if s.fwd != nil {
+		c.db = s.fwd.DefaultDB()
 		c.dbShown.Store(int32(c.db))
+		c.fwd = s.fwd.NewConn((*Conn)(c))
 	}
 	c.applyLimits()
 	c.lastIO.Store(time.Now().UnixMilli())
@@ -137,7 +138,9 @@ func (c *Client) applyLimits() {
 // serve runs the connection until it is closed.
 func (c *Client) serve() {
 	defer c.nc.Close()
-	defer c.upClose()
+	if c.fwd != nil {
+		defer c.fwd.Close()
+	}
 	defer c.waitPending()
 	defer c.endPubSub()
 	deadline := false
@@ -190,14 +193,11 @@ func (c *Client) waitPending() error {
 // store cannot sync, the replies are not sent and the connection is closed:
 // nothing unsynced is acknowledged.
 func (c *Client) flush() bool {
-	if !c.awaitAsync() {
-		return false
+	if f := c.fwd; f != nil {
+		if done, ok := f.Flush(c.w.Len() == 0 && c.replyMode == replyOn && c.pending.IsZero()); done || !ok {
+			return ok
+		}
 	}
-	if u := c.up; u != nil && u.n > 0 && u.pinned == nil && c.w.Len() == 0 &&
-		c.replyMode == replyOn && c.pending.IsZero() && c.submitAsync() {
-		return true
-	}
-	c.flushForwards()
 	if err := c.waitPending(); err != nil {
 		c.s.log.Error("write not durable; closing client", "client", c.id, "err", err)
 		c.w.Reset()
@@ -209,9 +209,11 @@ func (c *Client) flush() bool {
 	if c.w.Len() == 0 {
 		return true
 	}
-	if c.up != nil && c.up.passthrough {
-		c.up.wmu.Lock()
-		defer c.up.wmu.Unlock()
+	if c.fwd != nil {
+		if mu := c.fwd.WriteLock(); mu != nil {
+			mu.Lock()
+			defer mu.Unlock()
+		}
 	}
 	var n int
 	var err error

@@ -170,7 +170,7 @@ func cmdShutdown(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if c.up == nil {
+	if c.fwd == nil {
 		if _, function, busy := c.s.scripts.Busy(); busy {
 			// As Redis: only NOSAVE ends a busy script, and then what the
 			// script wrote is discarded (its transaction is aborted).

@@ -78,25 +78,25 @@ func unknownCommand(c *Client, args [][]byte) {
 // handler; it applies CLIENT REPLY's mode to the reply.
 func (c *Client) execute(args [][]byte) {
 	defer c.recoverPanic(args)
-	if c.up != nil && c.up.asyncOut && !c.awaitAsync() {
+	if c.fwd != nil && !c.fwd.BeforeCommand() {
 		c.quit = true
 		return
 	}
 	s := c.s
 	s.stats.commands.Add(1)
 	c.lastIO.Store(time.Now().UnixMilli())
-	if c.up != nil && c.replyMode != replyOn {
+	if c.fwd != nil && c.replyMode != replyOn {
 		// Replies are truncated by position: forwarded ones must be in.
-		c.flushForwards()
-		defer c.flushForwards()
+		c.fwd.Drain()
+		defer c.fwd.Drain()
 	}
 	c.mark = c.w.Len()
 	if c.replyMode == replySkipNext {
 		c.replyMode = replySkipThis
 	}
 	c.dispatch(args)
-	if c.up != nil && c.replyMode != replyOn {
-		c.flushForwards()
+	if c.fwd != nil && c.replyMode != replyOn {
+		c.fwd.Drain()
 	}
 	switch c.replyMode {
 	case replyOff:
@@ -109,8 +109,8 @@ func (c *Client) execute(args [][]byte) {
 
 func (c *Client) dispatch(args [][]byte) {
 	base := cmdtable.Lookup(args[0])
-	if base == nil && c.up != nil && c.authed {
-		c.upForwardUnknown(args) // perhaps a newer upstream's command
+	if base == nil && c.fwd != nil && c.authed {
+		c.fwd.ForwardUnknown(args) // perhaps a newer upstream's command
 		return
 	}
 	if base == nil {
@@ -126,8 +126,8 @@ func (c *Client) dispatch(args [][]byte) {
 			cmdClientSetInfo(c, args)
 			return
 		}
-		if cmd == nil && c.up != nil && c.authed {
-			c.upForwardUnknown(args)
+		if cmd == nil && c.fwd != nil && c.authed {
+			c.fwd.ForwardUnknown(args)
 			return
 		}
 		if cmd == nil {
@@ -137,8 +137,8 @@ func (c *Client) dispatch(args [][]byte) {
 		}
 	}
 	if !cmd.ArityOK(len(args)) {
-		if c.up != nil && c.up.inMulti && c.authed {
-			c.upForwardUnknown(args) // the upstream's error marks the transaction failed
+		if c.fwd != nil && c.fwd.InTransaction() && c.authed {
+			c.fwd.ForwardUnknown(args) // the upstream's error marks the transaction failed
 			return
 		}
 		c.rejectInMulti("ERR wrong number of arguments for '" + cmd.Name + "' command")
@@ -152,12 +152,12 @@ func (c *Client) dispatch(args [][]byte) {
 		return
 	}
 	h := c.s.table.Handler(cmd)
-	if h == nil && c.up == nil {
+	if h == nil && c.fwd == nil {
 		c.failMulti()
 		unknownCommand(c, args)
 		return
 	}
-	if c.up == nil && c.group == nil && !c.busyCheck(cmd) {
+	if c.fwd == nil && c.group == nil && !c.busyCheck(cmd) {
 		return
 	}
 	if c.multi.active && !runsInMulti(cmd) {
@@ -168,8 +168,8 @@ func (c *Client) dispatch(args [][]byte) {
 		c.s.waitIfPaused(cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate))
 	}
 	c.lastCmd.Store(cmd)
-	if c.up != nil {
-		c.upDispatch(cmd, args)
+	if c.fwd != nil {
+		c.fwd.Dispatch(cmd, args)
 		return
 	}
 	c.call(h, args)

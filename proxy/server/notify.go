@@ -54,7 +54,7 @@ func (s *Server) notifyFlags() NotifyClass {
 // needs (whether a key is new, ...).
 func (s *Server) notifyEnabled(class NotifyClass) bool {
 	f := s.notifyFlags()
-	return f&class != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.up == nil &&
+	return f&class != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.fwd == nil &&
 		s.pubsub != nil && s.pubsub.Active()
 }
 
@@ -101,7 +101,7 @@ func (s *Server) notifyExpired(db int, key []byte) {
 // engine's key events must be observed (see updateObserving).
 func (s *Server) notifyWantsExpired() bool {
 	f := s.notifyFlags()
-	return f&NotifyExpired != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.up == nil
+	return f&NotifyExpired != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.fwd == nil
 }
 
 // initNotify hooks notifications to the configuration: after CONFIG SET
@@ -146,7 +146,7 @@ const maxPooledNotifyBuf = 64 << 10
 // buffer is not this goroutine's to write).
 func (s *Server) publishKeyEvent(from *Client, db int, class NotifyClass, event string, key []byte) {
 	f := s.notifyFlags()
-	if f&class == 0 || f&(NotifyKeyspace|NotifyKeyevent) == 0 || s.up != nil {
+	if f&class == 0 || f&(NotifyKeyspace|NotifyKeyevent) == 0 || s.fwd != nil {
 		return
 	}
 	h := s.pubsub

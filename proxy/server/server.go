@@ -43,8 +43,8 @@ type Server struct {
 	// must be discarded.
 	abortScript atomic.Bool
 
-	// up is upstream mode's state; nil in embedded mode.
-	up *upMode
+	// fwd is the forwarding front (upstream mode); nil in embedded mode.
+	fwd Forwarder
 	// pubsub holds the Pub/Sub subscriptions (embedded mode; upstream
 	// mode forwards Pub/Sub to the upstream).
 	pubsub *pubsub.Hub

@@ -11,7 +11,7 @@ import (
 // every key it holds is a cold copy, written per field as in embedded mode
 // and read by the same code. This file writes demoted values into it,
 // drops cold copies and weighs them for the promotion policy; building a
-// RESTORE payload from a cold copy is proxy/upstream's (DumpKey).
+// RESTORE payload from a cold copy is proxy/upstream/link's (DumpKey).
 
 // ColdSize returns the size the promotion policy weighs a cold key by
 // and whether the store holds a live cold copy of it.

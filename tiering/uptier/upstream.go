@@ -9,7 +9,7 @@
 // tiering.Admission, shared with embedded mode.
 //
 // It moves no bytes itself: it talks to the upstream through Upstream and
-// Conn, which proxy/upstream implements over its connections (sending the
+// Conn, which proxy/upstream/link implements over its connections (sending the
 // commands and parsing the replies). This package must not import proxy.
 package uptier
 
@@ -22,7 +22,7 @@ import (
 
 // ErrUnavailable is wrapped by the errors of a Conn whose connection to
 // the upstream was lost (the outcome of a request in flight is unknown).
-// proxy/upstream's ErrUnavailable is this error.
+// proxy/upstream/link's ErrUnavailable is this error.
 var ErrUnavailable = errors.New("upstream unavailable")
 
 // Upstream is the upstream Redis as the demoter sees it.

@@ -1,4 +1,4 @@
-package server
+package upstream
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
-	"github.com/spillway/spillway/proxy/upstream"
+	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering/uptier"
 )
 
@@ -31,40 +31,39 @@ var countCmds = map[string]bool{"del": true, "unlink": true, "exists": true, "to
 // upCold handles a command with a key in the cold index. It reports true
 // when the command was answered; false means its keys were reloaded (or
 // found not cold) and it should be forwarded.
-func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
-	up := c.s.up
-	idx := up.index(c.db)
+func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
+	idx := c.f.index(c.DB())
 	if countCmds[cmd.Name] {
 		c.upCount(cmd, args, keys)
 		return true
 	}
-	h0 := c.s.table.Handler(cmd)
+	h0 := c.f.srv.Handler(cmd)
 	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
 		key := args[keys[0]]
 		h := codec.KeyHash(key)
 		c.lockKey(idx, h)
-		defer up.locks.Unlock(h)
-		size, ok, err := uptier.ColdSize(c.s.engine, c.db, key)
+		defer c.f.locks.Unlock(h)
+		size, ok, err := uptier.ColdSize(c.f.engine, c.DB(), key)
 		if err != nil {
-			c.replyError(err)
+			c.ReplyError(err)
 			return true
 		}
 		if !ok {
 			idx.Remove(h)
 			return false
 		}
-		if metaCmds[cmd.Name] || !c.s.admitReload(h, size) {
-			c.call(h0, args)
+		if metaCmds[cmd.Name] || !c.f.admitReload(h, size) {
+			c.Call(h0, args)
 			if !metaCmds[cmd.Name] {
 				// A read leaves the copy (an expired one is found gone later).
-				up.coldReads.Add(1)
-			} else if _, still, err := uptier.ColdSize(c.s.engine, c.db, key); err == nil && !still {
+				c.f.coldReads.Add(1)
+			} else if _, still, err := uptier.ColdSize(c.f.engine, c.DB(), key); err == nil && !still {
 				idx.Remove(h)
 			}
 			return true
 		}
-		if err := c.reloadLocked(idx, c.db, key, h); err != nil {
-			c.err(reloadError(key, err))
+		if err := c.reloadLocked(idx, c.DB(), key, h); err != nil {
+			c.Err(reloadError(key, err))
 			return true
 		}
 		return false
@@ -76,10 +75,10 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			continue
 		}
 		c.lockKey(idx, h)
-		err := c.reloadLocked(idx, c.db, key, h)
-		up.locks.Unlock(h)
+		err := c.reloadLocked(idx, c.DB(), key, h)
+		c.f.locks.Unlock(h)
 		if err != nil {
-			c.err(reloadError(key, err))
+			c.Err(reloadError(key, err))
 			return true
 		}
 	}
@@ -87,7 +86,7 @@ func (c *Client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 }
 
 func reloadError(key []byte, err error) string {
-	return "ERR spillway could not reload cold key '" + trunc(key) + "': " + upstream.FirstLine(err.Error())
+	return "ERR spillway could not reload cold key '" + trunc(key) + "': " + link.FirstLine(err.Error())
 }
 
 // sameKey reports whether every key position names the same key.
@@ -104,18 +103,17 @@ func sameKey(args [][]byte, keys []int) bool {
 }
 
 // lockKey waits out a demotion of h, then takes h's key lock.
-func (c *Client) lockKey(idx *uptier.ColdIndex, h uint64) {
-	up := c.s.up
+func (c *client) lockKey(idx *uptier.ColdIndex, h uint64) {
 	for {
 		if ch := idx.Demoting(h); ch != nil {
 			<-ch
 			continue
 		}
-		up.locks.Lock(h)
+		c.f.locks.Lock(h)
 		if idx.Demoting(h) == nil {
 			return
 		}
-		up.locks.Unlock(h)
+		c.f.locks.Unlock(h)
 	}
 }
 
@@ -123,10 +121,8 @@ func (c *Client) lockKey(idx *uptier.ColdIndex, h uint64) {
 // (atomic, TTL included) and drops it from the store. If the upstream
 // already has the key (written there directly), the upstream's copy wins
 // and the cold one is dropped. The caller holds the key lock.
-func (c *Client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint64) error {
-	up := c.s.up
-	u := c.up
-	exp, ok, err := upstream.DumpKey(c.s.engine, db, key, &u.dump)
+func (c *client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint64) error {
+	exp, ok, err := link.DumpKey(c.f.engine, db, key, &c.dump)
 	if err != nil {
 		return err
 	}
@@ -134,27 +130,27 @@ func (c *Client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 		idx.Remove(h)
 		return nil
 	}
-	payload := u.dump.Finish()
+	payload := c.dump.Finish()
 	args := [][]byte{[]byte("RESTORE"), key, []byte("0"), payload}
 	if exp > 0 {
 		args[2] = strconv.AppendInt(nil, exp, 10)
 		args = append(args, []byte("ABSTTL"))
 	}
-	up.census.RLock()
-	defer up.census.RUnlock()
+	c.f.census.RLock()
+	defer c.f.census.RUnlock()
 	r, err := c.ctlDo(db, args)
 	if err != nil {
 		return err
 	}
 	switch {
 	case bytes.HasPrefix(r, []byte("-BUSYKEY")):
-		up.reloadConflicts.Add(1)
-	case upstream.IsError(r):
-		return fmt.Errorf("%s", upstream.ReplyText(r))
+		c.f.reloadConflicts.Add(1)
+	case link.IsError(r):
+		return fmt.Errorf("%s", link.ReplyText(r))
 	default:
-		up.reloads.Add(1)
+		c.f.reloads.Add(1)
 	}
-	if err := uptier.DropKey(c.s.engine, db, key); err != nil {
+	if err := uptier.DropKey(c.f.engine, db, key); err != nil {
 		return err
 	}
 	idx.Remove(h)
@@ -164,18 +160,17 @@ func (c *Client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 // ctlDo runs one request of Spillway's own on db and returns a copy of the
 // reply: on a shared connection for the default database, else on the
 // control connection.
-func (c *Client) ctlDo(db int, args [][]byte) ([]byte, error) {
-	up := c.s.up
-	if db != up.defaultDB {
-		return up.ctlDo(db, args)
+func (c *client) ctlDo(db int, args [][]byte) ([]byte, error) {
+	if db != c.f.defaultDB {
+		return c.f.ctlDo(db, args)
 	}
-	m, err := up.pool.Shared(2, c.id)
+	m, err := c.f.pool.Shared(2, c.id)
 	if err != nil {
 		return nil, err
 	}
-	call := c.up.ctlCall
+	call := c.ctlCall
 	call.Replies = call.Replies[:0]
-	if err := m.Do(call, upstream.AppendCommand(nil, args), 1); err != nil {
+	if err := m.Do(call, link.AppendCommand(nil, args), 1); err != nil {
 		return nil, err
 	}
 	return call.Replies, nil
@@ -184,9 +179,8 @@ func (c *Client) ctlDo(db int, args [][]byte) ([]byte, error) {
 // upCount runs DEL, UNLINK, EXISTS or TOUCH across both tiers: cold keys
 // are counted (and for DEL/UNLINK dropped) in the store, the others are
 // forwarded in one command, and the counts are added.
-func (c *Client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
-	up := c.s.up
-	idx := up.index(c.db)
+func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
+	idx := c.f.index(c.DB())
 	drop := cmd.Name == "del" || cmd.Name == "unlink"
 	var local int64
 	rest := [][]byte{args[0]}
@@ -199,16 +193,16 @@ func (c *Client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 			h := codec.KeyHash(key)
 			if idx.Has(h) {
 				c.lockKey(idx, h)
-				_, ok, err := uptier.ColdSize(c.s.engine, c.db, key)
+				_, ok, err := uptier.ColdSize(c.f.engine, c.DB(), key)
 				if err == nil && ok && drop {
-					err = uptier.DropKey(c.s.engine, c.db, key)
+					err = uptier.DropKey(c.f.engine, c.DB(), key)
 					idx.Remove(h)
 				} else if err == nil && !ok {
 					idx.Remove(h)
 				}
-				up.locks.Unlock(h)
+				c.f.locks.Unlock(h)
 				if err != nil {
-					c.replyError(err)
+					c.ReplyError(err)
 					return
 				}
 				if ok {
@@ -238,44 +232,43 @@ func (c *Client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 		mark := c.w.Len()
 		c.enqueue(rest)
 		c.flushForwards()
-		if n, ok := upstream.IntReply(c.w.Buf[mark:]); ok {
+		if n, ok := link.IntReply(c.w.Buf[mark:]); ok {
 			c.w.Truncate(mark)
 			c.w.Int(n + local)
 		}
 		return
 	}
-	c.err("ERR spillway: the command's keys kept moving between tiers; try again")
+	c.Err("ERR spillway: the command's keys kept moving between tiers; try again")
 }
 
 // prepareKeys reloads the cold ones among keys and, with protect, keeps
 // all of them from demotion until unprotectAll.
-func (c *Client) prepareKeys(db int, args [][]byte, keys []int, protect bool) bool {
-	up := c.s.up
-	idx := up.index(db)
+func (c *client) prepareKeys(db int, args [][]byte, keys []int, protect bool) bool {
+	idx := c.f.index(db)
 	for _, p := range keys {
 		key := args[p]
 		h := codec.KeyHash(key)
 		c.lockKey(idx, h)
 		if protect {
 			idx.Protect(h)
-			c.up.protected = append(c.up.protected, protectedKey{db, h})
+			c.protected = append(c.protected, protectedKey{db, h})
 		}
 		var err error
 		if idx.Has(h) {
 			err = c.reloadLocked(idx, db, key, h)
 		}
-		up.locks.Unlock(h)
+		c.f.locks.Unlock(h)
 		if err != nil {
-			c.err(reloadError(key, err))
+			c.Err(reloadError(key, err))
 			return false
 		}
 	}
 	return true
 }
 
-func (c *Client) unprotectAll() {
-	for _, p := range c.up.protected {
-		c.s.up.index(p.db).Unprotect(p.h)
+func (c *client) unprotectAll() {
+	for _, p := range c.protected {
+		c.f.index(p.db).Unprotect(p.h)
 	}
-	c.up.protected = c.up.protected[:0]
+	c.protected = c.protected[:0]
 }

@@ -1,10 +1,12 @@
-// Package upstream talks to the Redis that Spillway fronts in upstream mode:
-// connections and their handshake, a pool of shared pipelined connections
-// that many clients multiplex onto, dedicated connections for clients that
-// need connection state, the payloads that reload cold keys (RESTORE), and
-// the commands the demotion policy (tiering/uptier) issues. It moves bytes;
-// which keys are cold and which to demote is tiering/uptier's.
-package upstream
+// Package link talks to the Redis that Spillway fronts in upstream mode,
+// byte by byte: connections and their handshake, a pool of shared
+// pipelined connections that many clients multiplex onto, dedicated
+// connections for clients that need connection state, the payloads that
+// reload cold keys (RESTORE), and the commands the demotion policy
+// (tiering/uptier) issues. It moves bytes; which keys are cold and which to
+// demote is tiering/uptier's, and what a client's command does in upstream
+// mode is the front's (proxy/upstream).
+package link
 
 import (
 	"bufio"

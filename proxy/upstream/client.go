@@ -1,0 +1,354 @@
+package upstream
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/upstream/link"
+)
+
+// client is a client connection's upstream-mode state: the server's
+// connection (server.Conn) and what the front keeps for it. It implements
+// server.ForwardConn.
+//
+// Commands on keys that are not cold are encoded into reqs and sent as one
+// batch when the client's pipeline is drained (flushForwards), on a shared
+// connection or on the client's pinned one; replies land in the client's
+// reply buffer unchanged. From the first key check of a batch until its
+// replies are in, the client holds the gate's read side (see
+// uptier.Gate), which is what makes demotion safe against the batch.
+type client struct {
+	*server.Conn
+	f *Front
+	// w is the connection's reply buffer (Conn.W) and id its CLIENT ID.
+	w  *resp.Writer
+	id int64
+
+	call     *link.Call
+	ctlCall  *link.Call
+	reqs     []byte
+	n        int
+	gateHeld *sync.RWMutex
+	keyBuf   []int
+	dump     link.Dump
+
+	// pinned is the dedicated connection of a client that needs connection
+	// state upstream: a non-default database, MULTI, WATCH, or a
+	// subscription (passthrough).
+	pinned            *link.Conn
+	inMulti, watching bool
+	// queueDB is the database commands queued in MULTI run on (a queued
+	// SELECT changes it; EXEC makes it the client's).
+	queueDB int
+	// passthrough: the pinned connection's frames are copied to the client
+	// as they come (pub/sub, MONITOR, CLIENT TRACKING), by ptLoop.
+	passthrough bool
+	ptClosing   atomic.Bool
+	wmu         sync.Mutex // serializes socket writes in passthrough
+	// protected are the keys this client keeps from demotion.
+	protected []protectedKey
+
+	// asyncOut is set while a batch sent by submitAsync is in flight: its
+	// replies are written to the socket by the connection's reader.
+	asyncOut    bool
+	asyncFailed bool
+	asyncBuf    []byte
+	onDone      func() bool
+}
+
+type protectedKey struct {
+	db int
+	h  uint64
+}
+
+// maxBatchBytes and maxBatchCmds bound a batch of forwarded requests.
+const (
+	maxBatchBytes = 64 << 10
+	maxBatchCmds  = 512
+)
+
+// NewConn returns a new client connection's state (server.Forwarder).
+func (f *Front) NewConn(conn *server.Conn) server.ForwardConn {
+	c := &client{Conn: conn, f: f, w: conn.W(), id: conn.ID(), call: link.NewCall(), ctlCall: link.NewCall()}
+	c.onDone = c.onAsyncDone
+	return c
+}
+
+// BeforeCommand waits for the batch in flight, if any (server.ForwardConn).
+func (c *client) BeforeCommand() bool { return !c.asyncOut || c.awaitAsync() }
+
+// Dispatch runs one command (server.ForwardConn).
+func (c *client) Dispatch(cmd *cmdtable.Command, args [][]byte) { c.upDispatch(cmd, args) }
+
+// ForwardUnknown forwards a command Spillway does not know, or one whose
+// arity is wrong inside MULTI (server.ForwardConn).
+func (c *client) ForwardUnknown(args [][]byte) { c.upForwardUnknown(args) }
+
+// InTransaction reports whether the client is in MULTI upstream
+// (server.ForwardConn).
+func (c *client) InTransaction() bool { return c.inMulti }
+
+// Drain sends the batch and waits for its replies (server.ForwardConn).
+func (c *client) Drain() { c.flushForwards() }
+
+// Flush waits for the batch in flight, then sends the batch at the end of
+// the client's pipeline: without waiting for it when the server has
+// nothing else to send and the client is not pinned (submitAsync), else
+// with its replies appended to the reply buffer (server.ForwardConn).
+func (c *client) Flush(unbuffered bool) (done, ok bool) {
+	if !c.awaitAsync() {
+		return false, false
+	}
+	if c.n > 0 && c.pinned == nil && unbuffered && c.submitAsync() {
+		return true, true
+	}
+	c.flushForwards()
+	return false, true
+}
+
+// WriteLock is the passthrough relay's socket lock (server.ForwardConn).
+func (c *client) WriteLock() *sync.Mutex {
+	if c.passthrough {
+		return &c.wmu
+	}
+	return nil
+}
+
+// Close releases the client's upstream state (server.ForwardConn).
+func (c *client) Close() { c.upClose() }
+
+// submitAsync sends the batch at the end of the client's pipeline without
+// waiting for it: the shared connection's reader writes the replies to the
+// socket (onAsyncDone), sparing the client's goroutine a wake-up per
+// batch. It reports false when the batch could not be sent; error replies
+// are then in the reply buffer.
+func (c *client) submitAsync() bool {
+	n, reqs := c.n, c.reqs
+	c.n, c.reqs = 0, c.reqs[:0]
+	m, err := c.f.pool.Shared(c.w.Proto, c.id)
+	if err == nil {
+		c.call.Replies = c.asyncBuf[:0]
+		c.call.OnDone = c.onDone
+		c.asyncOut, c.asyncFailed = true, false
+		if err = m.Submit(c.call, reqs, n); err == nil {
+			return true
+		}
+		c.asyncOut = false
+		c.call.OnDone = nil
+	}
+	for i := 0; i < n; i++ {
+		c.Err(link.ErrorReply(err))
+	}
+	c.leaveGate()
+	return false
+}
+
+// onAsyncDone runs on the reader goroutine when an async batch is in (or
+// failed): it leaves the gate and writes the replies with one non-blocking
+// write; what the socket does not take is written by a goroutine that then
+// finishes the call.
+func (c *client) onAsyncDone() bool {
+	call := c.call
+	buf := call.Replies
+	if call.Err != nil {
+		msg := link.ErrorReply(call.Err)
+		for i := call.Got(); i < call.N(); i++ {
+			buf = append(buf, '-')
+			buf = append(buf, msg...)
+			buf = append(buf, '\r', '\n')
+			c.CountErrorReply()
+		}
+	}
+	c.leaveGate()
+	c.asyncBuf = buf
+	written, err := c.TryWriteSocket(buf)
+	if err != nil {
+		c.asyncFailed = true
+		return true
+	}
+	c.AddNetOut(int64(written))
+	if written == len(buf) {
+		return true
+	}
+	go func() {
+		n, err := c.WriteSocket(buf[written:])
+		c.AddNetOut(int64(n))
+		if err != nil {
+			c.asyncFailed = true
+		}
+		call.Signal()
+	}()
+	return false
+}
+
+// awaitAsync waits for the batch in flight, if any, and reports whether
+// its replies reached the socket.
+func (c *client) awaitAsync() bool {
+	if !c.asyncOut {
+		return true
+	}
+	c.call.Wait()
+	c.asyncOut = false
+	c.call.OnDone = nil
+	c.call.Replies = nil
+	return !c.asyncFailed
+}
+
+func (c *client) enterGate() {
+	if c.gateHeld == nil {
+		c.gateHeld = c.f.gate.Enter(c.id)
+	}
+}
+
+func (c *client) leaveGate() {
+	if m := c.gateHeld; m != nil {
+		m.RUnlock()
+		c.gateHeld = nil
+	}
+}
+
+// enqueue adds a request to the batch.
+func (c *client) enqueue(args [][]byte) {
+	c.reqs = link.AppendCommand(c.reqs, args)
+	c.n++
+	if len(c.reqs) >= maxBatchBytes || c.n >= maxBatchCmds {
+		c.flushForwards()
+	}
+}
+
+// flushForwards sends the batch and appends its replies to the client's
+// buffer (an error reply for each request that got none), then leaves
+// the gate.
+func (c *client) flushForwards() {
+	if c.n == 0 {
+		c.leaveGate()
+		return
+	}
+	n, reqs := c.n, c.reqs
+	c.n, c.reqs = 0, c.reqs[:0]
+	var err error
+	got := 0
+	switch {
+	case c.pinned != nil && c.passthrough:
+		c.pinned.WriteRaw(reqs)
+		err = c.pinned.Flush()
+		got = n
+	case c.pinned != nil:
+		c.pinned.WriteRaw(reqs)
+		if err = c.pinned.Flush(); err == nil {
+			for got < n {
+				var r []byte
+				if r, err = c.pinned.Read(); err != nil {
+					break
+				}
+				c.w.Raw(r)
+				got++
+			}
+		}
+	default:
+		var m *link.Mux
+		if m, err = c.f.pool.Shared(c.w.Proto, c.id); err == nil {
+			c.call.Replies = c.w.Buf
+			err = m.Do(c.call, reqs, n)
+			c.w.Buf, c.call.Replies = c.call.Replies, nil
+			got = c.call.Got()
+		}
+	}
+	c.leaveGate()
+	if err != nil {
+		for ; got < n; got++ {
+			c.Err(link.ErrorReply(err))
+		}
+		if c.pinned != nil {
+			c.dropPinned()
+		}
+	}
+}
+
+// upDispatch runs one command in upstream mode.
+func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
+	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
+		c.flushForwards()
+		h(c, args)
+		return
+	}
+	switch {
+	case c.passthrough:
+		c.upPassthroughCmd(cmd, args)
+	case c.inMulti:
+		c.upQueue(cmd, args)
+	case cmd.Is(cmdtable.FlagBlocking):
+		c.upBlocking(cmd, args)
+	default:
+		c.upForward(cmd, args)
+	}
+}
+
+// subscribedRESP2 reports whether a RESP2 client in passthrough (pub/sub)
+// sends a command Spillway would answer itself: the upstream gets it, so
+// the client sees Redis's "only (P|S)SUBSCRIBE ... allowed" error.
+func (c *client) subscribedRESP2(cmd *cmdtable.Command) bool {
+	if !c.passthrough || c.w.Proto != 2 {
+		return false
+	}
+	switch cmd.Name {
+	case "quit", "reset", "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe":
+		return false
+	}
+	return true
+}
+
+// upForwardUnknown forwards a command Spillway's table does not know (a
+// newer upstream's); it has no known keys.
+func (c *client) upForwardUnknown(args [][]byte) {
+	if c.inMulti || c.passthrough {
+		c.enqueue(args)
+		return
+	}
+	c.enterGate()
+	c.enqueue(args)
+}
+
+// upForward forwards a command whose keys are not cold, after making them
+// so: cold keys are reloaded, or the command is answered from the cold
+// store (metadata commands, and reads the promotion policy keeps cold).
+func (c *client) upForward(cmd *cmdtable.Command, args [][]byte) {
+	if c.f.demoter.Throttling() && cmd.Is(cmdtable.FlagDenyOOM) {
+		c.flushForwards()
+		c.f.demoter.Throttle(time.Second)
+	}
+	idx := c.f.index(c.DB())
+	var keys []int
+	keysFound := false
+	for attempt := 0; attempt < 50; attempt++ {
+		c.enterGate()
+		cold := false
+		if idx.Len() > 0 {
+			// The keys are only looked for when some key is cold at all.
+			if !keysFound {
+				keys, _ = cmd.KeyPositions(args, c.keyBuf[:0])
+				c.keyBuf, keysFound = keys, true
+			}
+			for _, p := range keys {
+				if idx.Has(codec.KeyHash(args[p])) {
+					cold = true
+					break
+				}
+			}
+		}
+		if !cold {
+			c.enqueue(args)
+			return
+		}
+		c.flushForwards()
+		if c.upCold(cmd, args, keys) {
+			return
+		}
+	}
+	c.Err("ERR spillway: the command's keys kept moving between tiers; try again")
+}

@@ -1,0 +1,283 @@
+// Package upstream is upstream mode's front: Spillway in front of a real
+// Redis (the upstream), which stays the hot tier, while cold keys are
+// demoted into Spillway's store. It is a peer of the embedded server
+// (proxy/server): the server keeps the connections, their checks and
+// their replies, and hands each command to this front through its
+// forwarding extension point (server.Forwarder, server.ForwardConn,
+// server.Conn). The front forwards commands pipelined, pins clients that
+// need connection state upstream (SELECT, MULTI, WATCH, blocking
+// commands, Pub/Sub, MONITOR, CLIENT TRACKING) and answers itself the
+// commands that concern Spillway or must see both tiers. Which keys are
+// cold and which to demote is tiering/uptier's; the bytes on the wire are
+// proxy/upstream/link's.
+package upstream
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/upstream/link"
+	"github.com/spillway/spillway/tiering"
+	"github.com/spillway/spillway/tiering/uptier"
+)
+
+// Front is upstream mode's state: the upstream Redis is the hot tier, the
+// engine (with no hot tier of its own) holds the cold copies, and the
+// index says which keys have one. It implements server.Forwarder.
+type Front struct {
+	srv    *server.Server
+	engine *tiering.Engine
+	cfg    *config.Config
+	log    *slog.Logger
+
+	pool      *link.Pool
+	demoter   *uptier.Demoter
+	locks     uptier.KeyLocks
+	gate      uptier.Gate
+	defaultDB int
+	// indexes holds one cold index per database; SWAPDB swaps them.
+	indexes []atomic.Pointer[uptier.ColdIndex]
+
+	// admission is the promotion policy for reads of cold keys.
+	admission *tiering.Admission
+
+	// ctl holds one control connection per database, for the requests
+	// Spillway makes on its own behalf (reloads, INFO...).
+	ctlMu sync.Mutex
+	ctl   map[int]*link.Conn
+
+	// census is held shared by whatever briefly has a key in both tiers
+	// (a demotion between its store write and its UNLINK, a reload between
+	// RESTORE and the drop) and exclusively by the commands that count or
+	// list both tiers, which then see every key once.
+	census sync.RWMutex
+
+	reloads, reloadConflicts, coldReads atomic.Int64
+
+	// local holds the commands Spillway answers itself (localTable).
+	local map[*cmdtable.Command]localHandler
+	// The server's handlers the front's own commands run.
+	hello, reset, sel, scan, randomKey server.Handler
+}
+
+// Options configure upstream mode.
+type Options struct {
+	Target     link.Target
+	SharedConn int
+	// Engine, Config and Logger are the ones the server was built with.
+	// The engine must have been opened with no hot budget.
+	Engine *tiering.Engine
+	Config *config.Config
+	Logger *slog.Logger
+}
+
+// Enable switches srv to upstream mode (srv.SetForwarder): connects the
+// pool, builds the cold index from the store (logging progress),
+// reconciles keys found in both tiers when the last shutdown was not
+// clean, and starts the demoter. Call it before srv serves; Close the
+// front after the server.
+func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error) {
+	f := &Front{srv: srv, engine: opts.Engine, cfg: opts.Config, log: opts.Logger,
+		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}}
+	f.local = f.localTable()
+	n := f.engine.Databases()
+	if opts.Target.DB >= n {
+		return nil, fmt.Errorf("upstream db %d is out of range (databases %d)", opts.Target.DB, n)
+	}
+	f.indexes = make([]atomic.Pointer[uptier.ColdIndex], n)
+	for i := range f.indexes {
+		f.indexes[i].Store(uptier.NewColdIndex())
+	}
+	f.admission = tiering.NewAdmission(f.reloadSettings)
+	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log})
+	if err := f.buildIndex(); err != nil {
+		f.pool.Close()
+		return nil, err
+	}
+	if !cleanShutdown {
+		if err := f.reconcile(); err != nil {
+			f.log.Warn("could not reconcile the tiers after an unclean shutdown; keys in both are resolved when touched", "err", err)
+		}
+	}
+	f.demoter = uptier.NewDemoter(uptier.DemoterOptions{
+		Budget:    func() int64 { return f.cfg.MaxMemory() },
+		Databases: n,
+		Census:    &f.census,
+		Logger:    f.log,
+	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
+	f.demoter.Start()
+	srv.SetForwarder(f)
+	return f, nil
+}
+
+// DefaultDB is the database clients start in: the upstream URL's
+// (server.Forwarder).
+func (f *Front) DefaultDB() int { return f.defaultDB }
+
+// index returns db's cold index.
+func (f *Front) index(db int) *uptier.ColdIndex { return f.indexes[db].Load() }
+
+// Close stops the demoter and closes the upstream connections.
+func (f *Front) Close() {
+	f.demoter.Stop()
+	f.pool.Close()
+	f.ctlMu.Lock()
+	for _, c := range f.ctl {
+		c.Close()
+	}
+	f.ctl = map[int]*link.Conn{}
+	f.ctlMu.Unlock()
+}
+
+// buildIndex adds every key of the cold store to the index.
+func (f *Front) buildIndex() error {
+	start := time.Now()
+	var total int64
+	for db := range f.indexes {
+		idx := f.index(db)
+		tx := f.engine.Begin()
+		_, err := tx.Keys(db, func(k []byte) bool {
+			idx.Add(codec.KeyHash(k))
+			total++
+			if total%1_000_000 == 0 {
+				f.log.Info("building the cold index", "keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
+			}
+			return false
+		})
+		tx.Abort()
+		if err != nil {
+			return fmt.Errorf("cold index: %w", err)
+		}
+	}
+	f.log.Info("cold index built", "cold_keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// reconcile drops the cold copies of keys the upstream also holds: after a
+// crash between a demotion's store write and its UNLINK (or a reload's
+// RESTORE and its drop), the upstream's copy is the current one.
+func (f *Front) reconcile() error {
+	start := time.Now()
+	var checked, dropped int64
+	for db := range f.indexes {
+		var cursor uint64
+		for {
+			tx := f.engine.Begin()
+			keys, next, err := tx.Scan(db, cursor, tiering.ScanOptions{Count: 1000}, nil)
+			tx.Abort()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				c, err := f.ctlConn(db)
+				if err != nil {
+					return err
+				}
+				for _, k := range keys {
+					c.SendArgs([][]byte{[]byte("EXISTS"), k})
+				}
+				if err := c.Flush(); err != nil {
+					f.dropCtl(db)
+					return err
+				}
+				for _, k := range keys {
+					r, err := c.Read()
+					if err != nil {
+						f.dropCtl(db)
+						return err
+					}
+					if n, _ := link.IntReply(r); n == 1 {
+						if err := uptier.DropKey(f.engine, db, k); err != nil {
+							return err
+						}
+						f.index(db).Remove(codec.KeyHash(k))
+						dropped++
+					}
+				}
+				checked += int64(len(keys))
+				if checked%100_000 < int64(len(keys)) {
+					f.log.Info("reconciling tiers after an unclean shutdown", "checked", checked, "dropped", dropped)
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	f.log.Info("tiers reconciled after an unclean shutdown", "cold_keys_checked", checked,
+		"cold_copies_dropped", dropped, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// ctlConn returns the control connection on db (RESP2), dialing it if
+// needed. Callers serialize on ctlMu through ctlDo, or own the connection
+// during startup.
+func (f *Front) ctlConn(db int) (*link.Conn, error) {
+	if c := f.ctl[db]; c != nil {
+		return c, nil
+	}
+	c, err := f.pool.Dial(2, db)
+	if err != nil {
+		return nil, err
+	}
+	f.ctl[db] = c
+	return c, nil
+}
+
+func (f *Front) dropCtl(db int) {
+	if c := f.ctl[db]; c != nil {
+		c.Close()
+		delete(f.ctl, db)
+	}
+}
+
+// ctlDo sends one command on db's control connection and returns a copy of
+// the reply.
+func (f *Front) ctlDo(db int, args [][]byte) ([]byte, error) {
+	f.ctlMu.Lock()
+	defer f.ctlMu.Unlock()
+	c, err := f.ctlConn(db)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c.SendArgs(args)
+	if err := c.Flush(); err != nil {
+		f.dropCtl(db)
+		return nil, fmt.Errorf("%w: %v", link.ErrUnavailable, err)
+	}
+	r, err := c.Read()
+	if err != nil {
+		f.dropCtl(db)
+		return nil, fmt.Errorf("%w: %v", link.ErrUnavailable, err)
+	}
+	return append([]byte(nil), r...), nil
+}
+
+// admitReload is the promotion policy for reads of cold keys, as in
+// embedded mode (tiering.Admission): values over cold-read-max-bytes or an
+// eighth of the budget are always served from disk; others are reloaded on
+// their promote-min-hits-th read within the admission window.
+func (f *Front) admitReload(h uint64, size int64) bool {
+	return f.admission.Admit(h, size)
+}
+
+// reloadSettings are the reload policy's settings, read from the
+// configuration on every decision. A maxmemory of 0 (no budget) sets no
+// size limit but cold-read-max-bytes.
+func (f *Front) reloadSettings() tiering.AdmissionSettings {
+	b := f.cfg.MaxMemory()
+	if b <= 0 {
+		b = math.MaxInt64
+	}
+	return tiering.AdmissionSettings{MinHits: f.cfg.PromoteMinHits(), ColdReadMax: f.cfg.ColdReadMaxBytes(), HotBudget: b}
+}

@@ -1,0 +1,197 @@
+package upstream
+
+import (
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/upstream/link"
+)
+
+// Upstream-mode clients that need connection state: a dedicated (pinned)
+// connection for SELECT, transactions and subscriptions, one per blocking
+// command, and the relay of a subscribed client's frames.
+// pin gives the client a dedicated connection on its database.
+func (c *client) pin() bool {
+	if c.pinned != nil {
+		return true
+	}
+	conn, err := c.f.pool.Get(c.w.Proto, c.DB())
+	if err != nil {
+		c.Err(link.ErrorReply(err))
+		return false
+	}
+	c.pinned = conn
+	return true
+}
+
+// maybeUnpin returns the dedicated connection once nothing needs it.
+func (c *client) maybeUnpin() {
+	if c.pinned == nil || c.inMulti || c.watching || c.passthrough || c.DB() != c.f.defaultDB {
+		return
+	}
+	if c.pinned.Proto != c.w.Proto {
+		c.pinned.Close()
+	} else {
+		c.f.pool.Put(c.pinned)
+	}
+	c.pinned = nil
+}
+
+// dropPinned closes a broken pinned connection and forgets the state that
+// lived on it.
+func (c *client) dropPinned() {
+	if c.passthrough {
+		c.ptClosing.Store(true)
+	}
+	c.pinned.Close()
+	c.pinned = nil
+	c.inMulti, c.watching = false, false
+	c.unprotectAll()
+	if c.passthrough {
+		c.passthrough = false
+		c.Quit() // the subscription is gone; the client must reconnect
+	}
+}
+
+// upClose releases what a closing client holds.
+func (c *client) upClose() {
+	c.awaitAsync()
+	c.n, c.reqs = 0, nil
+	c.leaveGate()
+	c.unprotectAll()
+	if c.pinned != nil {
+		c.ptClosing.Store(true)
+		c.pinned.Close()
+		c.pinned = nil
+	}
+}
+
+// upQueue queues a command inside MULTI: its keys are reloaded now and
+// kept from demotion until the transaction ends.
+func (c *client) upQueue(cmd *cmdtable.Command, args [][]byte) {
+	c.leaveGate() // never held across a wait for a demotion (see upBlocking)
+	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
+	c.keyBuf = keys
+	if !c.prepareKeys(c.queueDB, args, keys, true) {
+		return
+	}
+	c.enqueue(args)
+}
+
+// upBlocking runs a blocking command on a dedicated connection, its keys
+// reloaded and protected while it waits. A client that disconnects while
+// blocked has its upstream connection closed, so the upstream stops
+// waiting for it too.
+func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
+	// The batch before it runs first, and leaves the gate: waiting for a
+	// demotion (prepareKeys) while holding it would deadlock the demoter.
+	c.flushForwards()
+	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
+	c.keyBuf = keys
+	n := len(c.protected)
+	defer func() {
+		for _, p := range c.protected[n:] {
+			c.f.index(p.db).Unprotect(p.h)
+		}
+		c.protected = c.protected[:n]
+	}()
+	if !c.prepareKeys(c.DB(), args, keys, true) {
+		return
+	}
+	conn, own := c.pinned, false
+	if conn == nil {
+		var err error
+		if conn, err = c.f.pool.Get(c.w.Proto, c.DB()); err != nil {
+			c.Err(link.ErrorReply(err))
+			return
+		}
+		own = true
+	}
+	conn.SendArgs(args)
+	if err := conn.Flush(); err != nil {
+		c.blockingFailed(conn, own, err)
+		return
+	}
+	type result struct {
+		r   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := conn.Read()
+		done <- result{append([]byte(nil), r...), err}
+	}()
+	gone, unblock := c.Block()
+	select {
+	case res := <-done:
+		unblock(false)
+		if res.err != nil {
+			c.blockingFailed(conn, own, res.err)
+			return
+		}
+		c.w.Raw(res.r)
+		if own {
+			c.f.pool.Put(conn)
+		}
+	case <-gone:
+		unblock(true)
+		conn.Close()
+		<-done
+		if !own {
+			c.pinned = nil
+		}
+		c.Quit()
+	}
+}
+
+func (c *client) blockingFailed(conn *link.Conn, own bool, err error) {
+	c.Err(link.ErrorReply(err))
+	if own {
+		conn.Close()
+	} else {
+		c.dropPinned()
+	}
+}
+
+// upPassthroughCmd forwards a command of a client in passthrough mode;
+// replies reach it through ptLoop.
+func (c *client) upPassthroughCmd(cmd *cmdtable.Command, args [][]byte) {
+	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
+	c.keyBuf = keys
+	if !c.prepareKeys(c.DB(), args, keys, false) {
+		return
+	}
+	c.enqueue(args)
+	c.flushForwards()
+}
+
+// startPassthrough pins the client and copies every frame the upstream
+// sends on that connection to the client, until either side closes.
+func (c *client) startPassthrough() bool {
+	if !c.pin() {
+		return false
+	}
+	if c.passthrough {
+		return true
+	}
+	c.passthrough = true
+	c.ptClosing.Store(false)
+	conn := c.pinned
+	go func() {
+		for {
+			r, err := conn.Read()
+			if err != nil {
+				if !c.ptClosing.Load() {
+					c.CloseSocket()
+				}
+				return
+			}
+			c.wmu.Lock()
+			_, werr := c.WriteSocket(r)
+			c.wmu.Unlock()
+			c.AddNetOut(int64(len(r)))
+			if werr != nil {
+				return
+			}
+		}
+	}()
+	return true
+}

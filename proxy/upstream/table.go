@@ -1,0 +1,116 @@
+package upstream
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/resp"
+)
+
+// localHandler is the form of the commands the front answers itself: it
+// works on the client's upstream state and writes exactly one reply
+// (forwarded ones included) by the time it returns.
+type localHandler func(c *client, args [][]byte)
+
+// localTable returns the commands Spillway answers itself in upstream
+// mode (or handles before forwarding): connection state, its own
+// configuration and clients, and the commands that must see both tiers.
+// Spillway's own connection, configuration and client list are the
+// server's handlers, run as the server runs them; the rest are the
+// front's. Every other command is forwarded.
+func (f *Front) localTable() map[*cmdtable.Command]localHandler {
+	t := map[*cmdtable.Command]localHandler{}
+	lookup := func(name string) *cmdtable.Command {
+		c := cmdtable.LookupFullName([]byte(name))
+		if c == nil {
+			panic("proxy: upstream mode: no command " + name)
+		}
+		return c
+	}
+	serverHandler := func(cmd *cmdtable.Command) localHandler {
+		h := f.srv.Handler(cmd)
+		if h == nil {
+			return nil
+		}
+		return func(c *client, args [][]byte) { c.Call(h, args) }
+	}
+	local := func(name string, h localHandler) { t[lookup(name)] = h }
+	for _, name := range []string{"auth", "quit", "shutdown"} {
+		t[lookup(name)] = serverHandler(lookup(name))
+	}
+	for _, parent := range []string{"client", "command", "config"} {
+		for _, sub := range lookup(parent).Subcommands {
+			if h := serverHandler(sub); h != nil {
+				t[sub] = h
+			}
+		}
+	}
+	for _, name := range []string{"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
+		delete(t, lookup(name))
+	}
+	f.hello = f.srv.Handler(lookup("hello"))
+	f.reset = f.srv.Handler(lookup("reset"))
+	f.sel = f.srv.Handler(lookup("select"))
+	f.scan = f.srv.Handler(lookup("scan"))
+	f.randomKey = f.srv.Handler(lookup("randomkey"))
+	local("client|tracking", upPassthroughCommand)
+	local("hello", upHello)
+	local("reset", upReset)
+	local("select", upSelect)
+	local("multi", upMulti)
+	local("exec", upEndTx)
+	local("discard", upEndTx)
+	local("watch", upWatch)
+	local("unwatch", upUnwatch)
+	for _, name := range []string{"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor"} {
+		local(name, upPassthroughCommand)
+	}
+	local("info", upInfo)
+	local("dbsize", upDBSize)
+	local("keys", upKeys)
+	local("scan", upScan)
+	local("randomkey", upRandomKey)
+	local("flushdb", upFlush)
+	local("flushall", upFlush)
+	local("swapdb", upSwapDB)
+	local("move", upMove)
+	local("copy", upCopy)
+	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
+		local("debug", upDebug)
+	}
+	return t
+}
+
+func eqFold(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
+
+// trunc renders an argument as Redis's "%.128s" does in error messages.
+func trunc(b []byte) string {
+	b = cstr.CString(b)
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	return string(b)
+}
+
+// field writes one INFO field.
+func field(sb *strings.Builder, name string, v any) {
+	sb.WriteString(name)
+	sb.WriteByte(':')
+	sb.WriteString(fmt.Sprint(v))
+	sb.WriteString("\r\n")
+}
+
+// parseFlushMode parses FLUSHDB/FLUSHALL's optional SYNC|ASYNC, as the
+// embedded server does.
+func parseFlushMode(args [][]byte) error {
+	if len(args) == 1 {
+		return nil
+	}
+	if len(args) == 2 && (eqFold(args[1], "sync") || eqFold(args[1], "async")) {
+		return nil
+	}
+	return resp.Err("ERR syntax error")
+}
