@@ -73,6 +73,9 @@ func unknownCommand(c *Client, args [][]byte) {
 // execute runs one command: lookup, arity, authentication, pause, then the
 // handler; it applies CLIENT REPLY's mode to the reply.
 func (c *Client) execute(args [][]byte) {
+	if invariants {
+		defer c.checkInvariants() // runs after recoverPanic (invariants_on.go)
+	}
 	defer c.recoverPanic(args)
 	if c.up != nil && c.up.asyncOut && !c.awaitAsync() {
 		c.quit = true
