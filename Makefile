@@ -21,12 +21,23 @@ deps:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags invariants $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || (echo "gofmt needed:"; gofmt -l .; exit 1)
 
 # test runs every test: unit tests (with the checked-in fuzz corpora),
-# then the end-to-end tests against the real binary and a real redis-server.
+# then the end-to-end tests against the real binary and a real redis-server;
+# then the in-process command tests and the server's with the invariants
+# tag (the engine's lock and the hot tier's accounting checked after every
+# command), and tiering and the front end under the race detector (less
+# the two long single-threaded model tests, which the first run covers and
+# which take minutes under -race). The last two add about 30s.
+RACE_SKIP := ^Test(ZSets|Collections)AgainstModel$$
+
 test: deps vet build
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -tags invariants ./proxy/commands/ ./proxy/server/
+	$(GO) test -count=1 -tags invariants -run TestCheckInvariantsFires ./tiering/
+	$(GO) test -count=1 -race -skip '$(RACE_SKIP)' ./tiering/... ./proxy/server/... ./proxy/commands/...
 
 # bench measures Spillway against redis-server and twemproxy started on
 # loopback and prints Markdown tables (about 10 minutes on 2 cores); the

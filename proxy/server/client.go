@@ -71,6 +71,9 @@ type Client struct {
 	// (pushout.go): once set, flush hands replies to it instead of
 	// writing the socket. nil for every other client.
 	out *pushOut
+	// noBlock: a blocking command never blocks this client; it replies at
+	// once as inside MULTI/EXEC (an in-process client, local.go).
+	noBlock bool
 	// subscribed: the client subscribes to a channel, pattern or shard
 	// channel (Redis's CLIENT_PUBSUB flag).
 	subscribed bool

@@ -91,7 +91,7 @@ func (x *Ctx) PopOrBlock(op PopOp, keys [][]byte, timeoutMs int64, nullBulk bool
 		if done || err != nil {
 			return err
 		}
-		if c.group != nil {
+		if c.group != nil || c.noBlock {
 			if nullBulk {
 				x.W.Null()
 			} else {

@@ -77,6 +77,9 @@ func unknownCommand(c *Client, args [][]byte) {
 // execute runs one command: lookup, arity, authentication, pause, then the
 // handler; it applies CLIENT REPLY's mode to the reply.
 func (c *Client) execute(args [][]byte) {
+	if invariants {
+		defer c.checkInvariants() // runs after recoverPanic (invariants_on.go)
+	}
 	defer c.recoverPanic(args)
 	if c.fwd != nil && !c.fwd.BeforeCommand() {
 		c.quit = true
