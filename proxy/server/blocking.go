@@ -235,14 +235,6 @@ const maxBlockedInput = 1 << 30
 // output. It reports false if the connection is gone.
 func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	reg := c.s.blocking
-	if c.noBlock {
-		// A client that must not block (Local) gets the timeout's reply
-		// at once, without flushing: it has no socket.
-		reg.cancel(w, nil)
-		<-w.done
-		c.w.Raw(w.reply)
-		return true
-	}
 	if !c.flush() {
 		reg.cancel(w, nil)
 		<-w.done

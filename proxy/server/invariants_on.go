@@ -18,7 +18,7 @@ const invariants = true
 // message.
 func (c *Client) checkInvariants() {
 	e := c.s.engine
-	if e == nil || c.s.up != nil {
+	if e == nil || c.s.fwd != nil {
 		return
 	}
 	if c.group != nil {

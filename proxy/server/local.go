@@ -50,7 +50,7 @@ const errLocalSubscribe = "ERR Pub/Sub subscriptions are not supported by an in-
 // authenticated unless requirepass is set (AUTH works as on a connection).
 // The server does not need to listen. Close it when done.
 func (s *Server) NewLocal() *Local {
-	if s.up != nil {
+	if s.fwd != nil {
 		panic("server: NewLocal: in-process clients serve embedded mode only")
 	}
 	nc := &localConn{closed: make(chan struct{})}
