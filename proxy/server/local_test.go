@@ -3,7 +3,6 @@ package server
 import (
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 
 	"github.com/spillway/spillway/coldstore"
@@ -34,62 +33,18 @@ func localServer(t testing.TB, cmds *Table) *Server {
 	return s
 }
 
-func TestLocal(t *testing.T) {
-	s := localServer(t, nil)
-	l := s.NewLocal()
-	defer l.Close()
-	steps := []struct{ cmd, want string }{
-		{"PING", "+PONG\r\n"},
-		{"SET k v", "+OK\r\n"},
-		{"GET k", "$1\r\nv\r\n"},
-		{"NOSUCH a", "-ERR unknown command 'NOSUCH', with args beginning with: 'a' \r\n"},
-		{"GET", "-ERR wrong number of arguments for 'get' command\r\n"},
-		// A blocking command on empty keys replies at once.
-		{"BLPOP empty 0", "*-1\r\n"},
-		{"BZPOPMIN empty 0", "*-1\r\n"},
-		{"MULTI", "+OK\r\n"},
-		{"INCR n", "+QUEUED\r\n"},
-		{"BLPOP empty 0", "+QUEUED\r\n"},
-		{"EXEC", "*2\r\n:1\r\n*-1\r\n"},
-		{"SUBSCRIBE ch", "-" + errLocalSubscribe + "\r\n"},
-		{"CLIENT REPLY OFF", ""},
-		{"SET k w", ""},
-		{"CLIENT REPLY ON", "+OK\r\n"},
-		{"GET k", "$1\r\nw\r\n"},
-		{"HELLO 3", ""}, // checked below
-		{"GET missing", "_\r\n"},
-		{"LRANGE missing 0 -1", "*0\r\n"},
-		{"CLIENT ID", ""},
-	}
-	for _, st := range steps {
-		got := string(l.DoString(strings.Fields(st.cmd)...))
-		if st.want != "" && got != st.want {
-			t.Errorf("%s: got %q, want %q", st.cmd, got, st.want)
-		}
-	}
-	if l.Proto() != 3 {
-		t.Errorf("after HELLO 3: proto %d", l.Proto())
-	}
-	if got := string(l.DoString("CLIENT", "LIST")); !strings.Contains(got, "addr=in-process") {
-		t.Errorf("CLIENT LIST does not list the Local: %q", got)
-	}
-	if got := string(l.DoString("QUIT")); got != "+OK\r\n" || !l.Closed() {
-		t.Errorf("QUIT: %q, closed %v", got, l.Closed())
-	}
-	if got := string(l.DoString("PING")); got != string(errLocalClosed) {
-		t.Errorf("PING after QUIT: %q", got)
-	}
-	if n := len(s.clientList()); n != 0 {
-		t.Errorf("%d clients listed after Close", n)
-	}
-}
-
 // TestLocalPanic: a handler's panic is recovered as for a connection, and
 // the Local is closed.
 func TestLocalPanic(t *testing.T) {
 	tb := NewTable()
 	tb.Register("get", func(x *Ctx, args [][]byte) error {
 		return x.Update(func(tx *tiering.Tx) error { panic("boom") })
+	})
+	tb.Register("set", func(x *Ctx, args [][]byte) error {
+		return x.Update(func(tx *tiering.Tx) error {
+			x.W.OK()
+			return tx.SetString(x.DB(), args[1], args[2], 0)
+		})
 	})
 	s := localServer(t, tb)
 	l := s.NewLocal()
