@@ -19,7 +19,9 @@ run: build
 deps:
 	@./scripts/ensure-redis.sh
 
+# vet also checks that go.mod lists exactly what the code imports.
 vet:
+	$(GO) mod tidy -diff
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags invariants $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || (echo "gofmt needed:"; gofmt -l .; exit 1)
