@@ -39,12 +39,12 @@ func benchLoad(b *testing.B, e *Engine, n, size int) [][]byte {
 	keys := benchKeys(n)
 	val := make([]byte, size)
 	for _, k := range keys {
-		tx := e.Begin()
+		tx := e.begin()
 		if err := tx.SetString(0, k, val, 0); err != nil {
-			tx.Abort()
+			tx.abort()
 			b.Fatal(err)
 		}
-		if _, err := tx.Commit(); err != nil {
+		if _, err := tx.commit(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,9 +58,9 @@ func benchGets(b *testing.B, e *Engine, keys [][]byte, stride int, found bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tx := e.Begin()
+		tx := e.begin()
 		v, err := tx.Get(0, keys[(i*stride)%len(keys)])
-		tx.Commit()
+		tx.commit()
 		if err != nil || (v != nil) != found {
 			b.Fatalf("Get: %v, found %v, want found %v", err, v != nil, found)
 		}
@@ -81,11 +81,11 @@ func BenchmarkSetHot(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tx := e.Begin()
+		tx := e.begin()
 		if err := tx.SetString(0, keys[i%len(keys)], val, 0); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := tx.Commit(); err != nil {
+		if _, err := tx.commit(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,27 +14,27 @@ import (
 // the window in which other transactions commit.
 func (v *env) coldGet(db int, key string, between func()) (string, bool, bool) {
 	v.t.Helper()
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	e, probe, err := tx.GetOrProbe(db, []byte(key))
 	cold := probe.Cold()
 	if err == nil && cold {
-		tx.Abort()
+		tx.abort()
 		if between != nil {
 			between()
 		}
 		var b ColdBuffers
 		var read *Entry
 		read, err = v.e.ReadCold(probe, []byte(key), &b)
-		tx = v.e.Begin()
+		tx = v.e.begin()
 		if err == nil {
 			e, err = tx.FinishGet(db, []byte(key), probe, read)
 		}
 	}
 	if err != nil {
-		tx.Abort()
+		tx.abort()
 		v.t.Fatalf("cold get %s: %v", key, err)
 	}
-	if _, err := tx.Commit(); err != nil {
+	if _, err := tx.commit(); err != nil {
 		v.t.Fatal(err)
 	}
 	if e == nil {
@@ -124,17 +124,17 @@ func TestColdReadsRacingWriters(t *testing.T) {
 			for i := 0; time.Now().Before(deadline) && i < 100_000; i++ {
 				k := (i*7 + w) % keys
 				key := fmt.Sprint("key", k)
-				tx := v.e.Begin()
+				tx := v.e.begin()
 				mu.Lock()
 				counters[k]++
 				n := counters[k]
 				mu.Unlock()
 				if err := tx.SetString(0, []byte(key), selfValue(key, w, n, 50+i%300), 0); err != nil {
-					tx.Abort()
+					tx.abort()
 					t.Error(err)
 					return
 				}
-				if _, err := tx.Commit(); err != nil {
+				if _, err := tx.commit(); err != nil {
 					t.Error(err)
 					return
 				}

@@ -228,7 +228,7 @@ func TestHotCollReadAllocatesNothing(t *testing.T) {
 	})
 	key, field := []byte("h"), []byte("f")
 	allocs := testing.AllocsPerRun(200, func() {
-		tx := v.e.Begin()
+		tx := v.e.begin()
 		c, err := tx.OpenColl(0, key, codec.TypeHash, false)
 		if err != nil || c == nil {
 			t.Fatalf("OpenColl: %v %v", c, err)
@@ -236,7 +236,7 @@ func TestHotCollReadAllocatesNothing(t *testing.T) {
 		if got, ok, err := c.Get(field); err != nil || !ok || string(got) != "v" {
 			t.Fatalf("Get = %q %v %v", got, ok, err)
 		}
-		tx.Abort()
+		tx.abort()
 	})
 	if allocs != 0 {
 		t.Fatalf("hot HGET path allocates %.1f times", allocs)

@@ -52,7 +52,7 @@ func TestConcurrentSetGetDelete(t *testing.T) {
 			for i := 0; i < ops && time.Now().Before(deadline); i++ {
 				db := r.IntN(2)
 				key := fmt.Sprint("k", r.IntN(nkeys))
-				tx := v.e.Begin()
+				tx := v.e.begin()
 				var err error
 				var read []byte // a value read, re-checked after Commit
 				switch op := r.IntN(10); {
@@ -77,11 +77,11 @@ func TestConcurrentSetGetDelete(t *testing.T) {
 					_, err = tx.Delete(db, []byte(key))
 				}
 				if err != nil {
-					tx.Abort()
+					tx.abort()
 					errc <- fmt.Errorf("worker %d op %d: %w", w, i, err)
 					return
 				}
-				p, err := tx.Commit()
+				p, err := tx.commit()
 				if err == nil {
 					err = p.Wait()
 				}

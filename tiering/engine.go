@@ -327,9 +327,10 @@ func (e *Engine) KeysOnDisk() int64 {
 	return n
 }
 
-// Begin starts a transaction: it takes the engine's lock, which Commit or
-// Abort releases. now is the command's time in unix milliseconds.
-func (e *Engine) Begin() *Tx {
+// begin starts a transaction: it takes the engine's lock, which commit or
+// abort releases. now is the command's time in unix milliseconds. Outside
+// this package the lock is taken only through Update and View.
+func (e *Engine) begin() *Tx {
 	e.mu.Lock()
 	e.txSeq++
 	e.held.Store(e.txSeq)
@@ -354,7 +355,7 @@ func (e *Engine) AbortIfHeld(id uint64) bool {
 	if !e.HeldBy(id) {
 		return false
 	}
-	e.tx.Abort()
+	e.tx.abort()
 	return true
 }
 

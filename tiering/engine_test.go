@@ -342,7 +342,7 @@ func TestKeyspaceHitsMisses(t *testing.T) {
 func TestAbortDiscardsWrites(t *testing.T) {
 	v := newEnv(t, defaultOpts())
 	v.set(0, "k", "old", 0)
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	if err := tx.SetString(0, []byte("k"), []byte("new"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestAbortDiscardsWrites(t *testing.T) {
 	if tx.DBSize(0) != 2 {
 		t.Fatalf("DBSize inside tx = %d, want 2", tx.DBSize(0))
 	}
-	tx.Abort()
+	tx.abort()
 	if got, _ := v.get(0, "k"); got != "old" {
 		t.Fatalf("after Abort k = %q, want old", got)
 	}

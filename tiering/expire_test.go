@@ -55,7 +55,7 @@ func TestLazyExpiry(t *testing.T) {
 			}
 			v.set(0, "other", "x", 0)
 			st := &v.e.Stats
-			tx := v.e.Begin()
+			tx := v.e.begin()
 			if err := tx.SetString(0, []byte("k"), []byte(val), tx.Now()-1); err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestLazyExpiry(t *testing.T) {
 			if tx.DBSize(0) != 1 || tx.Expires(0) != 0 {
 				t.Fatalf("after read: DBSize %d Expires %d, want 1 0", tx.DBSize(0), tx.Expires(0))
 			}
-			if p, err := tx.Commit(); err != nil || p.Wait() != nil {
+			if p, err := tx.commit(); err != nil || p.Wait() != nil {
 				t.Fatal(err)
 			}
 			if st.ExpiredKeys.Load() != 1 || st.ExpiredColdKeys.Load() != tt.wantCold {
@@ -179,13 +179,13 @@ func TestSweepLimit(t *testing.T) {
 	v := newEnv(t, defaultOpts())
 	// Expired at once, but nothing reads them; take the lock so that the
 	// background sweeper cannot run between the writes and our sweep.
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	for i := 0; i < 5; i++ {
 		if err := tx.SetString(0, []byte(fmt.Sprint("k", i)), []byte("v"), tx.Now()-10); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tx.Commit(); err != nil {
+	if _, err := tx.commit(); err != nil {
 		t.Fatal(err)
 	}
 	total := 0
@@ -394,9 +394,9 @@ func TestSetExpire(t *testing.T) {
 
 func TestSetExpireMissingOrExpired(t *testing.T) {
 	v := newEnv(t, defaultOpts())
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	defer func() {
-		if _, err := tx.Commit(); err != nil {
+		if _, err := tx.commit(); err != nil {
 			t.Fatal(err)
 		}
 	}()

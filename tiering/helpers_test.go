@@ -76,12 +76,12 @@ func (v *env) reopen() {
 // do runs f in one transaction and commits it.
 func (v *env) do(f func(tx *Tx) error) {
 	v.t.Helper()
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	if err := f(tx); err != nil {
-		tx.Abort()
+		tx.abort()
 		v.t.Fatalf("tx: %v", err)
 	}
-	p, err := tx.Commit()
+	p, err := tx.commit()
 	if err != nil {
 		v.t.Fatalf("Commit: %v", err)
 	}
@@ -91,8 +91,8 @@ func (v *env) do(f func(tx *Tx) error) {
 }
 
 func (v *env) now() int64 {
-	tx := v.e.Begin()
-	defer tx.Abort()
+	tx := v.e.begin()
+	defer tx.abort()
 	return tx.Now()
 }
 
@@ -148,22 +148,22 @@ func (v *env) del(db int, key string) bool {
 }
 
 func (v *env) sizes(db int) (keys, expires int64) {
-	tx := v.e.Begin()
-	defer tx.Abort()
+	tx := v.e.begin()
+	defer tx.abort()
 	return tx.DBSize(db), tx.Expires(db)
 }
 
 // isHot reports whether key of logical db is in the hot tier (under the lock).
 func (v *env) isHot(db int, key string) bool {
-	tx := v.e.Begin()
-	defer tx.Abort()
+	tx := v.e.begin()
+	defer tx.abort()
 	return v.e.Hot().Contains(tx.pdb(db), []byte(key))
 }
 
 // hotUsage reads the hot tier's accounting under the engine's lock.
 func (v *env) hotUsage() (used, budget int64, n int) {
-	tx := v.e.Begin()
-	defer tx.Abort()
+	tx := v.e.begin()
+	defer tx.abort()
 	h := v.e.Hot()
 	return h.UsedBytes(), h.Budget(), h.Len()
 }

@@ -74,3 +74,12 @@ func (e *Engine) SkewHotAccountingForTest(n int64) {
 	e.hot.used += n
 	e.mu.Unlock()
 }
+
+// LeakTxForTest opens a transaction and leaves it open, holding the
+// engine's lock, as a caller that could take the lock by hand might: tests
+// see CheckInvariants fire on it. The returned function releases it.
+// Outside tests the lock is only taken through Update and View.
+func (e *Engine) LeakTxForTest() (txID uint64, release func()) {
+	tx := e.begin()
+	return tx.TxID(), tx.abort
+}

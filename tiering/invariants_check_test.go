@@ -12,11 +12,11 @@ import (
 // skewed byte count, a mis-sized entry and a lock left held.
 func TestCheckInvariantsFires(t *testing.T) {
 	v := newEnv(t, Options{Databases: 16, HotBudget: 1 << 20, Logger: quietLogger})
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	if err := tx.SetString(0, []byte("k"), []byte("value"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Commit(); err != nil {
+	if _, err := tx.commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.e.CheckInvariants(); err != nil {
@@ -47,9 +47,9 @@ func TestCheckInvariantsFires(t *testing.T) {
 
 	defer func(d time.Duration) { InvariantLockWait = d }(InvariantLockWait)
 	InvariantLockWait = 20 * time.Millisecond
-	tx = v.e.Begin()
+	tx = v.e.begin()
 	err = v.e.CheckInvariants()
-	tx.Abort()
+	tx.abort()
 	if err == nil || !strings.Contains(err.Error(), "lock still held") {
 		t.Fatalf("held lock: got %v", err)
 	}

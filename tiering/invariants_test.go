@@ -17,8 +17,8 @@ import (
 //   - every hot entry mirrors its meta record exactly (one authority).
 func (v *env) checkInvariants() {
 	v.t.Helper()
-	tx := v.e.Begin()
-	defer tx.Abort()
+	tx := v.e.begin()
+	defer tx.abort()
 	e := v.e
 	var keys, exps [256]int64
 	withExpiry := map[string]bool{}

@@ -225,11 +225,11 @@ func TestSwapDBThenExpire(t *testing.T) {
 func TestSwapDBAbortRestoresMap(t *testing.T) {
 	v := newEnv(t, defaultOpts())
 	v.set(0, "k", "db0", 0)
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	if err := tx.SwapDB(0, 1); err != nil {
 		t.Fatal(err)
 	}
-	tx.Abort()
+	tx.abort()
 	if got, ok := v.get(0, "k"); !ok || got != "db0" {
 		t.Fatalf("after an aborted SWAPDB, db 0 k = %q %v; want db0", got, ok)
 	}

@@ -283,7 +283,7 @@ func TestHotListReadAllocatesNothing(t *testing.T) {
 	n := 0
 	count := func(_ int64, _ []byte) bool { n++; return true }
 	allocs := testing.AllocsPerRun(200, func() {
-		tx := v.e.Begin()
+		tx := v.e.begin()
 		l, err := tx.OpenList(0, key, false)
 		if err != nil || l == nil {
 			t.Fatalf("OpenList: %v %v", l, err)
@@ -294,7 +294,7 @@ func TestHotListReadAllocatesNothing(t *testing.T) {
 		if err := l.Range(0, 2, false, count); err != nil {
 			t.Fatal(err)
 		}
-		tx.Abort()
+		tx.abort()
 	})
 	if allocs != 0 {
 		t.Fatalf("hot LINDEX+LRANGE path allocates %.1f times", allocs)

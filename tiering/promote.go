@@ -75,9 +75,9 @@ func (e *Engine) promoteLoop() {
 			return
 		case j := <-e.promoteQ:
 			for {
-				tx := e.Begin()
+				tx := e.begin()
 				done, err := tx.promoteStep(&j)
-				tx.Abort()
+				tx.abort()
 				if err != nil {
 					e.opts.Logger.Error("stepwise promotion abandoned", "key", string(j.key), "err", err)
 				}

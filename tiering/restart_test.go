@@ -79,11 +79,11 @@ func TestRestartKeepsKeysAndTTLs(t *testing.T) {
 func TestRestartFsyncAlways(t *testing.T) {
 	v := newEnv(t, defaultOpts())
 	v.s.SetFsync(coldstore.FsyncAlways)
-	tx := v.e.Begin()
+	tx := v.e.begin()
 	if err := tx.SetString(0, []byte("k"), []byte("v"), 0); err != nil {
 		t.Fatal(err)
 	}
-	p, err := tx.Commit()
+	p, err := tx.commit()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,15 +48,15 @@ type expiryRef struct {
 // SweepExpired removes up to limit expired keys (and stale index entries)
 // and returns how many index entries it processed.
 func (e *Engine) SweepExpired(limit int) (int, error) {
-	tx := e.Begin()
+	tx := e.begin()
 	refs, malformed, err := e.dueExpiries(tx.now, limit)
 	if err != nil {
-		tx.Abort()
+		tx.abort()
 		return 0, err
 	}
 	for _, k := range malformed {
 		if err := tx.batch.Delete(k); err != nil {
-			tx.Abort()
+			tx.abort()
 			return 0, err
 		}
 	}
@@ -64,23 +64,23 @@ func (e *Engine) SweepExpired(limit int) (int, error) {
 		tx.hk = hotKey(tx.hk, r.db, r.key)
 		cur, wasHot, err := tx.stored(r.db, r.key, tx.hk)
 		if err != nil {
-			tx.Abort()
+			tx.abort()
 			return 0, err
 		}
 		if cur != nil && cur.ExpireAt == r.at {
 			if err := tx.expire(r.db, r.key, cur, wasHot); err != nil {
-				tx.Abort()
+				tx.abort()
 				return 0, err
 			}
 			continue
 		}
 		// The key is gone or carries another expiry: the entry is stale.
 		if err := tx.batch.DeleteExpiry(r.at, r.db, r.key); err != nil {
-			tx.Abort()
+			tx.abort()
 			return 0, err
 		}
 	}
-	p, err := tx.Commit()
+	p, err := tx.commit()
 	if err != nil {
 		return 0, err
 	}

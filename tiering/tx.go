@@ -8,11 +8,11 @@ import (
 )
 
 // Tx is one atomic unit of work (a command, later a MULTI/EXEC or a script)
-// over the keyspace. It holds the engine's lock from Engine.Begin until
-// Commit or Abort. Databases are given by logical index.
+// over the keyspace, run by Engine.Update or Engine.View: it holds the
+// engine's lock for the whole call. Databases are given by logical index.
 //
 // Entries returned by a Tx may be shared with the hot tier: callers must not
-// modify them and must not keep them after Commit.
+// modify them and must not keep them after the transaction ends.
 type Tx struct {
 	e     *Engine
 	now   int64
@@ -85,11 +85,11 @@ func (tx *Tx) addExps(pdb uint8, n int64) {
 	tx.expDelta[pdb] += n
 }
 
-// Commit applies the transaction's writes atomically and releases the lock.
+// commit applies the transaction's writes atomically and releases the lock.
 // The returned Pending must be waited on before the writes are acknowledged
 // (it is a no-op unless appendfsync is always). On error nothing was written
 // and the hot tier is rebuilt from the cold store on demand.
-func (tx *Tx) Commit() (coldstore.Pending, error) {
+func (tx *Tx) commit() (coldstore.Pending, error) {
 	e := tx.e
 	defer e.mu.Unlock()
 	defer e.held.Store(0)
@@ -117,8 +117,8 @@ func (tx *Tx) Commit() (coldstore.Pending, error) {
 	return p, nil
 }
 
-// Abort discards the transaction's writes and releases the lock.
-func (tx *Tx) Abort() {
+// abort discards the transaction's writes and releases the lock.
+func (tx *Tx) abort() {
 	e := tx.e
 	defer e.mu.Unlock()
 	defer e.held.Store(0)

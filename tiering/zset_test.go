@@ -387,7 +387,7 @@ func TestHotZSetReadAllocatesNothing(t *testing.T) {
 	n := 0
 	count := func([]byte, float64) bool { n++; return true }
 	allocs := testing.AllocsPerRun(200, func() {
-		tx := v.e.Begin()
+		tx := v.e.begin()
 		z, err := tx.OpenZSet(0, key, false)
 		if err != nil || z == nil || !z.Hot() {
 			t.Fatalf("OpenZSet: %v %v", z, err)
@@ -398,7 +398,7 @@ func TestHotZSetReadAllocatesNothing(t *testing.T) {
 		if err := z.RangeByRank(0, 2, false, count); err != nil {
 			t.Fatal(err)
 		}
-		tx.Abort()
+		tx.abort()
 	})
 	if allocs != 0 {
 		t.Fatalf("hot ZSCORE+ZRANGE path allocates %.1f times", allocs)

@@ -1,18 +1,21 @@
 package server
 
-import "github.com/spillway/spillway/tiering"
+import (
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/tiering"
+)
 
-// The engine lock, taken and released in one place. Handlers reach it
-// through Ctx.Update and Ctx.View; the server's own code (EXEC, scripts,
-// WATCH bookkeeping, INFO) through withLock and runGroup. Nothing else
-// calls Engine.Begin, Tx.Commit or Tx.Abort.
+// The engine lock, as the server takes it. Handlers reach it through
+// Ctx.Update and Ctx.View; the server's own code (EXEC, scripts, WATCH
+// bookkeeping, INFO) through withLock and runGroup. Both open their
+// transaction with tiering.Engine.Update, which always releases the lock.
 
 // withLock runs fn in a transaction: the group's, if the client runs a
 // group (fn's non-reply error then fails the group), else its own, which
-// it commits when fn returns nil or a Redis error and aborts otherwise (or
-// when fn panics). A commit serves the clients blocked on keys fn filled
-// and, under appendfsync always, makes the client's replies wait for the
-// write to be durable. It returns fn's error, or the commit's.
+// is committed when fn returns nil or a Redis error and aborted otherwise
+// (or when fn panics). A commit serves the clients blocked on keys fn
+// filled and, under appendfsync always, makes the client's replies wait
+// for the write to be durable. It returns fn's error, or the commit's.
 func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	if tx := c.group; tx != nil {
 		err := fn(tx)
@@ -21,39 +24,35 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		}
 		return err
 	}
-	tx := c.s.engine.Begin()
-	c.txID = tx.TxID()
-	finished := false
-	defer func() {
-		if !finished {
-			tx.Abort() // fn panicked
+	var ferr error
+	var served []*waiter
+	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
+		c.txID = tx.TxID()
+		ferr = fn(tx)
+		if ferr != nil && !isReplyError(ferr) {
+			return ferr // aborted
 		}
-	}()
-	err := fn(tx)
-	finished = true
-	if err != nil && !isReplyError(err) {
-		tx.Abort()
-		return err
-	}
-	if cerr := c.commitTx(tx); cerr != nil {
-		return cerr
-	}
-	return err
+		served = c.s.blocking.serveReadyFrom(c, tx)
+		return nil
+	})
+	return c.committed(served, p, err, ferr)
 }
 
-// commitTx commits tx, serving the clients blocked on keys it filled, and
-// keeps what the client must wait for before its replies go out.
-func (c *Client) commitTx(tx *tiering.Tx) error {
-	served := c.s.blocking.serveReadyFrom(c, tx)
-	p, err := tx.Commit()
-	deliver(served, err)
+// committed finishes a transaction the client ran: it hands the clients
+// it served their replies (or the commit's error) and keeps what the
+// client must wait for before its replies go out. It returns err (the
+// transaction's) or else ferr (a Redis error its function returned).
+func (c *Client) committed(served []*waiter, p coldstore.Pending, err, ferr error) error {
+	if served != nil {
+		deliver(served, err)
+	}
 	if err != nil {
 		return err
 	}
 	if !p.IsZero() {
 		c.pending = p
 	}
-	return nil
+	return ferr
 }
 
 // runGroup runs fn as a group (EXEC, a script): every command the client
@@ -72,25 +71,21 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		}
 		return nil
 	}
-	tx := c.s.engine.Begin()
-	c.txID = tx.TxID()
-	c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
-	finished := false
-	defer func() {
-		if !finished {
-			tx.Abort()
+	var served []*waiter
+	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
+		c.txID = tx.TxID()
+		c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
+		err := fn(tx)
+		if err != nil && !isReplyError(err) && c.groupErr == nil {
+			c.groupErr = err
 		}
-	}()
-	err := fn(tx)
-	finished = true
-	if err != nil && !isReplyError(err) && c.groupErr == nil {
-		c.groupErr = err
-	}
-	c.group = nil
-	if err := c.groupErr; err != nil {
-		c.groupErr = nil
-		tx.Abort()
-		return err
-	}
-	return c.commitTx(tx)
+		c.group = nil
+		if gerr := c.groupErr; gerr != nil {
+			c.groupErr = nil
+			return gerr // aborted
+		}
+		served = c.s.blocking.serveReadyFrom(c, tx)
+		return nil
+	})
+	return c.committed(served, p, err, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/tiering"
 )
 
 // Keyspace notifications (notify-keyspace-events), embedded mode, as Redis
@@ -129,9 +130,10 @@ func (s *Server) initNotify() {
 
 // refreshObserving runs updateObserving under the engine's lock.
 func (s *Server) refreshObserving() {
-	tx := s.engine.Begin()
-	s.updateObserving()
-	tx.Abort()
+	s.engine.View(func(*tiering.Tx) error {
+		s.updateObserving()
+		return nil
+	})
 }
 
 // notifyBufs recycles the buffers messages are built in: the Hub does not

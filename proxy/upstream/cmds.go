@@ -11,6 +11,7 @@ import (
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/proxy/upstream/link"
+	"github.com/spillway/spillway/tiering"
 )
 
 // forwardNow forwards one command and waits for its reply.
@@ -198,9 +199,12 @@ func (c *client) upInt(args ...string) (int64, bool) {
 
 // coldDBSize is how many keys db has in the cold store.
 func (f *Front) coldDBSize(db int) int64 {
-	tx := f.engine.Begin()
-	defer tx.Abort()
-	return tx.DBSize(db)
+	var n int64
+	f.engine.View(func(tx *tiering.Tx) error {
+		n = tx.DBSize(db)
+		return nil
+	})
+	return n
 }
 
 func upDBSize(c *client, _ [][]byte) {
@@ -226,9 +230,12 @@ func upKeys(c *client, args [][]byte) {
 		c.w.Raw(r)
 		return
 	}
-	tx := c.f.engine.Begin()
-	cold, err := tx.Keys(c.DB(), strops.Matcher(args[1]))
-	tx.Abort()
+	var cold [][]byte
+	err = c.f.engine.View(func(tx *tiering.Tx) error {
+		var err error
+		cold, err = tx.Keys(c.DB(), strops.Matcher(args[1]))
+		return err
+	})
 	if err != nil {
 		c.ReplyError(err)
 		return
@@ -334,21 +341,14 @@ func upFlush(c *client, args [][]byte) {
 	if !c.replyOK(mark) {
 		return
 	}
-	tx := c.f.engine.Begin()
-	var err error
 	all := strings.EqualFold(string(args[0]), "flushall")
-	if all {
-		err = tx.FlushAll()
-	} else {
-		err = tx.FlushDB(c.DB())
-	}
+	_, err := c.f.engine.Update(func(tx *tiering.Tx) error {
+		if all {
+			return tx.FlushAll()
+		}
+		return tx.FlushDB(c.DB())
+	})
 	if err != nil {
-		tx.Abort()
-		c.w.Truncate(mark)
-		c.ReplyError(err)
-		return
-	}
-	if _, err := tx.Commit(); err != nil {
 		c.w.Truncate(mark)
 		c.ReplyError(err)
 		return
@@ -375,13 +375,7 @@ func upSwapDB(c *client, args [][]byte) {
 	if !c.replyOK(mark) {
 		return
 	}
-	tx := c.f.engine.Begin()
-	if err := tx.SwapDB(int(a), int(b)); err != nil {
-		tx.Abort()
-		c.ReplyError(err)
-		return
-	}
-	if _, err := tx.Commit(); err != nil {
+	if _, err := c.f.engine.Update(func(tx *tiering.Tx) error { return tx.SwapDB(int(a), int(b)) }); err != nil {
 		c.ReplyError(err)
 		return
 	}
@@ -515,16 +509,17 @@ func (f *Front) mergedKeyspace(section string) string {
 	}
 	var sb strings.Builder
 	sb.WriteString("# Keyspace\r\n")
-	tx := f.engine.Begin()
-	defer tx.Abort()
-	for db := 0; db < f.engine.Databases(); db++ {
-		h := hot[db]
-		keys, exps := h.keys+tx.DBSize(db), h.expires+tx.Expires(db)
-		if keys == 0 {
-			continue
+	f.engine.View(func(tx *tiering.Tx) error {
+		for db := 0; db < f.engine.Databases(); db++ {
+			h := hot[db]
+			keys, exps := h.keys+tx.DBSize(db), h.expires+tx.Expires(db)
+			if keys == 0 {
+				continue
+			}
+			fmt.Fprintf(&sb, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", db, keys, exps, h.avgTTL)
 		}
-		fmt.Fprintf(&sb, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", db, keys, exps, h.avgTTL)
-	}
+		return nil
+	})
 	return sb.String()
 }
 

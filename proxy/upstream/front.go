@@ -143,16 +143,17 @@ func (f *Front) buildIndex() error {
 	var total int64
 	for db := range f.indexes {
 		idx := f.index(db)
-		tx := f.engine.Begin()
-		_, err := tx.Keys(db, func(k []byte) bool {
-			idx.Add(codec.KeyHash(k))
-			total++
-			if total%1_000_000 == 0 {
-				f.log.Info("building the cold index", "keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
-			}
-			return false
+		err := f.engine.View(func(tx *tiering.Tx) error {
+			_, err := tx.Keys(db, func(k []byte) bool {
+				idx.Add(codec.KeyHash(k))
+				total++
+				if total%1_000_000 == 0 {
+					f.log.Info("building the cold index", "keys", total, "elapsed", time.Since(start).Round(time.Millisecond))
+				}
+				return false
+			})
+			return err
 		})
-		tx.Abort()
 		if err != nil {
 			return fmt.Errorf("cold index: %w", err)
 		}
@@ -170,9 +171,13 @@ func (f *Front) reconcile() error {
 	for db := range f.indexes {
 		var cursor uint64
 		for {
-			tx := f.engine.Begin()
-			keys, next, err := tx.Scan(db, cursor, tiering.ScanOptions{Count: 1000}, nil)
-			tx.Abort()
+			var keys [][]byte
+			var next uint64
+			err := f.engine.View(func(tx *tiering.Tx) error {
+				var err error
+				keys, next, err = tx.Scan(db, cursor, tiering.ScanOptions{Count: 1000}, nil)
+				return err
+			})
 			if err != nil {
 				return err
 			}

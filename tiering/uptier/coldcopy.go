@@ -19,13 +19,13 @@ import (
 // A copy found expired is deleted (the transaction commits it), so that
 // the key stops being counted as soon as a client has found it gone.
 func ColdSize(eng *tiering.Engine, db int, key []byte) (int64, bool, error) {
-	tx := eng.Begin()
-	e, err := tx.Peek(db, key)
+	var e *tiering.Entry
+	_, err := eng.Update(func(tx *tiering.Tx) error {
+		var err error
+		e, err = tx.Peek(db, key)
+		return err
+	})
 	if err != nil {
-		tx.Abort()
-		return 0, false, err
-	}
-	if _, err := tx.Commit(); err != nil {
 		return 0, false, err
 	}
 	if e == nil {
@@ -40,12 +40,12 @@ func ColdSize(eng *tiering.Engine, db int, key []byte) (int64, bool, error) {
 // DropKey deletes key's cold copy (O(1): the store reclaims its records in
 // the background).
 func DropKey(eng *tiering.Engine, db int, key []byte) error {
-	tx := eng.Begin()
-	if _, err := tx.Delete(db, key); err != nil {
-		tx.Abort()
-		return fmt.Errorf("upstream: drop cold copy: %w", err)
-	}
-	_, err := tx.Commit()
+	_, err := eng.Update(func(tx *tiering.Tx) error {
+		if _, err := tx.Delete(db, key); err != nil {
+			return fmt.Errorf("upstream: drop cold copy: %w", err)
+		}
+		return nil
+	})
 	return err
 }
 
@@ -69,14 +69,14 @@ type Value struct {
 // whatever the store held under their keys. The caller syncs the store
 // before removing them upstream.
 func Import(eng *tiering.Engine, db int, vals []*Value) error {
-	tx := eng.Begin()
-	for _, v := range vals {
-		if err := importOne(tx, db, v); err != nil {
-			tx.Abort()
-			return fmt.Errorf("upstream: import %q: %w", v.Key, err)
+	_, err := eng.Update(func(tx *tiering.Tx) error {
+		for _, v := range vals {
+			if err := importOne(tx, db, v); err != nil {
+				return fmt.Errorf("upstream: import %q: %w", v.Key, err)
+			}
 		}
-	}
-	_, err := tx.Commit()
+		return nil
+	})
 	return err
 }
 

@@ -16,17 +16,27 @@ import (
 // its expiry (unix ms, 0 for none); ok is false when there is no live cold
 // copy.
 func DumpKey(eng *tiering.Engine, db int, key []byte, d *Dump) (expireAt int64, ok bool, err error) {
-	tx := eng.Begin()
-	e, err := tx.Peek(db, key)
-	if err != nil || e == nil {
-		if err == nil {
-			_, err = tx.Commit() // an expired copy found is deleted
-		} else {
-			tx.Abort()
+	// Update, not View: an expired copy found is deleted.
+	_, err = eng.Update(func(tx *tiering.Tx) error {
+		e, err := tx.Peek(db, key)
+		if err != nil || e == nil {
+			return err
 		}
+		if err := dumpEntry(tx, db, key, e, d); err != nil {
+			return err
+		}
+		expireAt, ok = e.ExpireAt, true
+		return nil
+	})
+	if err != nil {
 		return 0, false, err
 	}
-	defer tx.Abort()
+	return expireAt, ok, nil
+}
+
+// dumpEntry writes e, key's live cold copy, into d.
+func dumpEntry(tx *tiering.Tx, db int, key []byte, e *tiering.Entry, d *Dump) error {
+	var err error
 	d.Reset()
 	switch e.Type {
 	case codec.TypeString:
@@ -62,10 +72,10 @@ func DumpKey(eng *tiering.Engine, db int, key []byte, d *Dump) (expireAt int64, 
 			return true
 		})
 	default:
-		return 0, false, fmt.Errorf("upstream: cold key of unknown type %d", e.Type)
+		return fmt.Errorf("upstream: cold key of unknown type %d", e.Type)
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("upstream: read cold copy: %w", err)
+		return fmt.Errorf("upstream: read cold copy: %w", err)
 	}
-	return e.ExpireAt, true, nil
+	return nil
 }
