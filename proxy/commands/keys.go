@@ -264,17 +264,9 @@ func cmdScan(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	o, err := parseScanOpts(args[2:], true)
+	opts, err := ScanOptions(args[2:])
 	if err != nil {
 		return err
-	}
-	opts := tiering.ScanOptions{Count: o.count, Match: o.match}
-	if o.typeName != nil {
-		opts.Type = typeByName(o.typeName)
-		if opts.Type == 0 {
-			// Redis returns nothing for a type name it does not know.
-			opts.Match = func([]byte) bool { return false }
-		}
 	}
 	return x.View(func(tx *tiering.Tx) error {
 		keys, next, err := tx.Scan(x.DB(), cursor, opts, nil)
@@ -284,6 +276,25 @@ func cmdScan(x *server.Ctx, args [][]byte) error {
 		scanReply(x.W, next, keys)
 		return nil
 	})
+}
+
+// ScanOptions parses SCAN's options after the cursor (MATCH, COUNT, TYPE)
+// into the store's, with Redis's errors (a *resp.Error). Upstream mode's
+// SCAN uses it for the cold store's part of its walk.
+func ScanOptions(args [][]byte) (tiering.ScanOptions, error) {
+	o, err := parseScanOpts(args, true)
+	if err != nil {
+		return tiering.ScanOptions{}, err
+	}
+	opts := tiering.ScanOptions{Count: o.count, Match: o.match}
+	if o.typeName != nil {
+		opts.Type = typeByName(o.typeName)
+		if opts.Type == 0 {
+			// Redis returns nothing for a type name it does not know.
+			opts.Match = func([]byte) bool { return false }
+		}
+	}
+	return opts, nil
 }
 
 // typeByName returns the type named b (any case), or 0 if there is none.

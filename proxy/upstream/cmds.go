@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/proxy/upstream/link"
@@ -290,14 +291,22 @@ func upScan(c *client, args [][]byte) {
 		}
 		items, cursor = hot, coldPhase
 	}
-	a[1] = strconv.AppendUint(nil, (cursor&^coldPhase)<<1, 10)
-	mark := c.w.Len()
-	c.Call(c.f.scan, a)
-	next, cold, err := link.ParseScan(c.w.Buf[mark:])
+	opts, err := commands.ScanOptions(args[2:])
 	if err != nil {
-		return // cmdScan's error reply stays
+		c.Fail(err)
+		return
 	}
-	c.w.Truncate(mark)
+	var cold [][]byte
+	var next uint64
+	_, err = c.f.engine.Update(func(tx *tiering.Tx) error {
+		var err error
+		cold, next, err = tx.Scan(c.DB(), (cursor&^coldPhase)<<1, opts, nil)
+		return err
+	})
+	if err != nil {
+		c.ReplyError(err)
+		return
+	}
 	if next != 0 {
 		next = coldPhase | next>>1
 	}

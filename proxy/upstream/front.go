@@ -65,7 +65,7 @@ type Front struct {
 	// local holds the commands Spillway answers itself (localTable).
 	local map[*cmdtable.Command]localHandler
 	// The server's handlers the front's own commands run.
-	hello, reset, sel, scan, randomKey server.Handler
+	hello, reset, sel, randomKey server.Handler
 }
 
 // Options configure upstream mode.

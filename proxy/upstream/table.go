@@ -54,7 +54,6 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	f.hello = f.srv.Handler(lookup("hello"))
 	f.reset = f.srv.Handler(lookup("reset"))
 	f.sel = f.srv.Handler(lookup("select"))
-	f.scan = f.srv.Handler(lookup("scan"))
 	f.randomKey = f.srv.Handler(lookup("randomkey"))
 	local("client|tracking", upPassthroughCommand)
 	local("hello", upHello)
