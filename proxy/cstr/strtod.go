@@ -102,23 +102,31 @@ func parseNaNPayload(seq string) (uint64, bool) {
 	return m, true
 }
 
-// parseHexFloat parses the part of a hexadecimal float after "0x". It needs
-// at least one hex digit; the binary exponent is optional.
-func parseHexFloat[T Text](s T) (float64, int, bool) {
-	i, digits, nonzero := 0, 0, false
-	for i < len(s) && IsXDigit(s[i]) {
+// scanMantissa reads digits (as isDigit tells them) with an optional
+// fraction: it returns where they end, how many digits it read and whether
+// any of them is not a zero.
+func scanMantissa[T Text](s T, isDigit func(byte) bool) (end, digits int, nonzero bool) {
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
 		nonzero = nonzero || s[i] != '0'
 		i++
 		digits++
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		for i < len(s) && IsXDigit(s[i]) {
+		for i < len(s) && isDigit(s[i]) {
 			nonzero = nonzero || s[i] != '0'
 			i++
 			digits++
 		}
 	}
+	return i, digits, nonzero
+}
+
+// parseHexFloat parses the part of a hexadecimal float after "0x". It needs
+// at least one hex digit; the binary exponent is optional.
+func parseHexFloat[T Text](s T) (float64, int, bool) {
+	i, digits, nonzero := scanMantissa(s, IsXDigit)
 	if digits == 0 {
 		return 0, 0, false
 	}
@@ -137,20 +145,7 @@ func parseHexFloat[T Text](s T) (float64, int, bool) {
 
 // parseDecimal parses digits with an optional fraction and exponent.
 func parseDecimal[T Text](s T) (float64, int, bool) {
-	i, digits, nonzero := 0, 0, false
-	for i < len(s) && IsDigit(s[i]) {
-		nonzero = nonzero || s[i] != '0'
-		i++
-		digits++
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && IsDigit(s[i]) {
-			nonzero = nonzero || s[i] != '0'
-			i++
-			digits++
-		}
-	}
+	i, digits, nonzero := scanMantissa(s, IsDigit)
 	if digits == 0 {
 		return 0, 0, false
 	}
