@@ -3,12 +3,18 @@ package server
 import "github.com/spillway/spillway/proxy/cmdtable"
 
 func registerCommand(t *Table) {
-	t.own("command", func(c *Client, _ [][]byte) { cmdtable.WriteCommand(&c.w) })
-	t.own("command|count", func(c *Client, _ [][]byte) { cmdtable.WriteCommandCount(&c.w) })
-	t.own("command|info", func(c *Client, a [][]byte) { cmdtable.WriteCommandInfo(&c.w, a[2:]) })
-	t.own("command|docs", func(c *Client, a [][]byte) { cmdtable.WriteCommandDocs(&c.w, a[2:]) })
-	t.own("command|list", func(c *Client, a [][]byte) { cmdtable.WriteCommandList(&c.w, a[2:]) })
-	t.own("command|getkeys", func(c *Client, a [][]byte) { cmdtable.WriteCommandGetKeys(&c.w, a[2:]) })
-	t.own("command|getkeysandflags", func(c *Client, a [][]byte) { cmdtable.WriteCommandGetKeysAndFlags(&c.w, a[2:]) })
-	t.own("command|help", func(c *Client, _ [][]byte) { c.help(commandHelp) })
+	t.Register("command", func(x *Ctx, _ [][]byte) error { cmdtable.WriteCommand(x.W); return nil })
+	t.Register("command|count", func(x *Ctx, _ [][]byte) error { cmdtable.WriteCommandCount(x.W); return nil })
+	t.Register("command|info", func(x *Ctx, a [][]byte) error { cmdtable.WriteCommandInfo(x.W, a[2:]); return nil })
+	t.Register("command|docs", func(x *Ctx, a [][]byte) error { cmdtable.WriteCommandDocs(x.W, a[2:]); return nil })
+	t.Register("command|list", func(x *Ctx, a [][]byte) error { cmdtable.WriteCommandList(x.W, a[2:]); return nil })
+	t.Register("command|getkeys", func(x *Ctx, a [][]byte) error {
+		cmdtable.WriteCommandGetKeys(x.W, a[2:])
+		return nil
+	})
+	t.Register("command|getkeysandflags", func(x *Ctx, a [][]byte) error {
+		cmdtable.WriteCommandGetKeysAndFlags(x.W, a[2:])
+		return nil
+	})
+	t.Register("command|help", helpHandler(commandHelp))
 }

@@ -6,46 +6,55 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
 )
 
 func registerConn(t *Table) {
-	t.own("ping", cmdPing)
-	t.own("echo", cmdEcho)
-	t.own("quit", cmdQuit)
-	t.own("reset", cmdReset)
-	t.own("hello", cmdHello)
-	t.own("auth", cmdAuth)
-	t.own("select", cmdSelect)
-	t.own("client|id", cmdClientID)
-	t.own("client|setname", cmdClientSetName)
-	t.own("client|getname", cmdClientGetName)
-	t.own("client|list", cmdClientList)
-	t.own("client|info", cmdClientInfo)
-	t.own("client|kill", cmdClientKill)
-	t.own("client|pause", cmdClientPause)
-	t.own("client|unpause", cmdClientUnpause)
-	t.own("client|reply", cmdClientReply)
-	t.own("client|help", func(c *Client, _ [][]byte) { c.help(clientHelp) })
-	t.own("client|no-evict", cmdClientOnOff)
-	t.own("client|unblock", cmdClientUnblock)
-	t.own("client|getredir", func(c *Client, _ [][]byte) { c.w.Int(-1) })
+	t.Register("ping", cmdPing)
+	t.Register("echo", cmdEcho)
+	t.Register("quit", cmdQuit)
+	t.Register("reset", cmdReset)
+	t.Register("hello", cmdHello)
+	t.Register("auth", cmdAuth)
+	t.Register("select", cmdSelect)
+	t.Register("client|id", cmdClientID)
+	t.Register("client|setname", cmdClientSetName)
+	t.Register("client|getname", cmdClientGetName)
+	t.Register("client|list", cmdClientList)
+	t.Register("client|info", cmdClientInfo)
+	t.Register("client|kill", cmdClientKill)
+	t.Register("client|pause", cmdClientPause)
+	t.Register("client|unpause", cmdClientUnpause)
+	t.Register("client|reply", cmdClientReply)
+	t.Register("client|help", helpHandler(clientHelp))
+	t.Register("client|no-evict", cmdClientOnOff)
+	t.Register("client|unblock", cmdClientUnblock)
+	t.Register("client|getredir", func(x *Ctx, _ [][]byte) error { x.W.Int(-1); return nil })
 }
 
 // help writes a HELP reply: one status line per entry.
-func (c *Client) help(lines []string) {
-	c.w.Array(len(lines))
+func help(w *resp.Writer, lines []string) {
+	w.Array(len(lines))
 	for _, l := range lines {
-		c.w.Simple(l)
+		w.Simple(l)
+	}
+}
+
+// helpHandler returns a HELP subcommand's handler, which replies lines.
+func helpHandler(lines []string) Handler {
+	return func(x *Ctx, _ [][]byte) error {
+		help(x.W, lines)
+		return nil
 	}
 }
 
 func eqFold(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
 
-func cmdPing(c *Client, args [][]byte) {
+func cmdPing(x *Ctx, args [][]byte) error {
+	c := x.c
 	if len(args) > 2 {
-		c.err("ERR wrong number of arguments for 'ping' command")
-		return
+		return resp.Err("ERR wrong number of arguments for 'ping' command")
 	}
 	if c.subscribed && c.w.Proto == 2 {
 		// Redis's reply in the RESP2 subscribed context.
@@ -56,23 +65,30 @@ func cmdPing(c *Client, args [][]byte) {
 		} else {
 			c.w.BulkString("")
 		}
-		return
+		return nil
 	}
 	if len(args) == 2 {
 		c.w.Bulk(args[1])
-		return
+		return nil
 	}
 	c.w.Simple("PONG")
+	return nil
 }
 
-func cmdEcho(c *Client, args [][]byte) { c.w.Bulk(args[1]) }
-
-func cmdQuit(c *Client, _ [][]byte) {
-	c.w.OK()
-	c.quit = true
+func cmdEcho(x *Ctx, args [][]byte) error {
+	x.W.Bulk(args[1])
+	return nil
 }
 
-func cmdReset(c *Client, _ [][]byte) {
+// cmdQuit replies OK and closes the connection once the reply is sent.
+func cmdQuit(x *Ctx, _ [][]byte) error {
+	x.W.OK()
+	x.c.quit = true
+	return nil
+}
+
+func cmdReset(x *Ctx, _ [][]byte) error {
+	c := x.c
 	c.discardMulti()
 	c.unwatchAll()
 	c.resetPubSub()
@@ -88,6 +104,7 @@ func cmdReset(c *Client, _ [][]byte) {
 		c.applyLimits()
 	}
 	c.w.Simple("RESET")
+	return nil
 }
 
 func (c *Client) setProto(v int) {
@@ -95,51 +112,56 @@ func (c *Client) setProto(v int) {
 	c.protoVer.Store(int32(v))
 }
 
+// errWrongPass is the reply to a failed authentication.
+var errWrongPass = resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
+
 // checkPassword authenticates user/pass against requirepass (the default
-// user is the only user). It writes the error reply and reports false on
-// failure.
-func (c *Client) checkPassword(user, pass []byte) bool {
+// user is the only user): on success the client is authenticated; on
+// failure it returns the error reply and changes nothing.
+func (c *Client) checkPassword(user, pass []byte) error {
 	required := c.s.cfg.RequirePass()
 	if string(user) == "default" && (required == "" || string(pass) == required) {
 		c.authed = true
 		c.applyLimits()
-		return true
+		return nil
 	}
-	c.err("WRONGPASS invalid username-password pair or user is disabled.")
-	return false
+	return errWrongPass
 }
 
-func cmdAuth(c *Client, args [][]byte) {
+func cmdAuth(x *Ctx, args [][]byte) error {
+	c := x.c
 	if len(args) > 3 {
-		c.err("ERR syntax error")
-		return
+		return resp.Err("ERR syntax error")
 	}
+	user, pass := []byte("default"), args[1]
 	if len(args) == 2 {
 		if c.s.cfg.RequirePass() == "" {
-			c.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-			return
+			return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		}
-		if c.checkPassword([]byte("default"), args[1]) {
-			c.w.OK()
-		}
-		return
+	} else {
+		user, pass = args[1], args[2]
 	}
-	if c.checkPassword(args[1], args[2]) {
-		c.w.OK()
+	if err := c.checkPassword(user, pass); err != nil {
+		return err
 	}
+	c.w.OK()
+	return nil
 }
 
-func cmdHello(c *Client, args [][]byte) {
+// cmdHello switches the protocol and replies the server's description in
+// the new one; an error (bad version or option, failed AUTH or SETNAME)
+// leaves the protocol as it was, though a successful AUTH option before a
+// bad SETNAME has authenticated the client, as in Redis.
+func cmdHello(x *Ctx, args [][]byte) error {
+	c := x.c
 	proto := int64(c.w.Proto)
 	if len(args) >= 2 {
 		v, ok := cstr.ParseInt(args[1])
 		if !ok {
-			c.err("ERR Protocol version is not an integer or out of range")
-			return
+			return resp.Err("ERR Protocol version is not an integer or out of range")
 		}
 		if v < 2 || v > 3 {
-			c.err("NOPROTO unsupported protocol version")
-			return
+			return resp.Err("NOPROTO unsupported protocol version")
 		}
 		proto = v
 	}
@@ -155,19 +177,21 @@ func cmdHello(c *Client, args [][]byte) {
 			name, setName = args[i+1], true
 			i++
 		default:
-			c.err("ERR Syntax error in HELLO option '" + trunc(args[i]) + "'")
-			return
+			return resp.Err("ERR Syntax error in HELLO option '" + trunc(args[i]) + "'")
 		}
 	}
-	if user != nil && !c.checkPassword(user, pass) {
-		return
+	if user != nil {
+		if err := c.checkPassword(user, pass); err != nil {
+			return err
+		}
 	}
 	if !c.authed {
-		c.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-		return
+		return resp.Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
-	if setName && !c.setName(name) {
-		return
+	if setName {
+		if err := c.setName(name); err != nil {
+			return err
+		}
 	}
 	c.setProto(int(proto))
 	w := &c.w
@@ -186,55 +210,62 @@ func cmdHello(c *Client, args [][]byte) {
 	w.BulkString("master")
 	w.BulkString("modules")
 	w.Array(0)
+	return nil
 }
 
-func cmdSelect(c *Client, args [][]byte) {
+func cmdSelect(x *Ctx, args [][]byte) error {
+	c := x.c
 	db, ok := cstr.ParseInt(args[1])
 	if !ok {
-		c.err("ERR value is not an integer or out of range")
-		return
+		return resp.Err("ERR value is not an integer or out of range")
 	}
 	if db < 0 || db >= int64(c.s.engine.Databases()) {
-		c.err("ERR DB index is out of range")
-		return
+		return resp.Err("ERR DB index is out of range")
 	}
 	c.db = int(db)
 	c.dbShown.Store(int32(db))
 	c.w.OK()
+	return nil
 }
 
-func cmdClientID(c *Client, _ [][]byte) { c.w.Int(c.id) }
+func cmdClientID(x *Ctx, _ [][]byte) error {
+	x.W.Int(x.c.id)
+	return nil
+}
 
-// setName validates and sets the connection name; on a bad name it writes
-// Redis's error and reports false.
-func (c *Client) setName(name []byte) bool {
+// setName validates and sets the connection name; a bad name is left
+// unset and Redis's error returned.
+func (c *Client) setName(name []byte) error {
 	for _, ch := range name {
 		if ch < '!' || ch > '~' {
-			c.err("ERR Client names cannot contain spaces, newlines or special characters.")
-			return false
+			return resp.Err("ERR Client names cannot contain spaces, newlines or special characters.")
 		}
 	}
 	c.mu.Lock()
 	c.name = string(name)
 	c.mu.Unlock()
-	return true
+	return nil
 }
 
-func cmdClientSetName(c *Client, args [][]byte) {
-	if c.setName(args[2]) {
-		c.w.OK()
+func cmdClientSetName(x *Ctx, args [][]byte) error {
+	if err := x.c.setName(args[2]); err != nil {
+		return err
 	}
+	x.W.OK()
+	return nil
 }
 
-func cmdClientGetName(c *Client, _ [][]byte) {
+func cmdClientGetName(x *Ctx, _ [][]byte) error {
+	c := x.c
 	c.mu.Lock()
 	name := c.name
 	c.mu.Unlock()
 	if name == "" {
 		c.w.Null()
-		return
+		return nil
 	}
 	c.w.BulkString(name)
+	return nil
 }
 
 // describe formats one CLIENT LIST line as Redis 7.0 does. Fields Spillway
@@ -290,7 +321,8 @@ func (c *Client) clientType() string {
 	return "normal"
 }
 
-func cmdClientList(c *Client, args [][]byte) {
+func cmdClientList(x *Ctx, args [][]byte) error {
+	c := x.c
 	var ids map[int64]bool
 	typeFilter := ""
 	for i := 2; i < len(args); i++ {
@@ -300,8 +332,7 @@ func cmdClientList(c *Client, args [][]byte) {
 			switch t {
 			case "normal", "master", "replica", "slave", "pubsub":
 			default:
-				c.err("ERR Unknown client type '" + trunc(args[i+1]) + "'")
-				return
+				return resp.Err("ERR Unknown client type '" + trunc(args[i+1]) + "'")
 			}
 			typeFilter = t
 			i++
@@ -310,14 +341,12 @@ func cmdClientList(c *Client, args [][]byte) {
 			for i++; i < len(args); i++ {
 				id, ok := cstr.ParseInt(args[i])
 				if !ok || id <= 0 {
-					c.err("ERR Invalid client ID")
-					return
+					return resp.Err("ERR Invalid client ID")
 				}
 				ids[id] = true
 			}
 		default:
-			c.err("ERR syntax error")
-			return
+			return resp.Err("ERR syntax error")
 		}
 	}
 	clients := c.s.clientList()
@@ -334,6 +363,7 @@ func cmdClientList(c *Client, args [][]byte) {
 		cl.describe(&sb, now)
 	}
 	c.w.Verbatim("txt", []byte(sb.String()))
+	return nil
 }
 
 func sortClients(cl []*Client) {
@@ -344,28 +374,30 @@ func sortClients(cl []*Client) {
 	}
 }
 
-func cmdClientInfo(c *Client, _ [][]byte) {
+func cmdClientInfo(x *Ctx, _ [][]byte) error {
 	var sb strings.Builder
-	c.describe(&sb, time.Now())
-	c.w.Verbatim("txt", []byte(sb.String()))
+	x.c.describe(&sb, time.Now())
+	x.W.Verbatim("txt", []byte(sb.String()))
+	return nil
 }
 
-func cmdClientKill(c *Client, args [][]byte) {
+// cmdClientKill closes the clients chosen; killing oneself closes the
+// connection after the reply (killClient).
+func cmdClientKill(x *Ctx, args [][]byte) error {
+	c := x.c
 	if len(args) == 3 {
 		// Old form: CLIENT KILL addr:port.
 		for _, cl := range c.s.clientList() {
 			if cl.nc.RemoteAddr().String() == string(args[2]) {
 				c.killClient(cl)
 				c.w.OK()
-				return
+				return nil
 			}
 		}
-		c.err("ERR No such client")
-		return
+		return resp.Err("ERR No such client")
 	}
 	if len(args)%2 != 0 {
-		c.err("ERR syntax error")
-		return
+		return resp.Err("ERR syntax error")
 	}
 	var id int64
 	var addr, laddr, user, typ string
@@ -376,8 +408,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 		case eqFold(args[i], "id"):
 			n, ok := cstr.ParseInt(v)
 			if !ok || n <= 0 {
-				c.err("ERR client-id should be greater than 0")
-				return
+				return resp.Err("ERR client-id should be greater than 0")
 			}
 			id = n
 		case eqFold(args[i], "type"):
@@ -385,8 +416,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 			switch typ {
 			case "normal", "master", "replica", "slave", "pubsub":
 			default:
-				c.err("ERR Unknown client type '" + trunc(v) + "'")
-				return
+				return resp.Err("ERR Unknown client type '" + trunc(v) + "'")
 			}
 		case eqFold(args[i], "addr"):
 			addr = string(v)
@@ -395,8 +425,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 		case eqFold(args[i], "user"):
 			user = string(v)
 			if user != "default" {
-				c.err("ERR No such user '" + trunc(v) + "'")
-				return
+				return resp.Err("ERR No such user '" + trunc(v) + "'")
 			}
 		case eqFold(args[i], "skipme"):
 			switch {
@@ -405,12 +434,10 @@ func cmdClientKill(c *Client, args [][]byte) {
 			case eqFold(v, "no"):
 				skipMe = false
 			default:
-				c.err("ERR syntax error")
-				return
+				return resp.Err("ERR syntax error")
 			}
 		default:
-			c.err("ERR syntax error")
-			return
+			return resp.Err("ERR syntax error")
 		}
 	}
 	killed := 0
@@ -427,6 +454,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 		killed++
 	}
 	c.w.Int(int64(killed))
+	return nil
 }
 
 // killClient closes cl; killing oneself closes after the reply.
@@ -438,15 +466,13 @@ func (c *Client) killClient(cl *Client) {
 	cl.kill()
 }
 
-func cmdClientPause(c *Client, args [][]byte) {
+func cmdClientPause(x *Ctx, args [][]byte) error {
 	ms, ok := cstr.ParseInt(args[2])
 	if !ok {
-		c.err("ERR timeout is not an integer or out of range")
-		return
+		return resp.Err("ERR timeout is not an integer or out of range")
 	}
 	if ms < 0 {
-		c.err("ERR timeout is negative")
-		return
+		return resp.Err("ERR timeout is negative")
 	}
 	all := true
 	if len(args) == 4 {
@@ -455,23 +481,27 @@ func cmdClientPause(c *Client, args [][]byte) {
 			all = false
 		case eqFold(args[3], "all"):
 		default:
-			c.err("ERR syntax error")
-			return
+			return resp.Err("ERR syntax error")
 		}
 	} else if len(args) > 4 {
-		c.err("ERR syntax error")
-		return
+		return resp.Err("ERR syntax error")
 	}
-	c.s.pause(time.Duration(ms)*time.Millisecond, all)
-	c.w.OK()
+	x.c.s.pause(time.Duration(ms)*time.Millisecond, all)
+	x.W.OK()
+	return nil
 }
 
-func cmdClientUnpause(c *Client, _ [][]byte) {
-	c.s.unpause()
-	c.w.OK()
+func cmdClientUnpause(x *Ctx, _ [][]byte) error {
+	x.c.s.unpause()
+	x.W.OK()
+	return nil
 }
 
-func cmdClientReply(c *Client, args [][]byte) {
+// cmdClientReply sets the reply mode (execute applies it to the replies):
+// ON replies OK, OFF and SKIP reply nothing, as in Redis. A bad mode
+// changes nothing.
+func cmdClientReply(x *Ctx, args [][]byte) error {
+	c := x.c
 	switch {
 	case eqFold(args[2], "on"):
 		c.replyMode = replyOn
@@ -483,19 +513,20 @@ func cmdClientReply(c *Client, args [][]byte) {
 			c.replyMode = replySkipNext
 		}
 	default:
-		c.err("ERR syntax error")
+		return resp.Err("ERR syntax error")
 	}
+	return nil
 }
 
-func cmdClientOnOff(c *Client, args [][]byte) {
+func cmdClientOnOff(x *Ctx, args [][]byte) error {
 	if eqFold(args[2], "on") || eqFold(args[2], "off") {
-		c.w.OK()
-		return
+		x.W.OK()
+		return nil
 	}
-	c.err("ERR syntax error")
+	return resp.Err("ERR syntax error")
 }
 
-func cmdClientUnblock(c *Client, args [][]byte) {
+func cmdClientUnblock(x *Ctx, args [][]byte) error {
 	withError := false
 	if len(args) == 4 {
 		switch {
@@ -503,39 +534,36 @@ func cmdClientUnblock(c *Client, args [][]byte) {
 		case eqFold(args[3], "error"):
 			withError = true
 		default:
-			c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
-			return
+			return resp.Err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
 		}
 	}
 	id, ok := cstr.ParseInt(args[2])
 	if !ok {
-		c.err("ERR value is not an integer or out of range")
-		return
+		return resp.Err("ERR value is not an integer or out of range")
 	}
-	c.w.Int(b2i(c.s.blocking.unblock(id, withError)))
+	x.W.Int(b2i(x.c.s.blocking.unblock(id, withError)))
+	return nil
 }
 
 // cmdClientSetInfo implements Redis 7.2's CLIENT SETINFO LIB-NAME|LIB-VER,
 // which client libraries send when they connect. It is not in Redis 7.0's
-// command table, so dispatch routes it here directly.
-func cmdClientSetInfo(c *Client, args [][]byte) {
+// command table, so dispatch calls it directly (before the arity and
+// authentication checks, which it makes itself).
+func cmdClientSetInfo(x *Ctx, args [][]byte) error {
+	c := x.c
 	if len(args) != 4 {
-		c.err("ERR wrong number of arguments for 'client|setinfo' command")
-		return
+		return resp.Err("ERR wrong number of arguments for 'client|setinfo' command")
 	}
 	if !c.authed {
-		c.err("NOAUTH Authentication required.")
-		return
+		return resp.Err("NOAUTH Authentication required.")
 	}
 	attr := args[2]
 	if !eqFold(attr, "lib-name") && !eqFold(attr, "lib-ver") {
-		c.err("ERR Unrecognized option '" + trunc(attr) + "'")
-		return
+		return resp.Err("ERR Unrecognized option '" + trunc(attr) + "'")
 	}
 	for _, ch := range args[3] {
 		if ch < '!' || ch > '~' {
-			c.err("ERR " + strops.LowerASCII(attr) + " cannot contain spaces, newlines or special characters.")
-			return
+			return resp.Err("ERR " + strops.LowerASCII(attr) + " cannot contain spaces, newlines or special characters.")
 		}
 	}
 	c.mu.Lock()
@@ -546,4 +574,5 @@ func cmdClientSetInfo(c *Client, args [][]byte) {
 	}
 	c.mu.Unlock()
 	c.w.OK()
+	return nil
 }

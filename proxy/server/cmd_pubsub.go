@@ -7,6 +7,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/resp"
 )
 
 // Pub/Sub in embedded mode, as Redis 7.0 outside cluster mode: SUBSCRIBE,
@@ -17,20 +18,40 @@ import (
 // never reaches these handlers: it forwards Pub/Sub to the upstream.
 
 func registerPubSub(t *Table) {
-	t.own("subscribe", func(c *Client, args [][]byte) { c.subscribe(pubsub.Channels, args) })
-	t.own("psubscribe", func(c *Client, args [][]byte) { c.subscribe(pubsub.Patterns, args) })
-	t.own("ssubscribe", cmdSSubscribe)
-	t.own("unsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Channels, args) })
-	t.own("punsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Patterns, args) })
-	t.own("sunsubscribe", func(c *Client, args [][]byte) { c.unsubscribe(pubsub.Shard, args) })
-	t.own("publish", cmdPublish)
-	t.own("spublish", cmdSPublish)
-	t.own("pubsub|channels", func(c *Client, args [][]byte) { c.pubsubNames(pubsub.Channels, args) })
-	t.own("pubsub|shardchannels", func(c *Client, args [][]byte) { c.pubsubNames(pubsub.Shard, args) })
-	t.own("pubsub|numsub", func(c *Client, args [][]byte) { c.pubsubNumSub(pubsub.Channels, args) })
-	t.own("pubsub|shardnumsub", func(c *Client, args [][]byte) { c.pubsubNumSub(pubsub.Shard, args) })
-	t.own("pubsub|numpat", func(c *Client, _ [][]byte) { c.w.Int(int64(c.s.pubsub.Len(pubsub.Patterns))) })
-	t.own("pubsub|help", func(c *Client, _ [][]byte) { c.help(pubsubHelp) })
+	t.Register("subscribe", subscribeHandler(pubsub.Channels))
+	t.Register("psubscribe", subscribeHandler(pubsub.Patterns))
+	t.Register("ssubscribe", cmdSSubscribe)
+	t.Register("unsubscribe", unsubscribeHandler(pubsub.Channels))
+	t.Register("punsubscribe", unsubscribeHandler(pubsub.Patterns))
+	t.Register("sunsubscribe", unsubscribeHandler(pubsub.Shard))
+	t.Register("publish", cmdPublish)
+	t.Register("spublish", cmdSPublish)
+	t.Register("pubsub|channels", func(x *Ctx, args [][]byte) error { return x.c.pubsubNames(pubsub.Channels, args) })
+	t.Register("pubsub|shardchannels", func(x *Ctx, args [][]byte) error { return x.c.pubsubNames(pubsub.Shard, args) })
+	t.Register("pubsub|numsub", func(x *Ctx, args [][]byte) error { return x.c.pubsubNumSub(pubsub.Channels, args) })
+	t.Register("pubsub|shardnumsub", func(x *Ctx, args [][]byte) error { return x.c.pubsubNumSub(pubsub.Shard, args) })
+	t.Register("pubsub|numpat", func(x *Ctx, _ [][]byte) error {
+		x.W.Int(int64(x.c.s.pubsub.Len(pubsub.Patterns)))
+		return nil
+	})
+	t.Register("pubsub|help", helpHandler(pubsubHelp))
+}
+
+// subscribeHandler returns the handler of SUBSCRIBE or PSUBSCRIBE.
+func subscribeHandler(sp pubsub.Space) Handler {
+	return func(x *Ctx, args [][]byte) error {
+		x.c.subscribe(sp, args)
+		return nil
+	}
+}
+
+// unsubscribeHandler returns the handler of UNSUBSCRIBE, PUNSUBSCRIBE or
+// SUNSUBSCRIBE.
+func unsubscribeHandler(sp pubsub.Space) Handler {
+	return func(x *Ctx, args [][]byte) error {
+		x.c.unsubscribe(sp, args)
+		return nil
+	}
 }
 
 // pubsubHelp is PUBSUB HELP's reply, as redis-server 7.0.15 sends it.
@@ -136,7 +157,9 @@ func (c *Client) updateSubscribed() {
 	}
 }
 
-// subscribe is SUBSCRIBE and PSUBSCRIBE (and SSUBSCRIBE's body).
+// subscribe is SUBSCRIBE and PSUBSCRIBE (and SSUBSCRIBE's body). It
+// cannot fail: its confirmations, written as it subscribes, must reach the
+// client (and c.mark is moved past them).
 func (c *Client) subscribe(sp pubsub.Space, args [][]byte) {
 	q := c.ensurePushOut()
 	// Messages on the new subscriptions wait until the confirmations,
@@ -155,20 +178,21 @@ func (c *Client) subscribe(sp pubsub.Space, args [][]byte) {
 	c.mark = c.w.Len()
 }
 
-func cmdSSubscribe(c *Client, args [][]byte) {
-	if c.group != nil {
+func cmdSSubscribe(x *Ctx, args [][]byte) error {
+	if x.InGroup() {
 		// Redis refuses it to a CLIENT_DENY_BLOCKING client, which a
 		// client running EXEC is (SUBSCRIBE and PSUBSCRIBE are let
 		// through inside MULTI for backward compatibility).
-		c.err("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-		return
+		return resp.Err("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
 	}
-	c.subscribe(pubsub.Shard, args)
+	x.c.subscribe(pubsub.Shard, args)
+	return nil
 }
 
 // unsubscribe is UNSUBSCRIBE, PUNSUBSCRIBE and SUNSUBSCRIBE: from the
 // names given, or from everything in the space when none are; with
-// nothing to unsubscribe from, one confirmation with a null name.
+// nothing to unsubscribe from, one confirmation with a null name. It
+// cannot fail (the confirmations, like subscribe's, must stay).
 func (c *Client) unsubscribe(sp pubsub.Space, args [][]byte) {
 	hub := c.s.pubsub
 	kind := confirmNames[sp].unsub
@@ -226,7 +250,8 @@ func (c *Client) endPubSub() {
 	c.out.close()
 }
 
-func cmdPublish(c *Client, args [][]byte) {
+func cmdPublish(x *Ctx, args [][]byte) error {
+	c := x.c
 	var n int
 	if c.out != nil {
 		n = c.s.pubsub.PublishFrom(c.out, args[1], args[2])
@@ -234,9 +259,11 @@ func cmdPublish(c *Client, args [][]byte) {
 		n = c.s.pubsub.Publish(args[1], args[2])
 	}
 	c.w.Int(int64(n))
+	return nil
 }
 
-func cmdSPublish(c *Client, args [][]byte) {
+func cmdSPublish(x *Ctx, args [][]byte) error {
+	c := x.c
 	var n int
 	if c.out != nil {
 		n = c.s.pubsub.SPublishFrom(c.out, args[1], args[2])
@@ -244,14 +271,14 @@ func cmdSPublish(c *Client, args [][]byte) {
 		n = c.s.pubsub.SPublish(args[1], args[2])
 	}
 	c.w.Int(int64(n))
+	return nil
 }
 
 // pubsubNames is PUBSUB CHANNELS and SHARDCHANNELS [pattern].
-func (c *Client) pubsubNames(sp pubsub.Space, args [][]byte) {
+func (c *Client) pubsubNames(sp pubsub.Space, args [][]byte) error {
 	if len(args) > 3 {
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + trunc(args[1]) +
+		return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + trunc(args[1]) +
 			"'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
-		return
 	}
 	var names [][]byte
 	if len(args) == 3 {
@@ -263,14 +290,16 @@ func (c *Client) pubsubNames(sp pubsub.Space, args [][]byte) {
 	for _, n := range names {
 		c.w.Bulk(n)
 	}
+	return nil
 }
 
 // pubsubNumSub is PUBSUB NUMSUB and SHARDNUMSUB [channel ...]: a flat
 // array of channel, count pairs (in RESP3 too, as Redis).
-func (c *Client) pubsubNumSub(sp pubsub.Space, args [][]byte) {
+func (c *Client) pubsubNumSub(sp pubsub.Space, args [][]byte) error {
 	c.w.Array(2 * (len(args) - 2))
 	for _, name := range args[2:] {
 		c.w.Bulk(name)
 		c.w.Int(int64(c.s.pubsub.NumSub(sp, name)))
 	}
+	return nil
 }

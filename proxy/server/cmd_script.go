@@ -30,13 +30,13 @@ import (
 
 func registerScripting(t *Table) {
 	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
-		t.own(name, cmdEval)
+		t.Register(name, cmdEval)
 	}
-	t.own("fcall", cmdFCall)
-	t.own("fcall_ro", cmdFCall)
+	t.Register("fcall", cmdFCall)
+	t.Register("fcall_ro", cmdFCall)
 	for _, name := range []string{"script|load", "script|exists", "script|flush", "script|kill",
 		"script|help", "script|debug"} {
-		t.own(name, cmdScript)
+		t.Register(name, cmdScript)
 	}
 	for _, name := range []string{"function|load", "function|delete", "function|flush", "function|restore"} {
 		t.Register(name, cmdFunction)
@@ -45,20 +45,34 @@ func registerScripting(t *Table) {
 	// busy, so they must not wait for the engine's lock.
 	for _, name := range []string{"function|list", "function|dump", "function|stats", "function|kill",
 		"function|help"} {
-		t.own(name, func(c *Client, args [][]byte) { c.s.scripts.Function(&c.w, args) })
+		t.Register(name, cmdFunctionReadOnly)
 	}
 }
 
-func cmdEval(c *Client, args [][]byte) {
-	c.runScript(func(h script.Host) { c.s.scripts.Eval(h, &c.w, args) })
+// The scripting handlers write their own error replies (package script
+// writes them, and the errors a script raises, into the reply); only a
+// storage error that fails the script's transaction is returned.
+
+func cmdEval(x *Ctx, args [][]byte) error {
+	s := x.c.s
+	return x.c.runScript(func(h script.Host) { s.scripts.Eval(h, x.W, args) })
 }
 
-func cmdFCall(c *Client, args [][]byte) {
-	c.runScript(func(h script.Host) { c.s.scripts.FCall(h, &c.w, args) })
+func cmdFCall(x *Ctx, args [][]byte) error {
+	s := x.c.s
+	return x.c.runScript(func(h script.Host) { s.scripts.FCall(h, x.W, args) })
 }
 
-func cmdScript(c *Client, args [][]byte) {
-	c.s.scripts.Script(&c.w, args)
+func cmdScript(x *Ctx, args [][]byte) error {
+	x.c.s.scripts.Script(x.W, args)
+	return nil
+}
+
+// cmdFunctionReadOnly runs a FUNCTION subcommand that changes nothing,
+// without the engine's lock.
+func cmdFunctionReadOnly(x *Ctx, args [][]byte) error {
+	x.c.s.scripts.Function(x.W, args)
+	return nil
 }
 
 // cmdFunction runs a FUNCTION subcommand; one that changed the libraries
@@ -86,8 +100,11 @@ func (s *Server) loadFunctions() error {
 }
 
 // runScript runs a script as a group: in its own transaction, or in the
-// one EXEC holds.
-func (c *Client) runScript(run func(script.Host)) {
+// one EXEC holds. It returns the storage error that failed the group (the
+// caller's reply is replaced by it), or nil: the script's reply is
+// written, or, if SHUTDOWN NOSAVE killed the script, no reply at all and
+// the connection closes.
+func (c *Client) runScript(run func(script.Host)) error {
 	start := c.w.Len()
 	shutdown := false
 	err := c.runGroup(func(*tiering.Tx) error {
@@ -101,16 +118,17 @@ func (c *Client) runScript(run func(script.Host)) {
 		}
 		return err
 	})
-	if err != nil {
-		c.w.Truncate(start)
-		c.mark = start
-		if shutdown {
-			// The server is going away: as Redis, the caller gets no reply.
-			c.quit = true
-			return
-		}
-		c.replyError(err)
+	if err == nil {
+		return nil
 	}
+	c.w.Truncate(start)
+	c.mark = start
+	if shutdown {
+		// The server is going away: as Redis, the caller gets no reply.
+		c.quit = true
+		return nil
+	}
+	return err // a storage failure (runGroup's errors are never Redis errors)
 }
 
 // errScriptAborted fails the group of a script SHUTDOWN NOSAVE killed.

@@ -15,16 +15,16 @@ func registerAdmin(t *Table) {
 	t.Register("flushdb", cmdFlushDB)
 	t.Register("flushall", cmdFlushAll)
 	t.Register("swapdb", cmdSwapDB)
-	t.own("time", cmdTime)
-	t.own("lastsave", func(c *Client, _ [][]byte) { c.w.Int(c.s.lastSave.Load()) })
-	t.own("save", cmdSave)
-	t.own("bgsave", cmdBgsave)
-	t.own("shutdown", cmdShutdown)
-	t.own("config|get", cmdConfigGet)
-	t.own("config|set", cmdConfigSet)
-	t.own("config|resetstat", cmdConfigResetStat)
-	t.own("config|rewrite", cmdConfigRewrite)
-	t.own("config|help", func(c *Client, _ [][]byte) { c.help(configHelp) })
+	t.Register("time", cmdTime)
+	t.Register("lastsave", func(x *Ctx, _ [][]byte) error { x.W.Int(x.c.s.lastSave.Load()); return nil })
+	t.Register("save", cmdSave)
+	t.Register("bgsave", cmdBgsave)
+	t.Register("shutdown", cmdShutdown)
+	t.Register("config|get", cmdConfigGet)
+	t.Register("config|set", cmdConfigSet)
+	t.Register("config|resetstat", cmdConfigResetStat)
+	t.Register("config|rewrite", cmdConfigRewrite)
+	t.Register("config|help", helpHandler(configHelp))
 }
 
 // replyError writes the reply for a failed engine operation.
@@ -117,11 +117,12 @@ func cmdSwapDB(x *Ctx, args [][]byte) error {
 	})
 }
 
-func cmdTime(c *Client, _ [][]byte) {
+func cmdTime(x *Ctx, _ [][]byte) error {
 	now := time.Now()
-	c.w.Array(2)
-	c.w.BulkInt(now.Unix())
-	c.w.BulkInt(int64(now.Nanosecond() / 1000))
+	x.W.Array(2)
+	x.W.BulkInt(now.Unix())
+	x.W.BulkInt(int64(now.Nanosecond() / 1000))
+	return nil
 }
 
 // save makes everything durable now: the WAL is synced and the memtable
@@ -137,18 +138,19 @@ func (c *Client) save() error {
 	return nil
 }
 
-func cmdSave(c *Client, _ [][]byte) {
-	if err := c.save(); err != nil {
-		c.replyError(err)
-		return
+// cmdSave returns the store's error, a failure replied "ERR <err>".
+func cmdSave(x *Ctx, _ [][]byte) error {
+	if err := x.c.save(); err != nil {
+		return err
 	}
-	c.w.OK()
+	x.W.OK()
+	return nil
 }
 
-func cmdBgsave(c *Client, args [][]byte) {
+func cmdBgsave(x *Ctx, args [][]byte) error {
+	c := x.c
 	if len(args) > 2 || (len(args) == 2 && !eqFold(args[1], "schedule")) {
-		c.err("ERR syntax error")
-		return
+		return resp.Err("ERR syntax error")
 	}
 	go func() {
 		if err := c.save(); err != nil {
@@ -156,18 +158,20 @@ func cmdBgsave(c *Client, args [][]byte) {
 		}
 	}()
 	c.w.Simple("Background saving started")
+	return nil
 }
 
-func cmdShutdown(c *Client, args [][]byte) {
+// cmdShutdown replies nothing when it shuts the server down: the
+// connection closes (c.quit).
+func cmdShutdown(x *Ctx, args [][]byte) error {
+	c := x.c
 	for _, a := range args[1:] {
 		switch {
 		case eqFold(a, "nosave"), eqFold(a, "save"), eqFold(a, "now"), eqFold(a, "force"):
 		case eqFold(a, "abort"):
-			c.err("ERR No shutdown in progress.")
-			return
+			return resp.Err("ERR No shutdown in progress.")
 		default:
-			c.err("ERR syntax error")
-			return
+			return resp.Err("ERR syntax error")
 		}
 	}
 	if c.fwd == nil {
@@ -176,11 +180,9 @@ func cmdShutdown(c *Client, args [][]byte) {
 			// script wrote is discarded (its transaction is aborted).
 			if !hasArg(args[1:], "nosave") {
 				if function {
-					c.err("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
-				} else {
-					c.err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+					return resp.Err("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
 				}
-				return
+				return resp.Err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 			}
 			c.s.abortScript.Store(true)
 			if !c.s.scripts.ForceKill() {
@@ -193,6 +195,7 @@ func cmdShutdown(c *Client, args [][]byte) {
 	c.s.log.Info("shutdown requested by client", "client", c.id)
 	c.s.requestShutdown()
 	c.quit = true
+	return nil
 }
 
 // hasArg reports whether args hold word (any case).
@@ -205,32 +208,35 @@ func hasArg(args [][]byte, word string) bool {
 	return false
 }
 
-func cmdConfigGet(c *Client, args [][]byte) {
-	pairs := c.s.cfg.Get(args[2:]...)
-	c.w.Map(len(pairs))
+func cmdConfigGet(x *Ctx, args [][]byte) error {
+	pairs := x.Config().Get(args[2:]...)
+	x.W.Map(len(pairs))
 	for _, p := range pairs {
-		c.w.BulkString(p[0])
-		c.w.BulkString(p[1])
+		x.W.BulkString(p[0])
+		x.W.BulkString(p[1])
 	}
+	return nil
 }
 
-func cmdConfigSet(c *Client, args [][]byte) {
+// cmdConfigSet sets the parameters; config.Set's error text is Redis's
+// reply, prefix included.
+func cmdConfigSet(x *Ctx, args [][]byte) error {
 	if len(args)%2 != 0 {
-		c.err("ERR wrong number of arguments for 'config|set' command")
-		return
+		return resp.Err("ERR wrong number of arguments for 'config|set' command")
 	}
 	pairs := make([][2]string, 0, (len(args)-2)/2)
 	for i := 2; i < len(args); i += 2 {
 		pairs = append(pairs, [2]string{string(args[i]), string(args[i+1])})
 	}
-	if err := c.s.cfg.Set(pairs); err != nil {
-		c.err(err.Error())
-		return
+	if err := x.Config().Set(pairs); err != nil {
+		return resp.Err(err.Error())
 	}
-	c.w.OK()
+	x.W.OK()
+	return nil
 }
 
-func cmdConfigResetStat(c *Client, _ [][]byte) {
+func cmdConfigResetStat(x *Ctx, _ [][]byte) error {
+	c := x.c
 	c.s.engine.Stats.ResetStats()
 	st := &c.s.stats
 	st.commands.Store(0)
@@ -240,18 +246,19 @@ func cmdConfigResetStat(c *Client, _ [][]byte) {
 	st.netOut.Store(0)
 	st.errorReplies.Store(0)
 	c.w.OK()
+	return nil
 }
 
-func cmdConfigRewrite(c *Client, _ [][]byte) {
-	if err := c.s.cfg.Rewrite(); err != nil {
+func cmdConfigRewrite(x *Ctx, _ [][]byte) error {
+	if err := x.Config().Rewrite(); err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "ERR ") {
 			msg = "ERR " + msg
 		}
-		c.err(msg)
-		return
+		return resp.Err(msg)
 	}
-	c.w.OK()
+	x.W.OK()
+	return nil
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -11,26 +11,10 @@ import (
 	"github.com/spillway/spillway/proxy/cstr"
 )
 
-// handlerFunc is the server's own handlers' form: they work on the client
-// itself. It writes exactly one reply to c.w (unless the connection
-// closes).
-type handlerFunc func(c *Client, args [][]byte)
-
-// clientHandler adapts a handlerFunc to the Handler contract.
-func clientHandler(h handlerFunc) Handler {
-	if h == nil {
-		return nil
-	}
-	return func(x *Ctx, args [][]byte) error { h(x.c, args); return nil }
-}
-
-// own registers one of the server's own handlers, which work on the
-// client's connection state directly (they never take the engine's lock:
-// those that read or write keys are Handlers and use Ctx.Update).
-func (t *Table) own(name string, h handlerFunc) { t.Register(name, clientHandler(h)) }
-
 // registerBuiltins adds the server's own commands to t: connection state,
-// transactions, Pub/Sub, scripting, COMMAND, INFO and administration.
+// transactions, Pub/Sub, scripting, COMMAND, INFO and administration. They
+// are Handlers like the command library's; those that work on the
+// connection's state reach the client through x.c.
 func registerBuiltins(t *Table) {
 	registerConn(t)
 	registerMulti(t)
@@ -126,7 +110,7 @@ func (c *Client) dispatch(args [][]byte) {
 		cmd = base.Sub(args[1])
 		if cmd == nil && base.Name == "client" && eqFold(args[1], "setinfo") {
 			// CLIENT SETINFO is Redis 7.2's; clients send it on connect.
-			cmdClientSetInfo(c, args)
+			c.call(cmdClientSetInfo, args)
 			return
 		}
 		if cmd == nil && c.fwd != nil && c.authed {

@@ -13,14 +13,15 @@ import (
 )
 
 func registerInfo(t *Table) {
-	t.own("info", cmdInfo)
+	t.Register("info", cmdInfo)
 }
 
 // infoSections lists INFO's sections in Redis's order; "default" prints all
 // of these.
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "tiering", "keyspace"}
 
-func cmdInfo(c *Client, args [][]byte) {
+func cmdInfo(x *Ctx, args [][]byte) error {
+	c := x.c
 	want := map[string]bool{}
 	if len(args) == 1 {
 		want["default"] = true
@@ -40,6 +41,7 @@ func cmdInfo(c *Client, args [][]byte) {
 		c.s.writeInfoSection(&sb, sec, c)
 	}
 	c.w.Verbatim("txt", []byte(sb.String()))
+	return nil
 }
 
 func field(sb *strings.Builder, name string, v any) {

@@ -142,11 +142,11 @@ func (s *Server) touchWatchedInDB(tx *tiering.Tx, db, replacedWith int) error {
 }
 
 func registerMulti(t *Table) {
-	t.own("multi", cmdMulti)
-	t.own("exec", cmdExec)
-	t.own("discard", cmdDiscard)
+	t.Register("multi", cmdMulti)
+	t.Register("exec", cmdExec)
+	t.Register("discard", cmdDiscard)
 	t.Register("watch", cmdWatch)
-	t.own("unwatch", cmdUnwatch)
+	t.Register("unwatch", cmdUnwatch)
 }
 
 // runsInMulti reports whether cmd executes at once inside MULTI instead of
@@ -193,37 +193,43 @@ func (c *Client) failMulti() {
 	}
 }
 
-func cmdMulti(c *Client, _ [][]byte) {
+func cmdMulti(x *Ctx, _ [][]byte) error {
+	c := x.c
 	if c.multi.active {
-		c.err("ERR MULTI calls can not be nested")
-		return
+		return resp.Err("ERR MULTI calls can not be nested")
 	}
 	c.multi.active = true
 	c.multiLen.Store(1)
 	c.w.OK()
+	return nil
 }
 
-func cmdDiscard(c *Client, _ [][]byte) {
+func cmdDiscard(x *Ctx, _ [][]byte) error {
+	c := x.c
 	if !c.multi.active {
-		c.err("ERR DISCARD without MULTI")
-		return
+		return resp.Err("ERR DISCARD without MULTI")
 	}
 	c.discardMulti()
 	c.unwatchAll()
 	c.w.OK()
+	return nil
 }
 
-func cmdExec(c *Client, _ [][]byte) {
+// cmdExec runs the queued commands as a group and replies their replies
+// in one array; each command's error is an element of the array (its
+// handler's error is written in its place by c.call, from its own mark).
+// The transaction ends (MULTI state and WATCHes are dropped) whatever the
+// reply. A storage error that fails the group replaces the whole array.
+func cmdExec(x *Ctx, _ [][]byte) error {
+	c := x.c
 	if !c.multi.active {
-		c.err("ERR EXEC without MULTI")
-		return
+		return resp.Err("ERR EXEC without MULTI")
 	}
 	queue, failed := c.multi.queue, c.multi.failed
 	c.discardMulti()
 	if failed {
 		c.unwatchAll()
-		c.err("EXECABORT Transaction discarded because of previous errors.")
-		return
+		return resp.Err("EXECABORT Transaction discarded because of previous errors.")
 	}
 	if c.s.paused.Load() {
 		write := false
@@ -256,10 +262,13 @@ func cmdExec(c *Client, _ [][]byte) {
 		return nil
 	})
 	if err != nil {
-		c.w.Truncate(start)
+		// The queued commands moved c.mark; the error replaces EXEC's
+		// whole reply. runGroup's errors are storage failures (replied
+		// "ERR <err>" and logged), never Redis errors.
 		c.mark = start
-		c.replyError(err)
+		return err
 	}
+	return nil
 }
 
 // checkWatchedExpired dirties the client if a key it watched while live
@@ -324,9 +333,10 @@ func (c *Client) watching(db int, key []byte) bool {
 	return false
 }
 
-func cmdUnwatch(c *Client, _ [][]byte) {
-	c.unwatchAll()
-	c.w.OK()
+func cmdUnwatch(x *Ctx, _ [][]byte) error {
+	x.c.unwatchAll()
+	x.W.OK()
+	return nil
 }
 
 // discardMulti leaves MULTI state, dropping the queue.
