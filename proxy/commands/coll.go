@@ -58,7 +58,7 @@ func parseScanOpts(args [][]byte, allowType bool) (scanOpts, error) {
 		}
 		v := args[i+1]
 		switch {
-		case eqFold(args[i], "count"):
+		case cstr.EqualFold(args[i], "count"):
 			n, ok := cstr.ParseInt(v)
 			if !ok {
 				return o, resp.Err(strops.ErrNotInteger)
@@ -67,9 +67,9 @@ func parseScanOpts(args [][]byte, allowType bool) (scanOpts, error) {
 				return o, resp.Err(strops.ErrSyntax)
 			}
 			o.count = int(min(n, 1<<30))
-		case eqFold(args[i], "match"):
+		case cstr.EqualFold(args[i], "match"):
 			o.match = strops.Matcher(v)
-		case allowType && eqFold(args[i], "type"):
+		case allowType && cstr.EqualFold(args[i], "type"):
 			o.typeName = v
 		default:
 			return o, resp.Err(strops.ErrSyntax)

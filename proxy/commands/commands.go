@@ -10,8 +10,6 @@
 package commands
 
 import (
-	"strings"
-
 	"github.com/spillway/spillway/proxy/server"
 )
 
@@ -32,9 +30,6 @@ func Table() *server.Table {
 	Register(t)
 	return t
 }
-
-// eqFold reports whether b equals s, ignoring ASCII case (option names).
-func eqFold(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
 
 func b2i(b bool) int64 {
 	if b {

@@ -249,7 +249,7 @@ func cmdHRandField(x *server.Ctx, args [][]byte) error {
 		return err
 	}
 	withValues := false
-	if len(args) > 4 || (len(args) == 4 && !eqFold(args[3], "withvalues")) {
+	if len(args) > 4 || (len(args) == 4 && !cstr.EqualFold(args[3], "withvalues")) {
 		return resp.Err(strops.ErrSyntax)
 	}
 	if len(args) == 4 {

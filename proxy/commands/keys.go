@@ -172,9 +172,9 @@ func cmdCopy(x *server.Ctx, args [][]byte) error {
 	replace := false
 	for i := 3; i < len(args); i++ {
 		switch {
-		case eqFold(args[i], "replace"):
+		case cstr.EqualFold(args[i], "replace"):
 			replace = true
-		case eqFold(args[i], "db") && i+1 < len(args):
+		case cstr.EqualFold(args[i], "db") && i+1 < len(args):
 			db, err := parseDB(x, args[i+1])
 			if err != nil {
 				return err
@@ -300,7 +300,7 @@ func ScanOptions(args [][]byte) (tiering.ScanOptions, error) {
 // typeByName returns the type named b (any case), or 0 if there is none.
 func typeByName(b []byte) codec.Type {
 	for t := codec.TypeString; t <= codec.TypeHash; t++ {
-		if eqFold(b, t.String()) {
+		if cstr.EqualFold(b, t.String()) {
 			return t
 		}
 	}

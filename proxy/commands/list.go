@@ -181,9 +181,9 @@ func cmdLSet(x *server.Ctx, args [][]byte) error {
 func cmdLInsert(x *server.Ctx, args [][]byte) error {
 	var after bool
 	switch {
-	case eqFold(args[2], "after"):
+	case cstr.EqualFold(args[2], "after"):
 		after = true
-	case eqFold(args[2], "before"):
+	case cstr.EqualFold(args[2], "before"):
 	default:
 		return resp.Err(strops.ErrSyntax)
 	}
@@ -327,7 +327,7 @@ func cmdLPos(x *server.Ctx, args [][]byte) error {
 	for j := 3; j < len(args); j++ {
 		more := j+1 < len(args)
 		switch {
-		case eqFold(args[j], "rank") && more:
+		case cstr.EqualFold(args[j], "rank") && more:
 			j++
 			n, ok := cstr.ParseInt(args[j])
 			if !ok {
@@ -337,14 +337,14 @@ func cmdLPos(x *server.Ctx, args [][]byte) error {
 				return resp.Err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
 			}
 			rank = n
-		case eqFold(args[j], "count") && more:
+		case cstr.EqualFold(args[j], "count") && more:
 			j++
 			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 0 {
 				return resp.Err("ERR COUNT can't be negative")
 			}
 			count = n
-		case eqFold(args[j], "maxlen") && more:
+		case cstr.EqualFold(args[j], "maxlen") && more:
 			j++
 			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 0 {

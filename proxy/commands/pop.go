@@ -30,9 +30,9 @@ func indexPair(a, b []byte) (start, stop int64, err error) {
 // listEnd parses LEFT or RIGHT; it reports left.
 func listEnd(arg []byte) (left bool, err error) {
 	switch {
-	case eqFold(arg, "left"):
+	case cstr.EqualFold(arg, "left"):
 		return true, nil
-	case eqFold(arg, "right"):
+	case cstr.EqualFold(arg, "right"):
 		return false, nil
 	}
 	return false, resp.Err(strops.ErrSyntax)
@@ -65,13 +65,13 @@ func cmdMPop(x *server.Ctx, args [][]byte, blocking bool, ends [2]string, newOp 
 	if numkeys >= int64(len(args)) || whereAt >= int64(len(args)) {
 		return resp.Err(strops.ErrSyntax)
 	}
-	first := eqFold(args[whereAt], ends[0])
-	if !first && !eqFold(args[whereAt], ends[1]) {
+	first := cstr.EqualFold(args[whereAt], ends[0])
+	if !first && !cstr.EqualFold(args[whereAt], ends[1]) {
 		return resp.Err(strops.ErrSyntax)
 	}
 	count := int64(-1)
 	for j := int(whereAt) + 1; j < len(args); j++ {
-		if count == -1 && eqFold(args[j], "count") && j+1 < len(args) {
+		if count == -1 && cstr.EqualFold(args[j], "count") && j+1 < len(args) {
 			j++
 			n, ok := cstr.ParseInt(args[j])
 			if !ok || n < 1 {

@@ -415,7 +415,7 @@ func cmdSInterCard(x *server.Ctx, args [][]byte) error {
 	}
 	limit := int64(0)
 	for j := 2 + int(numkeys); j < len(args); j++ {
-		if eqFold(args[j], "limit") && j+1 < len(args) {
+		if cstr.EqualFold(args[j], "limit") && j+1 < len(args) {
 			j++
 			l, ok := cstr.ParseInt(args[j])
 			if !ok || l < 0 {

@@ -95,17 +95,17 @@ func cmdZAdd(x *server.Ctx, args [][]byte) error {
 	i := 2
 	for ; i < len(args); i++ {
 		switch {
-		case eqFold(args[i], "nx"):
+		case cstr.EqualFold(args[i], "nx"):
 			f.nx = true
-		case eqFold(args[i], "xx"):
+		case cstr.EqualFold(args[i], "xx"):
 			f.xx = true
-		case eqFold(args[i], "ch"):
+		case cstr.EqualFold(args[i], "ch"):
 			f.ch = true
-		case eqFold(args[i], "incr"):
+		case cstr.EqualFold(args[i], "incr"):
 			f.incr = true
-		case eqFold(args[i], "gt"):
+		case cstr.EqualFold(args[i], "gt"):
 			f.gt = true
-		case eqFold(args[i], "lt"):
+		case cstr.EqualFold(args[i], "lt"):
 			f.lt = true
 		default:
 			goto pairs
@@ -504,7 +504,7 @@ func cmdZRandMember(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if len(args) > 4 || (len(args) == 4 && !eqFold(args[3], "withscores")) {
+	if len(args) > 4 || (len(args) == 4 && !cstr.EqualFold(args[3], "withscores")) {
 		return resp.Err(strops.ErrSyntax)
 	}
 	withScores := len(args) == 4

@@ -251,7 +251,7 @@ func cmdZSetOp(x *server.Ctx, args [][]byte, op zsetOp, store bool) error {
 		for j := at + 1 + int(numkeys); j < len(args); j++ {
 			left := len(args) - j
 			switch {
-			case op != zopDiff && left >= len(keys)+1 && eqFold(args[j], "weights"):
+			case op != zopDiff && left >= len(keys)+1 && cstr.EqualFold(args[j], "weights"):
 				for i := range src {
 					j++
 					w, ok := cstr.ParseFloat(args[j])
@@ -260,19 +260,19 @@ func cmdZSetOp(x *server.Ctx, args [][]byte, op zsetOp, store bool) error {
 					}
 					src[i].weight = w
 				}
-			case op != zopDiff && left >= 2 && eqFold(args[j], "aggregate"):
+			case op != zopDiff && left >= 2 && cstr.EqualFold(args[j], "aggregate"):
 				j++
 				switch {
-				case eqFold(args[j], "sum"):
+				case cstr.EqualFold(args[j], "sum"):
 					agg = aggSum
-				case eqFold(args[j], "min"):
+				case cstr.EqualFold(args[j], "min"):
 					agg = aggMin
-				case eqFold(args[j], "max"):
+				case cstr.EqualFold(args[j], "max"):
 					agg = aggMax
 				default:
 					return resp.Err(strops.ErrSyntax)
 				}
-			case !store && eqFold(args[j], "withscores"):
+			case !store && cstr.EqualFold(args[j], "withscores"):
 				withScores = true
 			default:
 				return resp.Err(strops.ErrSyntax)
@@ -322,7 +322,7 @@ func cmdZInterCard(x *server.Ctx, args [][]byte) error {
 		}
 		limit := int64(0)
 		for j := 2 + int(numkeys); j < len(args); j++ {
-			if len(args)-j >= 2 && eqFold(args[j], "limit") {
+			if len(args)-j >= 2 && cstr.EqualFold(args[j], "limit") {
 				j++
 				n, ok := cstr.ParseInt(args[j])
 				if !ok || n < 0 {

@@ -135,9 +135,9 @@ func parseZRange(args [][]byte, spec zrangeSpec) (zrangeQuery, error) {
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
 		switch {
-		case eqFold(args[j], "withscores") && !spec.store:
+		case cstr.EqualFold(args[j], "withscores") && !spec.store:
 			q.withScores = true
-		case eqFold(args[j], "limit") && left >= 2:
+		case cstr.EqualFold(args[j], "limit") && left >= 2:
 			var err error
 			if q.offset, err = listIndex(args[j+1]); err != nil {
 				return q, err
@@ -146,11 +146,11 @@ func parseZRange(args [][]byte, spec zrangeSpec) (zrangeQuery, error) {
 				return q, err
 			}
 			j += 2
-		case !revSet && eqFold(args[j], "rev"):
+		case !revSet && cstr.EqualFold(args[j], "rev"):
 			q.rev, revSet = true, true
-		case q.kind == byAuto && eqFold(args[j], "bylex"):
+		case q.kind == byAuto && cstr.EqualFold(args[j], "bylex"):
 			q.kind = byLex
-		case q.kind == byAuto && eqFold(args[j], "byscore"):
+		case q.kind == byAuto && cstr.EqualFold(args[j], "byscore"):
 			q.kind = byScore
 		default:
 			return q, resp.Err(strops.ErrSyntax)

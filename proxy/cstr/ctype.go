@@ -64,3 +64,17 @@ func HasPrefixFold[T Text](s T, w string) bool {
 	}
 	return true
 }
+
+// MaxErrArgLen is how much of a name or argument Redis quotes in an error
+// message ("%.128s").
+const MaxErrArgLen = 128
+
+// ErrArg renders an argument as Redis's "%.128s" does in error messages: cut
+// at its first NUL, then to MaxErrArgLen bytes.
+func ErrArg(b []byte) string {
+	b = CString(b)
+	if len(b) > MaxErrArgLen {
+		b = b[:MaxErrArgLen]
+	}
+	return string(b)
+}

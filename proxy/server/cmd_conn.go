@@ -49,8 +49,6 @@ func helpHandler(lines []string) Handler {
 	}
 }
 
-func eqFold(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
-
 func cmdPing(x *Ctx, args [][]byte) error {
 	c := x.c
 	if len(args) > 2 {
@@ -170,14 +168,14 @@ func cmdHello(x *Ctx, args [][]byte) error {
 	for i := 2; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch {
-		case eqFold(args[i], "auth") && more >= 2:
+		case cstr.EqualFold(args[i], "auth") && more >= 2:
 			user, pass = args[i+1], args[i+2]
 			i += 2
-		case eqFold(args[i], "setname") && more >= 1:
+		case cstr.EqualFold(args[i], "setname") && more >= 1:
 			name, setName = args[i+1], true
 			i++
 		default:
-			return resp.Err("ERR Syntax error in HELLO option '" + trunc(args[i]) + "'")
+			return resp.Err("ERR Syntax error in HELLO option '" + cstr.ErrArg(args[i]) + "'")
 		}
 	}
 	if user != nil {
@@ -327,16 +325,16 @@ func cmdClientList(x *Ctx, args [][]byte) error {
 	typeFilter := ""
 	for i := 2; i < len(args); i++ {
 		switch {
-		case eqFold(args[i], "type") && i+1 < len(args):
+		case cstr.EqualFold(args[i], "type") && i+1 < len(args):
 			t := strings.ToLower(string(args[i+1]))
 			switch t {
 			case "normal", "master", "replica", "slave", "pubsub":
 			default:
-				return resp.Err("ERR Unknown client type '" + trunc(args[i+1]) + "'")
+				return resp.Err("ERR Unknown client type '" + cstr.ErrArg(args[i+1]) + "'")
 			}
 			typeFilter = t
 			i++
-		case eqFold(args[i], "id") && i+1 < len(args):
+		case cstr.EqualFold(args[i], "id") && i+1 < len(args):
 			ids = map[int64]bool{}
 			for i++; i < len(args); i++ {
 				id, ok := cstr.ParseInt(args[i])
@@ -405,33 +403,33 @@ func cmdClientKill(x *Ctx, args [][]byte) error {
 	for i := 2; i < len(args); i += 2 {
 		v := args[i+1]
 		switch {
-		case eqFold(args[i], "id"):
+		case cstr.EqualFold(args[i], "id"):
 			n, ok := cstr.ParseInt(v)
 			if !ok || n <= 0 {
 				return resp.Err("ERR client-id should be greater than 0")
 			}
 			id = n
-		case eqFold(args[i], "type"):
+		case cstr.EqualFold(args[i], "type"):
 			typ = strings.ToLower(string(v))
 			switch typ {
 			case "normal", "master", "replica", "slave", "pubsub":
 			default:
-				return resp.Err("ERR Unknown client type '" + trunc(v) + "'")
+				return resp.Err("ERR Unknown client type '" + cstr.ErrArg(v) + "'")
 			}
-		case eqFold(args[i], "addr"):
+		case cstr.EqualFold(args[i], "addr"):
 			addr = string(v)
-		case eqFold(args[i], "laddr"):
+		case cstr.EqualFold(args[i], "laddr"):
 			laddr = string(v)
-		case eqFold(args[i], "user"):
+		case cstr.EqualFold(args[i], "user"):
 			user = string(v)
 			if user != "default" {
-				return resp.Err("ERR No such user '" + trunc(v) + "'")
+				return resp.Err("ERR No such user '" + cstr.ErrArg(v) + "'")
 			}
-		case eqFold(args[i], "skipme"):
+		case cstr.EqualFold(args[i], "skipme"):
 			switch {
-			case eqFold(v, "yes"):
+			case cstr.EqualFold(v, "yes"):
 				skipMe = true
-			case eqFold(v, "no"):
+			case cstr.EqualFold(v, "no"):
 				skipMe = false
 			default:
 				return resp.Err("ERR syntax error")
@@ -477,9 +475,9 @@ func cmdClientPause(x *Ctx, args [][]byte) error {
 	all := true
 	if len(args) == 4 {
 		switch {
-		case eqFold(args[3], "write"):
+		case cstr.EqualFold(args[3], "write"):
 			all = false
-		case eqFold(args[3], "all"):
+		case cstr.EqualFold(args[3], "all"):
 		default:
 			return resp.Err("ERR syntax error")
 		}
@@ -503,12 +501,12 @@ func cmdClientUnpause(x *Ctx, _ [][]byte) error {
 func cmdClientReply(x *Ctx, args [][]byte) error {
 	c := x.c
 	switch {
-	case eqFold(args[2], "on"):
+	case cstr.EqualFold(args[2], "on"):
 		c.replyMode = replyOn
 		c.w.OK()
-	case eqFold(args[2], "off"):
+	case cstr.EqualFold(args[2], "off"):
 		c.replyMode = replyOff
-	case eqFold(args[2], "skip"):
+	case cstr.EqualFold(args[2], "skip"):
 		if c.replyMode != replyOff {
 			c.replyMode = replySkipNext
 		}
@@ -519,7 +517,7 @@ func cmdClientReply(x *Ctx, args [][]byte) error {
 }
 
 func cmdClientOnOff(x *Ctx, args [][]byte) error {
-	if eqFold(args[2], "on") || eqFold(args[2], "off") {
+	if cstr.EqualFold(args[2], "on") || cstr.EqualFold(args[2], "off") {
 		x.W.OK()
 		return nil
 	}
@@ -530,8 +528,8 @@ func cmdClientUnblock(x *Ctx, args [][]byte) error {
 	withError := false
 	if len(args) == 4 {
 		switch {
-		case eqFold(args[3], "timeout"):
-		case eqFold(args[3], "error"):
+		case cstr.EqualFold(args[3], "timeout"):
+		case cstr.EqualFold(args[3], "error"):
 			withError = true
 		default:
 			return resp.Err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
@@ -558,8 +556,8 @@ func cmdClientSetInfo(x *Ctx, args [][]byte) error {
 		return resp.Err("NOAUTH Authentication required.")
 	}
 	attr := args[2]
-	if !eqFold(attr, "lib-name") && !eqFold(attr, "lib-ver") {
-		return resp.Err("ERR Unrecognized option '" + trunc(attr) + "'")
+	if !cstr.EqualFold(attr, "lib-name") && !cstr.EqualFold(attr, "lib-ver") {
+		return resp.Err("ERR Unrecognized option '" + cstr.ErrArg(attr) + "'")
 	}
 	for _, ch := range args[3] {
 		if ch < '!' || ch > '~' {
@@ -567,7 +565,7 @@ func cmdClientSetInfo(x *Ctx, args [][]byte) error {
 		}
 	}
 	c.mu.Lock()
-	if eqFold(attr, "lib-name") {
+	if cstr.EqualFold(attr, "lib-name") {
 		c.libName = string(args[3])
 	} else {
 		c.libVer = string(args[3])

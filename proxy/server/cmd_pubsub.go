@@ -277,7 +277,7 @@ func cmdSPublish(x *Ctx, args [][]byte) error {
 // pubsubNames is PUBSUB CHANNELS and SHARDCHANNELS [pattern].
 func (c *Client) pubsubNames(sp pubsub.Space, args [][]byte) error {
 	if len(args) > 3 {
-		return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + trunc(args[1]) +
+		return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + cstr.ErrArg(args[1]) +
 			"'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
 	}
 	var names [][]byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/tiering"
 )
@@ -163,13 +164,13 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 	sc.mark = 0
 	handler := sc.s.table.Handler(cmd)
 	if handler == nil {
-		sc.err("ERR unknown command '" + trunc(args[0]) + "'")
+		sc.err("ERR unknown command '" + cstr.ErrArg(args[0]) + "'")
 		return sc.w.Buf
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			sc.s.log.Error("command called by a script panicked; the script's transaction will be aborted",
-				"command", trunc(args[0]), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				"command", cstr.ErrArg(args[0]), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			if sc.groupErr == nil {
 				sc.groupErr = fmt.Errorf("internal error in %s called by a script; see the server log", cmd.Name)
 			}

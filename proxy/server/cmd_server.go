@@ -41,20 +41,21 @@ func cmdDBSize(x *Ctx, _ [][]byte) error {
 	})
 }
 
-// parseFlushMode parses FLUSHDB/FLUSHALL's optional SYNC|ASYNC. Both are
-// O(1) here: the store drops a database with range deletions.
-func parseFlushMode(args [][]byte) error {
+// ParseFlushMode parses FLUSHDB/FLUSHALL's optional SYNC|ASYNC, with
+// Redis's error (upstream mode checks them too before it forwards). Both
+// are O(1) here: the store drops a database with range deletions.
+func ParseFlushMode(args [][]byte) error {
 	if len(args) == 1 {
 		return nil
 	}
-	if len(args) == 2 && (eqFold(args[1], "sync") || eqFold(args[1], "async")) {
+	if len(args) == 2 && (cstr.EqualFold(args[1], "sync") || cstr.EqualFold(args[1], "async")) {
 		return nil
 	}
 	return resp.Err("ERR syntax error")
 }
 
 func cmdFlushDB(x *Ctx, args [][]byte) error {
-	if err := parseFlushMode(args); err != nil {
+	if err := ParseFlushMode(args); err != nil {
 		return err
 	}
 	return x.Update(func(tx *tiering.Tx) error {
@@ -70,7 +71,7 @@ func cmdFlushDB(x *Ctx, args [][]byte) error {
 }
 
 func cmdFlushAll(x *Ctx, args [][]byte) error {
-	if err := parseFlushMode(args); err != nil {
+	if err := ParseFlushMode(args); err != nil {
 		return err
 	}
 	return x.Update(func(tx *tiering.Tx) error {
@@ -149,7 +150,7 @@ func cmdSave(x *Ctx, _ [][]byte) error {
 
 func cmdBgsave(x *Ctx, args [][]byte) error {
 	c := x.c
-	if len(args) > 2 || (len(args) == 2 && !eqFold(args[1], "schedule")) {
+	if len(args) > 2 || (len(args) == 2 && !cstr.EqualFold(args[1], "schedule")) {
 		return resp.Err("ERR syntax error")
 	}
 	go func() {
@@ -167,8 +168,8 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 	c := x.c
 	for _, a := range args[1:] {
 		switch {
-		case eqFold(a, "nosave"), eqFold(a, "save"), eqFold(a, "now"), eqFold(a, "force"):
-		case eqFold(a, "abort"):
+		case cstr.EqualFold(a, "nosave"), cstr.EqualFold(a, "save"), cstr.EqualFold(a, "now"), cstr.EqualFold(a, "force"):
+		case cstr.EqualFold(a, "abort"):
 			return resp.Err("ERR No shutdown in progress.")
 		default:
 			return resp.Err("ERR syntax error")
@@ -201,7 +202,7 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 // hasArg reports whether args hold word (any case).
 func hasArg(args [][]byte, word string) bool {
 	for _, a := range args {
-		if eqFold(a, word) {
+		if cstr.EqualFold(a, word) {
 			return true
 		}
 	}

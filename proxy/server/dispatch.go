@@ -26,36 +26,24 @@ func registerBuiltins(t *Table) {
 	registerTestHooks(t)
 }
 
-// maxErrArgLen is how much of a name or argument Redis quotes in errors.
-const maxErrArgLen = 128
-
-// trunc renders an argument as Redis's "%.128s" does.
-func trunc(b []byte) string {
-	b = cstr.CString(b)
-	if len(b) > maxErrArgLen {
-		b = b[:maxErrArgLen]
-	}
-	return string(b)
-}
-
 // unknownCommand writes Redis 7.0's reply to an unknown command: the name
 // as "%.128s", then arguments as "'%.*s' " while the argument list is
 // shorter than 128 bytes, each cut to what is left of those 128.
 func unknownCommand(c *Client, args [][]byte) {
 	var list []byte
 	for _, a := range args[1:] {
-		if len(list) >= maxErrArgLen {
+		if len(list) >= cstr.MaxErrArgLen {
 			break
 		}
 		a = cstr.CString(a)
-		if room := maxErrArgLen - len(list); len(a) > room {
+		if room := cstr.MaxErrArgLen - len(list); len(a) > room {
 			a = a[:room]
 		}
 		list = append(list, '\'')
 		list = append(list, a...)
 		list = append(list, '\'', ' ')
 	}
-	c.err("ERR unknown command '" + trunc(args[0]) + "', with args beginning with: " + string(list))
+	c.err("ERR unknown command '" + cstr.ErrArg(args[0]) + "', with args beginning with: " + string(list))
 }
 
 // execute runs one command: lookup, arity, authentication, pause, then the
@@ -108,7 +96,7 @@ func (c *Client) dispatch(args [][]byte) {
 	cmd := base
 	if base.Subcommands != nil && len(args) >= 2 {
 		cmd = base.Sub(args[1])
-		if cmd == nil && base.Name == "client" && eqFold(args[1], "setinfo") {
+		if cmd == nil && base.Name == "client" && cstr.EqualFold(args[1], "setinfo") {
 			// CLIENT SETINFO is Redis 7.2's; clients send it on connect.
 			c.call(cmdClientSetInfo, args)
 			return
@@ -119,7 +107,7 @@ func (c *Client) dispatch(args [][]byte) {
 		}
 		if cmd == nil {
 			c.failMulti()
-			c.err("ERR unknown subcommand '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
+			c.err("ERR unknown subcommand '" + cstr.ErrArg(args[1]) + "'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
 			return
 		}
 	}
@@ -184,7 +172,7 @@ func (c *Client) recoverPanic(args [][]byte) {
 	c.group, c.groupErr = nil, nil
 	aborted := c.s.engine.AbortIfHeld(c.txID)
 	c.s.log.Error("command panicked; its transaction was aborted and the connection is closed",
-		"client", c.id, "command", trunc(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,
+		"client", c.id, "command", cstr.ErrArg(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,
 		"stack", string(debug.Stack()))
 	c.w.Truncate(min(mark, c.w.Len()))
 	c.err("ERR internal error; see the server log")

@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
 )
@@ -20,7 +21,7 @@ func registerTestHooks(t *Table) {
 }
 
 func cmdDebugTestHook(x *Ctx, args [][]byte) error {
-	if eqFold(args[1], "demote") {
+	if cstr.EqualFold(args[1], "demote") {
 		return x.Update(func(tx *tiering.Tx) error {
 			n := 0
 			for _, k := range args[2:] {
@@ -32,7 +33,7 @@ func cmdDebugTestHook(x *Ctx, args [][]byte) error {
 			return nil
 		})
 	}
-	if !eqFold(args[1], "panic-in-tx") {
+	if !cstr.EqualFold(args[1], "panic-in-tx") {
 		return resp.Err("ERR unknown DEBUG test hook")
 	}
 	return x.Update(func(tx *tiering.Tx) error {

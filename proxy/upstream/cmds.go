@@ -10,6 +10,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering"
@@ -115,7 +116,7 @@ func upEndTx(c *client, args [][]byte) {
 	mark := c.w.Len()
 	c.forwardNow(args)
 	// An EXEC that ran (an array reply) ran its queued SELECTs too.
-	if c.inMulti && c.queueDB != c.DB() && eqFold(args[0], "exec") &&
+	if c.inMulti && c.queueDB != c.DB() && cstr.EqualFold(args[0], "exec") &&
 		bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
 		c.SetDB(c.queueDB)
 		if c.pinned != nil {
@@ -341,7 +342,7 @@ func upFlush(c *client, args [][]byte) {
 		c.forwardNow(args)
 		return
 	}
-	if err := parseFlushMode(args); err != nil {
+	if err := server.ParseFlushMode(args); err != nil {
 		c.Fail(err)
 		return
 	}
@@ -402,7 +403,7 @@ func upCopy(c *client, args [][]byte) {
 		return
 	}
 	for i := 3; i+1 < len(args); i++ {
-		if !eqFold(args[i], "db") {
+		if !cstr.EqualFold(args[i], "db") {
 			continue
 		}
 		if db, ok := cstr.ParseInt(args[i+1]); ok && db >= 0 && db < int64(c.f.engine.Databases()) {
@@ -436,14 +437,14 @@ func upMove(c *client, args [][]byte) {
 // both reply with how many moved. Other DEBUG commands are forwarded.
 func upDebug(c *client, args [][]byte) {
 	switch {
-	case len(args) >= 3 && eqFold(args[1], "demote"):
+	case len(args) >= 3 && cstr.EqualFold(args[1], "demote"):
 		n, err := c.f.demoter.DemoteNow(c.DB(), args[2:])
 		if err != nil {
 			c.ReplyError(err)
 			return
 		}
 		c.w.Int(int64(n))
-	case len(args) == 2 && eqFold(args[1], "demote-all"):
+	case len(args) == 2 && cstr.EqualFold(args[1], "demote-all"):
 		n, err := c.f.demoter.DemoteAll(c.DB())
 		if err != nil {
 			c.ReplyError(err)
@@ -540,27 +541,27 @@ func (f *Front) writeTiering(sb *strings.Builder) {
 	}
 	cold := f.engine.KeysOnDisk()
 	sb.WriteString("# Tiering\r\n")
-	field(sb, "mode", "upstream")
-	field(sb, "upstream", f.pool.Target().Addr)
-	field(sb, "upstream_status", st)
-	field(sb, "upstream_reconnects", f.pool.Reconnects.Load())
-	field(sb, "upstream_used_memory", d.UsedMemory.Load())
-	field(sb, "upstream_used_memory_peak", d.PeakUsed.Load())
-	field(sb, "maxmemory", f.cfg.MaxMemory())
-	field(sb, "cold_keys", cold)
-	field(sb, "cold_bytes_on_disk", f.engine.Cold().DiskUsage())
-	field(sb, "demotions", d.Demoted.Load())
-	field(sb, "demotion_aborts", d.Aborted.Load())
-	field(sb, "promotions", f.reloads.Load())
-	field(sb, "reload_conflicts", f.reloadConflicts.Load())
-	field(sb, "cold_reads", f.coldReads.Load())
+	server.InfoField(sb, "mode", "upstream")
+	server.InfoField(sb, "upstream", f.pool.Target().Addr)
+	server.InfoField(sb, "upstream_status", st)
+	server.InfoField(sb, "upstream_reconnects", f.pool.Reconnects.Load())
+	server.InfoField(sb, "upstream_used_memory", d.UsedMemory.Load())
+	server.InfoField(sb, "upstream_used_memory_peak", d.PeakUsed.Load())
+	server.InfoField(sb, "maxmemory", f.cfg.MaxMemory())
+	server.InfoField(sb, "cold_keys", cold)
+	server.InfoField(sb, "cold_bytes_on_disk", f.engine.Cold().DiskUsage())
+	server.InfoField(sb, "demotions", d.Demoted.Load())
+	server.InfoField(sb, "demotion_aborts", d.Aborted.Load())
+	server.InfoField(sb, "promotions", f.reloads.Load())
+	server.InfoField(sb, "reload_conflicts", f.reloadConflicts.Load())
+	server.InfoField(sb, "cold_reads", f.coldReads.Load())
 	th := 0
 	if d.Throttling() {
 		th = 1
 	}
-	field(sb, "throttling", th)
-	field(sb, "throttled_writes", d.ThrottledWrites.Load())
+	server.InfoField(sb, "throttling", th)
+	server.InfoField(sb, "throttled_writes", d.ThrottledWrites.Load())
 	rs := f.engine.Cold().ReadStats()
-	field(sb, "cold_store_gets", rs.Gets)
-	field(sb, "cold_store_iter_steps", rs.IterSteps)
+	server.InfoField(sb, "cold_store_gets", rs.Gets)
+	server.InfoField(sb, "cold_store_iter_steps", rs.IterSteps)
 }

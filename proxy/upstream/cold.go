@@ -7,6 +7,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering/uptier"
 )
@@ -86,7 +87,7 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 }
 
 func reloadError(key []byte, err error) string {
-	return "ERR spillway could not reload cold key '" + trunc(key) + "': " + link.FirstLine(err.Error())
+	return "ERR spillway could not reload cold key '" + cstr.ErrArg(key) + "': " + link.FirstLine(err.Error())
 }
 
 // sameKey reports whether every key position names the same key.

@@ -1,13 +1,9 @@
 package upstream
 
 import (
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
-	"github.com/spillway/spillway/proxy/cstr"
-	"github.com/spillway/spillway/proxy/resp"
 )
 
 // localHandler is the form of the commands the front answers itself: it
@@ -81,35 +77,4 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		local("debug", upDebug)
 	}
 	return t
-}
-
-func eqFold(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
-
-// trunc renders an argument as Redis's "%.128s" does in error messages.
-func trunc(b []byte) string {
-	b = cstr.CString(b)
-	if len(b) > 128 {
-		b = b[:128]
-	}
-	return string(b)
-}
-
-// field writes one INFO field.
-func field(sb *strings.Builder, name string, v any) {
-	sb.WriteString(name)
-	sb.WriteByte(':')
-	sb.WriteString(fmt.Sprint(v))
-	sb.WriteString("\r\n")
-}
-
-// parseFlushMode parses FLUSHDB/FLUSHALL's optional SYNC|ASYNC, as the
-// embedded server does.
-func parseFlushMode(args [][]byte) error {
-	if len(args) == 1 {
-		return nil
-	}
-	if len(args) == 2 && (eqFold(args[1], "sync") || eqFold(args[1], "async")) {
-		return nil
-	}
-	return resp.Err("ERR syntax error")
 }
