@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ type config struct {
 	check       bool
 	from        string
 	ranFor      time.Duration
+	durable     bool
 }
 
 // Run is one unit on one target.
@@ -63,6 +65,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "COMPATIBILITY.md", "report to write (\"\" for none)")
 	flag.StringVar(&cfg.logs, "logs", "", "directory for the per-unit logs and results.json (default: a new temporary directory)")
 	flag.BoolVar(&cfg.check, "check", false, "exit 1 unless the harness itself worked: every server started, every unit of every target parsed, and redis-server passed every unit with tests parsed")
+	flag.BoolVar(&cfg.durable, "durable", true, "pass the suite's --durable: an error inside a test fails that test instead of ending the unit")
 	flag.StringVar(&cfg.from, "from", "", "run nothing: rewrite the report from a results.json of an earlier (possibly interrupted) run")
 	flag.DurationVar(&cfg.ranFor, "ran-for", 0, "with -from: how long that run took, for the report")
 	flag.Parse()
@@ -134,6 +137,19 @@ func run(cfg *config) error {
 		len(cfg.units), len(cfg.targets), cfg.timeout, cfg.logs)
 
 	var mu sync.Mutex
+	// SIGINT or SIGTERM: end every process group this run started, write
+	// the partial report and exit.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		killGroups()
+		mu.Lock()
+		rep.finished = time.Now()
+		rep.save()
+		fmt.Fprintf(os.Stderr, "compat: %v: stopped; partial report written, logs in %s\n", sig, cfg.logs)
+		os.Exit(130)
+	}()
 	next := 0
 	var wg sync.WaitGroup
 	for j := 0; j < max(cfg.jobs, 1); j++ {
@@ -326,6 +342,9 @@ func runtest(cfg *config, work, unit string, port int, logPath string) (killed b
 		// local ports.
 		"--baseport", strconv.Itoa(20000 + 64*rand.IntN(40)),
 		"--timeout", strconv.Itoa(int(cfg.timeout.Seconds()) + 60)}
+	if cfg.durable {
+		args = append(args, "--durable")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	cmd := exec.Command("./runtest", args...)
@@ -336,6 +355,8 @@ func runtest(cfg *config, work, unit string, port int, logPath string) (killed b
 	if err := cmd.Start(); err != nil {
 		return false, err
 	}
+	track(cmd.Process.Pid)
+	defer untrack(cmd.Process.Pid)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -350,6 +371,23 @@ func runtest(cfg *config, work, unit string, port int, logPath string) (killed b
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	fmt.Fprintf(lf, "\n[spillway-compat] runtest %s; killed at the cap: %v\n", exitText(err), killed)
 	return killed, err
+}
+
+// groups are the process groups (runtest, servers) running now.
+var groups = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+func track(pgid int)   { groups.Lock(); groups.m[pgid] = true; groups.Unlock() }
+func untrack(pgid int) { groups.Lock(); delete(groups.m, pgid); groups.Unlock() }
+
+func killGroups() {
+	groups.Lock()
+	defer groups.Unlock()
+	for pgid := range groups.m {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
 }
 
 // listenerBusy reports whether the suite stopped because its test server

@@ -51,6 +51,9 @@ var (
 
 const externalSkip = "Not supported on external server"
 
+// blockError names a failure outside any test.
+const blockError = "(server block: error outside a test)"
+
 // Parse reads the output of one `runtest --single unit` run. The listing
 // of failed tests after "The End" repeats the [err] lines with a "*** "
 // prefix and is not counted again.
@@ -59,6 +62,11 @@ func Parse(r io.Reader) Result {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var pending *Failure // an [err] whose message is on the next lines
+	// Under --durable the suite cuts the first ten characters of an error
+	// that is not an assertion (as if they were "assertion:") and follows
+	// it with the Tcl stack, whose first line is the whole error: last is
+	// the failure whose message that line may complete.
+	var last *Failure
 	inException := false
 	ended := false
 	for sc.Scan() {
@@ -76,9 +84,18 @@ func Parse(r io.Reader) Result {
 		}
 		m := statusRe.FindStringSubmatch(line)
 		if m == nil {
-			if pending != nil && strings.TrimSpace(line) != "" {
-				pending.Message = strings.TrimSpace(line)
+			t := strings.TrimSpace(line)
+			if last != nil && t != "" {
+				if msg := last.Message; msg != "" && len(t) > len(msg) && strings.HasSuffix(t, msg) {
+					last.Message = t
+				}
+				last = nil
+				continue
+			}
+			if pending != nil && t != "" {
+				pending.Message = t
 				res.Failures = append(res.Failures, *pending)
+				last = &res.Failures[len(res.Failures)-1]
 				pending = nil
 			} else if inException && res.Exception != "" && !strings.Contains(res.Exception, "\n") && strings.TrimSpace(line) != "" {
 				// "Executing test client: <error>." is followed by the Tcl
@@ -91,6 +108,7 @@ func Parse(r io.Reader) Result {
 			res.Failures = append(res.Failures, *pending)
 			pending = nil
 		}
+		last = nil
 		inException = false
 		kind, data := m[1], m[2]
 		switch {
@@ -104,9 +122,15 @@ func Parse(r io.Reader) Result {
 			res.Failed++
 			name := data
 			if i := strings.LastIndex(name, " in tests/"); i >= 0 {
-				name = name[:i]
+				pending = &Failure{Name: name[:i]}
+				break
 			}
-			pending = &Failure{Name: name}
+			// Under --durable, an error in a server block's code outside
+			// any test is reported with no test name: the message (less
+			// its first ten characters, which the suite cuts as if they
+			// were "assertion:") and the Tcl stack.
+			res.Failures = append(res.Failures, Failure{Name: blockError, Message: strings.TrimSpace(data)})
+			last = &res.Failures[len(res.Failures)-1]
 		case kind == "ignore" || kind == "skip":
 			if kind == "ignore" && data == externalSkip {
 				res.ExternalSkips++

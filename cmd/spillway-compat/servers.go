@@ -55,7 +55,8 @@ func startProc(dir, name string, argv ...string) (*proc, error) {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	p := &proc{cmd: cmd, log: lf, exited: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.exited) }()
+	track(cmd.Process.Pid)
+	go func() { cmd.Wait(); untrack(cmd.Process.Pid); close(p.exited) }()
 	return p, nil
 }
 
