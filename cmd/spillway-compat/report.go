@@ -210,7 +210,13 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "**Subset**: %d of the suite's %d units were asked for (`UNITS=`).\n\n", len(rep.units), rep.allUnits)
 	}
 	fmt.Fprintf(&b, "- Suite: Redis %s's `tests/`, from Debian's source package (`apt-get source redis`), run as\n", rep.suiteVersion)
-	fmt.Fprintf(&b, "  `./runtest --host 127.0.0.1 --port P --singledb --ignore-encoding --ignore-digest --tags %s --single UNIT`.\n", rep.cfg.tags)
+	durable := ""
+	if rep.cfg.durable {
+		durable = " --durable"
+	}
+	fmt.Fprintf(&b, "  `./runtest --host 127.0.0.1 --port P --singledb --ignore-encoding --ignore-digest --tags %s%s --single UNIT`\n", rep.cfg.tags, durable)
+	b.WriteString("  (`--durable`: an error inside a test, such as an unknown command, fails that test and the unit\n")
+	b.WriteString("  goes on; without it the first such error ends the unit).\n")
 	b.WriteString("- Targets: `redis` is redis-server itself (the reference), `embedded` is `bin/spillway`, `upstream` is\n")
 	b.WriteString("  `bin/spillway --upstream` in front of its own redis-server. Every unit gets fresh servers on\n")
 	fmt.Fprintf(&b, "  loopback ports chosen at run time, and a wall-clock cap of %v.\n", rep.cfg.timeout)
@@ -224,8 +230,10 @@ func (rep *report) markdown() string {
 	b.WriteString("  `[ignore]` lines of single tests (tag-denied, such as `needs:debug`). Server blocks the suite\n")
 	b.WriteString("  skips as \"Not supported on external server\" are not counted. A unit that times out or aborts\n")
 	b.WriteString("  counts the tests it reported before it stopped; the tests it never reached are not counted.\n")
-	b.WriteString("- Status: `ok` (finished, all passed), `failures`, `aborted` (an exception stopped the unit, e.g. a\n")
-	b.WriteString("  reply the suite could not handle or a closed connection), `timeout` (the cap killed it).\n")
+	b.WriteString("- Status: `ok` (finished, all passed), `failures`, `aborted` (the suite stopped before the end of\n")
+	b.WriteString("  the unit: an exception, a crash), `timeout` (the cap killed it: something hung). Under\n")
+	b.WriteString("  `--durable` an error in a server block's code outside any test is one failure, named\n")
+	b.WriteString("  \"" + blockError + "\", and the rest of that block is not run.\n")
 	if len(rep.patches) == 0 {
 		b.WriteString("- Harness patches: none; the suite runs unmodified.\n")
 	} else {
