@@ -66,7 +66,7 @@ func main() {
 	flag.StringVar(&cfg.logs, "logs", "", "directory for the per-unit logs and results.json (default: a new temporary directory)")
 	flag.BoolVar(&cfg.check, "check", false, "exit 1 unless the harness itself worked: every server started, every unit of every target parsed, and redis-server passed every unit with tests parsed")
 	flag.BoolVar(&cfg.durable, "durable", true, "pass the suite's --durable: an error inside a test fails that test instead of ending the unit")
-	flag.StringVar(&cfg.from, "from", "", "run nothing: rewrite the report from a results.json of an earlier (possibly interrupted) run")
+	flag.StringVar(&cfg.from, "from", "", "run nothing: rewrite the report from the results.json of earlier (possibly interrupted) runs, comma separated; a later file's result of a unit on a target replaces an earlier one")
 	flag.DurationVar(&cfg.ranFor, "ran-for", 0, "with -from: how long that run took, for the report")
 	flag.Parse()
 	cfg.targets = fields(targets)
@@ -97,7 +97,7 @@ func run(cfg *config) error {
 		cfg.spillway = p
 	}
 	if cfg.logs == "" && cfg.from != "" {
-		cfg.logs = filepath.Dir(cfg.from)
+		cfg.logs = filepath.Dir(fields(cfg.from)[0])
 	}
 	if cfg.logs == "" {
 		d, err := os.MkdirTemp("", "spillway-compat-")
@@ -206,19 +206,23 @@ func run(cfg *config) error {
 
 // fromResults rewrites the report from a results.json.
 func fromResults(cfg *config, rep *report) error {
-	b, err := os.ReadFile(cfg.from)
-	if err != nil {
-		return err
-	}
-	var runs []*Run
-	if err := json.Unmarshal(b, &runs); err != nil {
-		return fmt.Errorf("%s: %w", cfg.from, err)
-	}
-	for _, r := range runs {
-		if contains(cfg.units, r.Unit) && contains(cfg.targets, r.Target) {
-			rep.add(r)
+	files := fields(cfg.from)
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		var runs []*Run
+		if err := json.Unmarshal(b, &runs); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		for _, r := range runs {
+			if contains(cfg.units, r.Unit) && contains(cfg.targets, r.Target) {
+				rep.add(r)
+			}
 		}
 	}
+	rep.sources = len(files)
 	rep.finished = rep.started.Add(cfg.ranFor)
 	fmt.Print(rep.table(false))
 	fmt.Print(rep.closing())

@@ -17,6 +17,7 @@ type report struct {
 	units        []string // the units asked for, in the suite's order
 	allUnits     int
 	runs         map[string]map[string]*Run // unit, target
+	sources      int                        // results files assembled with -from
 }
 
 func (rep *report) add(r *Run) {
@@ -234,6 +235,10 @@ func (rep *report) markdown() string {
 	b.WriteString("  the unit: an exception, a crash), `timeout` (the cap killed it: something hung). Under\n")
 	b.WriteString("  `--durable` an error in a server block's code outside any test is one failure, named\n")
 	b.WriteString("  \"" + blockError + "\", and the rest of that block is not run.\n")
+	if rep.sources > 1 {
+		fmt.Fprintf(&b, "- Assembled from %d runs' results (`-from`): a later run's result of a unit on a target\n"+
+			"  replaces the earlier one.\n", rep.sources)
+	}
 	if len(rep.patches) == 0 {
 		b.WriteString("- Harness patches: none; the suite runs unmodified.\n")
 	} else {

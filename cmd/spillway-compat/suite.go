@@ -37,13 +37,12 @@ func prepareSuite(suite, work string) ([]patch, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	// cp -a keeps the helpers' modes; src/ is linked for the few
-	// references to the source tree (version.h, redis-cli paths).
+	// cp -a keeps the helpers' modes.
 	cp := exec.Command("cp", "-a", filepath.Join(suite, "runtest"), filepath.Join(suite, "tests"), work)
 	if out, err := cp.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("copy the suite: %v: %s", err, out)
 	}
-	if err := os.Symlink(filepath.Join(suite, "src"), filepath.Join(work, "src")); err != nil {
+	if err := linkSrc(suite, work); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(work, "tests", "tmp"), 0o755); err != nil {
@@ -63,4 +62,32 @@ func prepareSuite(suite, work string) ([]patch, error) {
 		}
 	}
 	return harnessPatches, nil
+}
+
+// linkSrc makes work/src: links to the source tree's files (version.h...)
+// and, in place of the binaries a build would leave there, the installed
+// ones (the suite runs src/redis-cli, src/redis-benchmark...).
+func linkSrc(suite, work string) error {
+	dst := filepath.Join(work, "src")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(suite, "src"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(suite, "src", e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	for _, bin := range []string{"redis-server", "redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb"} {
+		if p, err := exec.LookPath(bin); err == nil {
+			os.Remove(filepath.Join(dst, bin))
+			if err := os.Symlink(p, filepath.Join(dst, bin)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
