@@ -26,24 +26,30 @@ var causeRules = []struct {
 	{regexp.MustCompile(`(?i)I/O error reading reply|connection (reset|refused)|broken pipe|error writing`), func([]string) string { return "connection lost" }},
 	{regexp.MustCompile(`(?i)^timed out|wait_for_condition|timeout`), func([]string) string { return "timed out waiting for a condition" }},
 	{regexp.MustCompile(`(?i)ERR syntax error`), func([]string) string { return "ERR syntax error" }},
-	{regexp.MustCompile(`(?i)^Expected |Expected .* to (equal|match|be|not)`), func([]string) string { return "assertion: reply differs from Redis's" }},
+	{regexp.MustCompile(`^(assertion:)?Expected\b`), func([]string) string { return "assertion: reply differs from Redis's" }},
 	{regexp.MustCompile(`(?i)assertion:`), func([]string) string { return "assertion: reply differs from Redis's" }},
 	{regexp.MustCompile(`^(ERR|NOSCRIPT|BUSY|NOPERM|WRONGPASS|NOAUTH|EXECABORT|READONLY|OOM|LOADING|NOTBUSY)\b[^'":(]*`), func(m []string) string { return "error reply: " + strings.TrimSpace(m[0]) }},
 }
 
-// actualRe finds the reply the suite got in its assertion messages
-// ("Expected 'got' to equal 'want'"): the rules look at that part, so a
-// wanted WRONGTYPE is not taken for the cause.
-var actualRe = regexp.MustCompile(`^(?:assertion:)?Expected '(.*)' to (?:equal|match|be)`)
+// actualRes find the reply the suite got in its assertion messages
+// (tests/support/test.tcl): the rules look at that part only, so a wanted
+// WRONGTYPE is not taken for the cause. A test's expected result comes
+// first in "Expected 'want' to equal or match 'got'", last elsewhere.
+var actualRes = []*regexp.Regexp{
+	regexp.MustCompile(`^(?:assertion:)?Expected '.*' to equal or match '(.*)'`),
+	regexp.MustCompile(`^(?:assertion:)?Expected an error matching '.*' but got '(.*)'`),
+	regexp.MustCompile(`^(?:assertion:)?Expected '(.*)' (?:to (?:be|match|not match)|not equal) `),
+}
 
 // Cause names the group a failure message belongs to.
 func Cause(msg string) string {
-	if m := actualRe.FindStringSubmatch(msg); m != nil {
-		msg = m[1]
-		if c := Cause(msg); !strings.HasPrefix(c, "other:") {
-			return c
+	for _, re := range actualRes {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			if c := Cause(m[1]); !strings.HasPrefix(c, "other:") {
+				return c
+			}
+			return "assertion: reply differs from Redis's"
 		}
-		return "assertion: reply differs from Redis's"
 	}
 	for _, r := range causeRules {
 		if m := r.re.FindStringSubmatch(msg); m != nil {

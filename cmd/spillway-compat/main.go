@@ -223,7 +223,13 @@ func fromResults(cfg *config, rep *report) error {
 		}
 	}
 	rep.sources = len(files)
-	rep.finished = rep.started.Add(cfg.ranFor)
+	// The run ended when its first results file was last written.
+	if st, err := os.Stat(files[0]); err == nil {
+		rep.finished = st.ModTime()
+		rep.started = rep.finished.Add(-cfg.ranFor)
+	} else {
+		rep.finished = rep.started.Add(cfg.ranFor)
+	}
 	fmt.Print(rep.table(false))
 	fmt.Print(rep.closing())
 	if cfg.out != "" {

@@ -105,14 +105,18 @@ func TestParseColors(t *testing.T) {
 
 func TestCause(t *testing.T) {
 	for msg, want := range map[string]string{
-		"Executing test client: ERR unknown command 'XADD', with args beginning with: 'a'":              "unknown command XADD",
-		"Expected 'ERR unknown command 'xadd', with args beginning with: ' to equal '1'":                "unknown command XADD",
-		"Expected '3' to match '*WRONGTYPE*'":                                                           "assertion: reply differs from Redis's",
-		"ERR unknown subcommand 'freq'. Try OBJECT HELP.":                                               "unknown subcommand OBJECT FREQ",
-		"Executing test client: ERR Unknown option or number of arguments for CONFIG SET - 'list-max'.": "unsupported CONFIG parameter list-max",
-		"WRONGTYPE Operation against a key holding the wrong kind of value":                             "WRONGTYPE reply",
-		"Executing test client: ERR Unknown option or number of arguments for CONFIG SET - 'x'.":        "unsupported CONFIG parameter x",
-		"I/O error reading reply":                     "connection lost",
+		"Executing test client: ERR unknown command 'XADD', with args beginning with: 'a'":                           "unknown command XADD",
+		"Expected 'ERR unknown command 'xadd', with args beginning with: ' to equal '1'":                             "unknown command XADD",
+		"Expected '3' to match '*WRONGTYPE*'":                                                                        "assertion: reply differs from Redis's",
+		"ERR unknown subcommand 'freq'. Try OBJECT HELP.":                                                            "unknown subcommand OBJECT FREQ",
+		"Executing test client: ERR Unknown option or number of arguments for CONFIG SET - 'list-max'.":              "unsupported CONFIG parameter list-max",
+		"WRONGTYPE Operation against a key holding the wrong kind of value":                                          "WRONGTYPE reply",
+		"Executing test client: ERR Unknown option or number of arguments for CONFIG SET - 'x'.":                     "unsupported CONFIG parameter x",
+		"Expected 'ERR *syntax*' to equal or match 'ERR unknown command 'geoadd', with args beginning with: 'nyc' '": "unknown command GEOADD",
+		"Expected an error matching 'ERR*' but got 'OK' (context: type eval line 2)":                                 "assertion: reply differs from Redis's",
+		"Expected '0' to be equal to '1' (context: type eval line 2)":                                                "assertion: reply differs from Redis's",
+		"Expected":                "assertion: reply differs from Redis's",
+		"I/O error reading reply": "connection lost",
 		"ERR value is not an integer or out of range": "error reply: ERR value is not an integer or out of range",
 		"can't read \"sha1\": no such variable":       "other: can't read \"sha1\": no such variable",
 	} {

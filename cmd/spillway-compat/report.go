@@ -342,6 +342,13 @@ func (rep *report) writeCauses(b *strings.Builder, rows []string) {
 }
 
 func mdEscape(s string) string {
+	// Replies can hold any bytes; keep the file printable UTF-8.
+	s = strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f || c == 0xfffd {
+			return '?'
+		}
+		return c
+	}, strings.ToValidUTF8(s, "?"))
 	r := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "'", "[", `\[`, "]", `\]`)
 	return r.Replace(s)
 }
