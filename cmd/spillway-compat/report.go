@@ -1,0 +1,385 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+type report struct {
+	cfg          *config
+	patches      []patch
+	started      time.Time
+	finished     time.Time // zero while the run goes on
+	suiteVersion string
+	units        []string // the units asked for, in the suite's order
+	allUnits     int
+	runs         map[string]map[string]*Run // unit, target
+	sources      int                        // results files assembled with -from
+}
+
+func (rep *report) add(r *Run) {
+	if rep.runs[r.Unit] == nil {
+		rep.runs[r.Unit] = map[string]*Run{}
+	}
+	rep.runs[r.Unit][r.Target] = r
+}
+
+// rows are the units with a result on some target and tests to run on an
+// external server; na are the units the suite skips there entirely.
+func (rep *report) rows() (rows, na []string) {
+	for _, u := range rep.units {
+		m := rep.runs[u]
+		if m == nil {
+			continue
+		}
+		if r := m[rep.cfg.targets[0]]; r != nil && r.Status == StatusNA {
+			na = append(na, u)
+			continue
+		}
+		rows = append(rows, u)
+	}
+	return rows, na
+}
+
+type totals struct {
+	passed, failed, skipped int
+	status                  map[Status]int
+}
+
+func (rep *report) totals(target string) totals {
+	t := totals{status: map[Status]int{}}
+	rows, _ := rep.rows()
+	for _, u := range rows {
+		if r := rep.runs[u][target]; r != nil {
+			t.passed += r.Passed
+			t.failed += r.Failed
+			t.skipped += r.Skipped
+			t.status[r.Status]++
+		}
+	}
+	return t
+}
+
+func cell(r *Run) string {
+	if r == nil {
+		return "not run"
+	}
+	if r.Status == StatusError {
+		return "error"
+	}
+	return fmt.Sprintf("%d / %d / %d %s", r.Passed, r.Failed, r.Skipped, r.Status)
+}
+
+// table is the unit-by-target table, Markdown or aligned text.
+func (rep *report) table(md bool) string {
+	rows, _ := rep.rows()
+	head := []string{"unit"}
+	for _, t := range rep.cfg.targets {
+		head = append(head, t+" (pass / fail / skip status)")
+	}
+	lines := [][]string{head}
+	for _, u := range rows {
+		line := []string{u}
+		for _, t := range rep.cfg.targets {
+			line = append(line, cell(rep.runs[u][t]))
+		}
+		lines = append(lines, line)
+	}
+	total := []string{"total"}
+	for _, t := range rep.cfg.targets {
+		s := rep.totals(t)
+		total = append(total, fmt.Sprintf("%d / %d / %d", s.passed, s.failed, s.skipped))
+	}
+	lines = append(lines, total)
+	var b strings.Builder
+	if md {
+		for i, l := range lines {
+			if i == len(lines)-1 {
+				for j := range l {
+					l[j] = "**" + l[j] + "**"
+				}
+			}
+			b.WriteString("| " + strings.Join(l, " | ") + " |\n")
+			if i == 0 {
+				b.WriteString("|" + strings.Repeat(" --- |", len(l)) + "\n")
+			}
+		}
+		return b.String()
+	}
+	width := make([]int, len(head))
+	for _, l := range lines {
+		for j, c := range l {
+			width[j] = max(width[j], len(c))
+		}
+	}
+	for i, l := range lines {
+		for j, c := range l {
+			fmt.Fprintf(&b, "%-*s  ", width[j], c)
+		}
+		b.WriteString("\n")
+		if i == 0 || i == len(lines)-2 {
+			for j := range l {
+				b.WriteString(strings.Repeat("-", width[j]) + "  ")
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// closing is the last lines: one per target.
+func (rep *report) closing() string {
+	var b strings.Builder
+	for _, t := range rep.cfg.targets {
+		s := rep.totals(t)
+		var st []string
+		for _, k := range []Status{StatusOK, StatusFailures, StatusAborted, StatusTimeout, StatusError} {
+			if s.status[k] > 0 {
+				st = append(st, fmt.Sprintf("%d %s", s.status[k], k))
+			}
+		}
+		fmt.Fprintf(&b, "compat: %d passed, %d failed, %d skipped  [%s: %s]\n", s.passed, s.failed, s.skipped, t, strings.Join(st, ", "))
+	}
+	return b.String()
+}
+
+type failedTest struct {
+	unit, name, msg string
+	targets         []string
+}
+
+// causes groups every failing test, and every unit that timed out or
+// aborted, by cause (see Cause).
+func (rep *report) causes() map[string][]*failedTest {
+	groups := map[string][]*failedTest{}
+	seen := map[string]*failedTest{}
+	rows, _ := rep.rows()
+	add := func(cause, unit, name, msg, target string) {
+		k := cause + "\x00" + unit + "\x00" + name
+		if f := seen[k]; f != nil {
+			f.targets = append(f.targets, target)
+			return
+		}
+		f := &failedTest{unit: unit, name: name, msg: msg, targets: []string{target}}
+		seen[k] = f
+		groups[cause] = append(groups[cause], f)
+	}
+	for _, u := range rows {
+		for _, t := range rep.cfg.targets {
+			r := rep.runs[u][t]
+			if r == nil {
+				continue
+			}
+			for _, f := range r.Failures {
+				add(Cause(f.Message), u, f.Name, f.Message, t)
+			}
+			if c := unitCause(r.Status, r.Result); c != "" {
+				msg := r.Exception
+				if r.Status == StatusTimeout {
+					msg = fmt.Sprintf("cap %v; last test passed: %q", rep.cfg.timeout, r.LastPassed)
+				}
+				if r.ServerDied {
+					msg += " (the server exited during the unit)"
+				}
+				add(c, u, "(whole unit)", msg, t)
+			}
+			if r.Status == StatusError {
+				add("harness error", u, "(whole unit)", r.Error, t)
+			}
+		}
+	}
+	return groups
+}
+
+func (rep *report) markdown() string {
+	var b strings.Builder
+	b.WriteString("# Compatibility with Redis's test suite\n\n")
+	b.WriteString("Generated by `make compat` (`cmd/spillway-compat`); do not edit by hand. See README,\n")
+	b.WriteString("\"Compatibility with Redis's test suite\".\n\n")
+	rows, na := rep.rows()
+	if done := rep.finishedUnits(); done < len(rep.units) {
+		what := "so far"
+		if !rep.finished.IsZero() {
+			what = "before the run was stopped"
+		}
+		fmt.Fprintf(&b, "**Partial run**: %d of the %d units asked for finished on every target %s; the\n"+
+			"table and the totals hold only the units that ran.\n\n", done, len(rep.units), what)
+	} else if len(rep.units) < rep.allUnits {
+		fmt.Fprintf(&b, "**Subset**: %d of the suite's %d units were asked for (`UNITS=`).\n\n", len(rep.units), rep.allUnits)
+	}
+	fmt.Fprintf(&b, "- Suite: Redis %s's `tests/`, from Debian's source package (`apt-get source redis`), run as\n", rep.suiteVersion)
+	durable := ""
+	if rep.cfg.durable {
+		durable = " --durable"
+	}
+	fmt.Fprintf(&b, "  `./runtest --host 127.0.0.1 --port P --singledb --ignore-encoding --ignore-digest --tags %s%s --single UNIT`\n", rep.cfg.tags, durable)
+	b.WriteString("  (`--durable`: an error inside a test, such as an unknown command, fails that test and the unit\n")
+	b.WriteString("  goes on; without it the first such error ends the unit).\n")
+	b.WriteString("- Targets: `redis` is redis-server itself (the reference), `embedded` is `bin/spillway`, `upstream` is\n")
+	b.WriteString("  `bin/spillway --upstream` in front of its own redis-server. Every unit gets fresh servers on\n")
+	fmt.Fprintf(&b, "  loopback ports chosen at run time, and a wall-clock cap of %v.\n", rep.cfg.timeout)
+	end := rep.finished
+	if end.IsZero() {
+		end = time.Now()
+	}
+	fmt.Fprintf(&b, "- Run: %s, %s on this machine, %d unit(s) at once.\n", rep.started.UTC().Format("2006-01-02 15:04 MST"),
+		end.Sub(rep.started).Round(time.Minute), max(rep.cfg.jobs, 1))
+	b.WriteString("- Counts: passed is the suite's `[ok]` lines, failed its `[err]` lines, skipped its `[skip]` and\n")
+	b.WriteString("  `[ignore]` lines of single tests (tag-denied, such as `needs:debug`). Server blocks the suite\n")
+	b.WriteString("  skips as \"Not supported on external server\" are not counted. A unit that times out or aborts\n")
+	b.WriteString("  counts the tests it reported before it stopped; the tests it never reached are not counted.\n")
+	b.WriteString("- Status: `ok` (finished, all passed), `failures`, `aborted` (the suite stopped before the end of\n")
+	b.WriteString("  the unit: an exception, a crash), `timeout` (the cap killed it: something hung). Under\n")
+	b.WriteString("  `--durable` an error in a server block's code outside any test is one failure, named\n")
+	b.WriteString("  \"" + blockError + "\", and the rest of that block is not run.\n")
+	if rep.sources > 1 {
+		fmt.Fprintf(&b, "- Assembled from %d runs' results (`-from`): a later run's result of a unit on a target\n"+
+			"  replaces the earlier one.\n", rep.sources)
+	}
+	if len(rep.patches) == 0 {
+		b.WriteString("- Harness patches: none; the suite runs unmodified.\n")
+	} else {
+		b.WriteString("- Harness patches applied at run time to the run's copy of the suite (no test is edited or skipped):\n")
+		for _, p := range rep.patches {
+			fmt.Fprintf(&b, "  - `%s`: %s\n", p.File, p.Why)
+		}
+	}
+	if len(na) > 0 {
+		fmt.Fprintf(&b, "- Units the suite skips entirely on an external server (`external:skip`), not in the table: %s.\n",
+			strings.Join(na, ", "))
+	}
+	b.WriteString("\n## Results\n\n")
+	b.WriteString(rep.table(true))
+	b.WriteString("\n```\n" + rep.closing() + "```\n")
+	rep.writeCauses(&b, rows)
+	return b.String()
+}
+
+func (rep *report) finishedUnits() int {
+	n := 0
+	for _, u := range rep.units {
+		if len(rep.runs[u]) == len(rep.cfg.targets) {
+			n++
+		}
+	}
+	return n
+}
+
+func (rep *report) writeCauses(b *strings.Builder, rows []string) {
+	groups := rep.causes()
+	if len(groups) == 0 {
+		b.WriteString("\nNo failing test.\n")
+		return
+	}
+	count := func(c string) map[string]int {
+		n := map[string]int{}
+		for _, f := range groups[c] {
+			for _, t := range f.targets {
+				n[t]++
+			}
+		}
+		return n
+	}
+	var names []string
+	for c := range groups {
+		names = append(names, c)
+	}
+	sum := func(c string) int {
+		s := 0
+		for _, v := range count(c) {
+			s += v
+		}
+		return s
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if si, sj := sum(names[i]), sum(names[j]); si != sj {
+			return si > sj
+		}
+		return names[i] < names[j]
+	})
+	b.WriteString("\n## Failures by cause\n\n")
+	b.WriteString("Grouped by a pattern match on the first line of the suite's message about each failing test\n")
+	b.WriteString("(`cmd/spillway-compat/cause.go`): an error reply it names (unknown command X, WRONGTYPE...), a\n")
+	b.WriteString("lost connection, a wait that timed out, else \"reply differs\" for assertions. It is a first\n")
+	b.WriteString("sort, not a diagnosis: one missing command can fail tests in several groups. Units that timed\n")
+	b.WriteString("out or aborted appear as \"(whole unit)\". Counts are failing tests per target.\n\n")
+	b.WriteString("| cause |")
+	for _, t := range rep.cfg.targets {
+		b.WriteString(" " + t + " |")
+	}
+	b.WriteString("\n|" + strings.Repeat(" --- |", len(rep.cfg.targets)+1) + "\n")
+	for _, c := range names {
+		n := count(c)
+		b.WriteString("| " + mdEscape(c) + " |")
+		for _, t := range rep.cfg.targets {
+			fmt.Fprintf(b, " %d |", n[t])
+		}
+		b.WriteString("\n")
+	}
+	for _, c := range names {
+		fmt.Fprintf(b, "\n### %s\n\n", mdEscape(c))
+		fs := groups[c]
+		order := map[string]int{}
+		for i, u := range rows {
+			order[u] = i
+		}
+		sort.SliceStable(fs, func(i, j int) bool { return order[fs[i].unit] < order[fs[j].unit] })
+		for _, f := range fs {
+			msg := f.msg
+			if len(msg) > 160 {
+				msg = msg[:160] + "..."
+			}
+			fmt.Fprintf(b, "- `%s`: %s [%s]", f.unit, mdEscape(f.name), strings.Join(f.targets, ", "))
+			if msg != "" {
+				fmt.Fprintf(b, " — %s", mdEscape(strings.ReplaceAll(msg, "\n", " ")))
+			}
+			b.WriteString("\n")
+		}
+	}
+}
+
+func mdEscape(s string) string {
+	// Replies can hold any bytes; keep the file printable UTF-8.
+	s = strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f || c == 0xfffd {
+			return '?'
+		}
+		return c
+	}, strings.ToValidUTF8(s, "?"))
+	r := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "'", "[", `\[`, "]", `\]`)
+	return r.Replace(s)
+}
+
+// check fails when the harness, not Spillway, looks broken.
+func (rep *report) check() error {
+	var errs []string
+	rows, _ := rep.rows()
+	if len(rows) == 0 {
+		errs = append(errs, "no unit with tests ran")
+	}
+	for _, t := range rep.cfg.targets {
+		if s := rep.totals(t); s.passed+s.failed == 0 {
+			errs = append(errs, fmt.Sprintf("target %s: no test result parsed", t))
+		}
+	}
+	for _, u := range rep.units {
+		for _, t := range rep.cfg.targets {
+			r := rep.runs[u][t]
+			switch {
+			case r == nil:
+				errs = append(errs, fmt.Sprintf("%s on %s: not run", u, t))
+			case r.Status == StatusError:
+				errs = append(errs, fmt.Sprintf("%s on %s: %s", u, t, r.Error))
+			case t == "redis" && r.Status != StatusNA && (r.Status != StatusOK || r.Passed == 0):
+				errs = append(errs, fmt.Sprintf("%s on redis-server (the reference): %s with %d passed", u, r.Status, r.Passed))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New("the harness looks broken:\n  " + strings.Join(errs, "\n  "))
+	}
+	return nil
+}
