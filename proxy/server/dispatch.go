@@ -23,6 +23,7 @@ func registerBuiltins(t *Table) {
 	registerCommand(t)
 	registerInfo(t)
 	registerAdmin(t)
+	registerModule(t)
 	registerTestHooks(t)
 }
 
@@ -118,6 +119,12 @@ func (c *Client) dispatch(args [][]byte) {
 		}
 		c.rejectInMulti("ERR wrong number of arguments for '" + cmd.Name + "' command")
 		return
+	}
+	if c.fwd == nil {
+		if msg := c.protectedRefusal(cmd); msg != "" {
+			c.rejectInMulti(msg)
+			return
+		}
 	}
 	if !c.authed && !cmd.Is(cmdtable.FlagNoAuth) {
 		c.rejectInMulti("NOAUTH Authentication required.")

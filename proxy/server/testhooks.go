@@ -12,8 +12,8 @@ import (
 // answers DEBUG PANIC-IN-TX, which writes a key inside a transaction and
 // then panics, so that tests can check a command's panic is contained, and
 // DEBUG DEMOTE key..., which demotes those keys of the selected database
-// now and replies how many were hot. Without it DEBUG stays an unknown
-// command, as documented.
+// now and replies how many were hot. Without it DEBUG is refused as a
+// stock redis-server refuses it (protected.go).
 func registerTestHooks(t *Table) {
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
 		t.Register("debug", cmdDebugTestHook)
