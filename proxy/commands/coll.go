@@ -92,7 +92,7 @@ func cmdCollScan(x *server.Ctx, args [][]byte, t codec.Type, pairs bool) error {
 		}
 		if coll == nil {
 			x.NotifyKeyMiss(args[1])
-			scanReply(x.W, 0, nil)
+			WriteScanReply(x.W, 0, nil)
 			return nil
 		}
 		o, err := parseScanOpts(args[3:], false)
@@ -112,13 +112,14 @@ func cmdCollScan(x *server.Ctx, args [][]byte, t codec.Type, pairs bool) error {
 		if err != nil {
 			return err
 		}
-		scanReply(x.W, next, out)
+		WriteScanReply(x.W, next, out)
 		return nil
 	})
 }
 
-// scanReply writes a SCAN-family reply: the next cursor and the items.
-func scanReply(w *resp.Writer, next uint64, items [][]byte) {
+// WriteScanReply writes a SCAN-family reply: the next cursor and the
+// items (upstream mode's SCAN writes its merged walk with it too).
+func WriteScanReply(w *resp.Writer, next uint64, items [][]byte) {
 	w.Array(2)
 	w.BulkString(strconv.FormatUint(next, 10))
 	w.Array(len(items))

@@ -54,6 +54,8 @@ import (
 	"github.com/spillway/spillway/integration/harness"
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/tiering"
 )
@@ -186,105 +188,14 @@ func writeFile(path string, items []item) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// splitArgs splits a command line as Redis's sdssplitargs (redis-cli)
-// does: blanks separate arguments; "double quotes" take \n \r \t \b \a
-// \\ \" and \xHH escapes, 'single quotes' only \'; a closing quote must
-// be followed by a blank or the end.
+// splitArgs splits a command line as redis-cli does (Redis's
+// sdssplitargs, cstr.SplitArgsInPlace).
 func splitArgs(line string) ([][]byte, error) {
-	var out [][]byte
-	i := 0
-	for {
-		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-			i++
-		}
-		if i >= len(line) {
-			return out, nil
-		}
-		var cur []byte
-		inq, insq := false, false
-		for ; ; i++ {
-			if inq {
-				if i >= len(line) {
-					return nil, errors.New("unbalanced quotes")
-				}
-				switch {
-				case line[i] == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
-					v, _ := strconv.ParseUint(line[i+2:i+4], 16, 8)
-					cur = append(cur, byte(v))
-					i += 3
-				case line[i] == '\\' && i+1 < len(line):
-					i++
-					c := line[i]
-					switch c {
-					case 'n':
-						c = '\n'
-					case 'r':
-						c = '\r'
-					case 't':
-						c = '\t'
-					case 'b':
-						c = '\b'
-					case 'a':
-						c = '\a'
-					}
-					cur = append(cur, c)
-				case line[i] == '"':
-					if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
-						return nil, errors.New("closing quote must be followed by a space")
-					}
-					inq = false
-				default:
-					cur = append(cur, line[i])
-				}
-				if !inq {
-					i++
-					break
-				}
-				continue
-			}
-			if insq {
-				if i >= len(line) {
-					return nil, errors.New("unbalanced quotes")
-				}
-				switch {
-				case line[i] == '\\' && i+1 < len(line) && line[i+1] == '\'':
-					i++
-					cur = append(cur, '\'')
-				case line[i] == '\'':
-					if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
-						return nil, errors.New("closing quote must be followed by a space")
-					}
-					insq = false
-				default:
-					cur = append(cur, line[i])
-				}
-				if !insq {
-					i++
-					break
-				}
-				continue
-			}
-			if i >= len(line) || line[i] == ' ' || line[i] == '\t' {
-				break
-			}
-			switch line[i] {
-			case '"':
-				inq = true
-			case '\'':
-				insq = true
-			default:
-				cur = append(cur, line[i])
-			}
-		}
-		if cur == nil {
-			cur = []byte{}
-		}
-		out = append(out, cur)
+	args, ok := cstr.SplitArgsInPlace([]byte(line), nil)
+	if !ok {
+		return nil, errors.New("unbalanced quotes, or a closing quote not followed by a space")
 	}
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+	return args, nil
 }
 
 // node is a parsed RESP reply.
@@ -496,7 +407,7 @@ func (r *localRunner) do(args [][]byte) ([]byte, error) {
 // redisRunner talks to a real redis-server.
 type redisRunner struct {
 	nc net.Conn
-	r  *bufio.Reader
+	r  *resp.ReplyReader
 }
 
 func (r *redisRunner) do(args [][]byte) ([]byte, error) {
@@ -509,57 +420,8 @@ func (r *redisRunner) do(args [][]byte) ([]byte, error) {
 	if _, err := r.nc.Write(b.Bytes()); err != nil {
 		return nil, err
 	}
-	return readRaw(r.r)
-}
-
-// readRaw reads one reply's raw bytes.
-func readRaw(r *bufio.Reader) ([]byte, error) {
-	var raw bytes.Buffer
-	var rec func() error
-	rec = func() error {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		raw.WriteString(line)
-		if len(line) < 3 {
-			return fmt.Errorf("bad reply line %q", line)
-		}
-		body := strings.TrimSuffix(line[1:], "\r\n")
-		switch line[0] {
-		case '$', '!', '=':
-			size, err := strconv.Atoi(body)
-			if err != nil {
-				return err
-			}
-			if size >= 0 {
-				buf := make([]byte, size+2)
-				if _, err := io.ReadFull(r, buf); err != nil {
-					return err
-				}
-				raw.Write(buf)
-			}
-		case '*', '%', '~', '>', '|':
-			count, err := strconv.Atoi(body)
-			if err != nil {
-				return err
-			}
-			if line[0] == '%' || line[0] == '|' {
-				count *= 2
-			}
-			if line[0] == '|' {
-				count++
-			}
-			for range count {
-				if err := rec(); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	err := rec()
-	return raw.Bytes(), err
+	raw, err := r.r.Read()
+	return bytes.Clone(raw), err
 }
 
 // hello switches a runner's protocol.
@@ -694,7 +556,7 @@ func updateFiles(t *testing.T, files []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &redisRunner{nc: nc, r: bufio.NewReader(nc)}
+		r := &redisRunner{nc: nc, r: resp.NewReplyReader(nc)}
 		err = runFile(r, items, func(c *tcase, got []string, err error) {
 			if err != nil {
 				t.Fatalf("%s:%d: %s: %v", f, c.line, c.src, err)

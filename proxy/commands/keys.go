@@ -43,19 +43,7 @@ func registerKeys(t *server.Table) {
 	t.Register("object|idletime", cmdObjectIdle)
 	t.Register("object|freq", cmdObjectFreq)
 	t.Register("object|refcount", cmdObjectRefcount)
-	t.Register("object|help", func(x *server.Ctx, _ [][]byte) error {
-		help(x.W, objectHelp)
-		return nil
-	})
-}
-
-// help writes a HELP subcommand's reply: lines as an array of status
-// replies, as Redis sends them.
-func help(w *resp.Writer, lines []string) {
-	w.Array(len(lines))
-	for _, l := range lines {
-		w.Simple(l)
-	}
+	t.Register("object|help", server.HelpHandler(objectHelp))
 }
 
 // cmdDel is DEL and UNLINK: it deletes the keys, publishing "del" for each
@@ -273,7 +261,7 @@ func cmdScan(x *server.Ctx, args [][]byte) error {
 		if err != nil {
 			return err
 		}
-		scanReply(x.W, next, keys)
+		WriteScanReply(x.W, next, keys)
 		return nil
 	})
 }

@@ -558,7 +558,7 @@ func cmdZScan(x *server.Ctx, args [][]byte) error {
 		}
 		if z == nil {
 			x.NotifyKeyMiss(args[1])
-			scanReply(x.W, 0, nil)
+			WriteScanReply(x.W, 0, nil)
 			return nil
 		}
 		o, err := parseScanOpts(args[3:], false)
@@ -582,7 +582,7 @@ func cmdZScan(x *server.Ctx, args [][]byte) error {
 		if err != nil {
 			return err
 		}
-		scanReply(x.W, next, out)
+		WriteScanReply(x.W, next, out)
 		return nil
 	})
 }

@@ -16,5 +16,5 @@ func registerCommand(t *Table) {
 		cmdtable.WriteCommandGetKeysAndFlags(x.W, a[2:])
 		return nil
 	})
-	t.Register("command|help", helpHandler(commandHelp))
+	t.Register("command|help", HelpHandler(commandHelp))
 }

@@ -27,24 +27,20 @@ func registerConn(t *Table) {
 	t.Register("client|pause", cmdClientPause)
 	t.Register("client|unpause", cmdClientUnpause)
 	t.Register("client|reply", cmdClientReply)
-	t.Register("client|help", helpHandler(clientHelp))
+	t.Register("client|help", HelpHandler(clientHelp))
 	t.Register("client|no-evict", cmdClientOnOff)
 	t.Register("client|unblock", cmdClientUnblock)
 	t.Register("client|getredir", func(x *Ctx, _ [][]byte) error { x.W.Int(-1); return nil })
 }
 
-// help writes a HELP reply: one status line per entry.
-func help(w *resp.Writer, lines []string) {
-	w.Array(len(lines))
-	for _, l := range lines {
-		w.Simple(l)
-	}
-}
-
-// helpHandler returns a HELP subcommand's handler, which replies lines.
-func helpHandler(lines []string) Handler {
+// HelpHandler returns a HELP subcommand's handler: it replies lines as an
+// array of status replies, as Redis sends them.
+func HelpHandler(lines []string) Handler {
 	return func(x *Ctx, _ [][]byte) error {
-		help(x.W, lines)
+		x.W.Array(len(lines))
+		for _, l := range lines {
+			x.W.Simple(l)
+		}
 		return nil
 	}
 }

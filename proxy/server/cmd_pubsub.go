@@ -34,7 +34,7 @@ func registerPubSub(t *Table) {
 		x.W.Int(int64(x.c.s.pubsub.Len(pubsub.Patterns)))
 		return nil
 	})
-	t.Register("pubsub|help", helpHandler(pubsubHelp))
+	t.Register("pubsub|help", HelpHandler(pubsubHelp))
 }
 
 // subscribeHandler returns the handler of SUBSCRIBE or PSUBSCRIBE.

@@ -24,7 +24,7 @@ func registerAdmin(t *Table) {
 	t.Register("config|set", cmdConfigSet)
 	t.Register("config|resetstat", cmdConfigResetStat)
 	t.Register("config|rewrite", cmdConfigRewrite)
-	t.Register("config|help", helpHandler(configHelp))
+	t.Register("config|help", HelpHandler(configHelp))
 }
 
 // replyError writes the reply for a failed engine operation.

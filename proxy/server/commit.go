@@ -19,9 +19,7 @@ import (
 func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	if tx := c.group; tx != nil {
 		err := fn(tx)
-		if err != nil && !isReplyError(err) && c.groupErr == nil {
-			c.groupErr = err // the group aborts as a whole
-		}
+		c.failGroup(err)
 		return err
 	}
 	var ferr error
@@ -36,6 +34,15 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		return nil
 	})
 	return c.committed(served, p, err, ferr)
+}
+
+// failGroup records err as the failure of the client's group if it is a
+// failure of the store (not a Redis error reply) and the first: the group
+// is then aborted as a whole when it ends.
+func (c *Client) failGroup(err error) {
+	if err != nil && !isReplyError(err) && c.groupErr == nil {
+		c.groupErr = err
+	}
 }
 
 // committed finishes a transaction the client ran: it hands the clients
@@ -66,19 +73,14 @@ func (c *Client) committed(served []*waiter, p coldstore.Pending, err, ferr erro
 // group's whole reply.
 func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 	if tx := c.group; tx != nil {
-		if err := fn(tx); err != nil && !isReplyError(err) && c.groupErr == nil {
-			c.groupErr = err
-		}
+		c.failGroup(fn(tx))
 		return nil
 	}
 	var served []*waiter
 	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
 		c.txID = tx.TxID()
 		c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
-		err := fn(tx)
-		if err != nil && !isReplyError(err) && c.groupErr == nil {
-			c.groupErr = err
-		}
+		c.failGroup(fn(tx))
 		c.group = nil
 		if gerr := c.groupErr; gerr != nil {
 			c.groupErr = nil

@@ -60,5 +60,5 @@ func registerModule(t *Table) {
 		x.W.Array(0)
 		return nil
 	})
-	t.Register("module|help", helpHandler(moduleHelp))
+	t.Register("module|help", HelpHandler(moduleHelp))
 }

@@ -287,7 +287,7 @@ func upScan(c *client, args [][]byte) {
 			return
 		}
 		if next != 0 || c.f.coldDBSize(c.DB()) == 0 {
-			writeScanReply(c, next, hot)
+			commands.WriteScanReply(c.w, next, hot)
 			return
 		}
 		items, cursor = hot, coldPhase
@@ -311,16 +311,7 @@ func upScan(c *client, args [][]byte) {
 	if next != 0 {
 		next = coldPhase | next>>1
 	}
-	writeScanReply(c, next, append(items, cold...))
-}
-
-func writeScanReply(c *client, next uint64, items [][]byte) {
-	c.w.Array(2)
-	c.w.BulkString(strconv.FormatUint(next, 10))
-	c.w.Array(len(items))
-	for _, k := range items {
-		c.w.Bulk(k)
-	}
+	commands.WriteScanReply(c.w, next, append(items, cold...))
 }
 
 func upRandomKey(c *client, args [][]byte) {
