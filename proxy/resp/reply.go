@@ -18,7 +18,7 @@ type ReplyReader struct {
 	buf []byte
 	// MaxBulkLen bounds a bulk or verbatim string's length (0: 512 MB).
 	MaxBulkLen int64
-	// MaxDepth bounds the nesting of aggregates (0: 64).
+	// MaxDepth bounds the nesting of aggregates (0: DefaultMaxDepth).
 	MaxDepth int
 }
 
@@ -26,6 +26,13 @@ type ReplyReader struct {
 func NewReplyReader(r io.Reader) *ReplyReader {
 	return &ReplyReader{br: bufio.NewReaderSize(r, 16<<10)}
 }
+
+// DefaultMaxDepth is the nesting of aggregates a ReplyReader accepts by
+// default. Redis's deepest replies come from a Lua script returning a
+// table that contains itself: Redis 7.0 nests about 8,000 arrays before
+// it writes "-ERR reached lua stack limit", and a proxy must relay that
+// reply whole, or the replies after it are misread.
+const DefaultMaxDepth = 16384
 
 // ErrBadReply is wrapped by every error about a malformed reply.
 var ErrBadReply = errors.New("resp: malformed reply")
@@ -39,7 +46,7 @@ func (r *ReplyReader) Read() ([]byte, error) {
 	r.buf = r.buf[:0]
 	maxDepth := r.MaxDepth
 	if maxDepth <= 0 {
-		maxDepth = 64
+		maxDepth = DefaultMaxDepth
 	}
 	if err := r.frame(maxDepth); err != nil {
 		if errors.Is(err, io.EOF) && len(r.buf) > 0 {

@@ -77,8 +77,14 @@ func TestReplyReaderLimits(t *testing.T) {
 		t.Fatalf("bulk over MaxBulkLen: %v", err)
 	}
 	deep := strings.Repeat("*1\r\n", 100) + "+x\r\n"
+	r = NewReplyReader(strings.NewReader(deep))
+	r.MaxDepth = 64
+	if _, err := r.Read(); !errors.Is(err, ErrBadReply) {
+		t.Fatalf("100 levels of nesting over MaxDepth 64: %v", err)
+	}
+	deep = strings.Repeat("*1\r\n", DefaultMaxDepth) + "+x\r\n"
 	if _, err := NewReplyReader(strings.NewReader(deep)).Read(); !errors.Is(err, ErrBadReply) {
-		t.Fatalf("100 levels of nesting: %v", err)
+		t.Fatalf("%d levels of nesting: %v", DefaultMaxDepth, err)
 	}
 }
 
@@ -104,7 +110,9 @@ func TestReplyReaderAgainstRedis(t *testing.T) {
 				{"INFO", "server"}, {"CLIENT", "INFO"}, {"COMMAND", "INFO", "get", "set"},
 				{"CONFIG", "GET", "maxmemory*"}, {"NOSUCH"}, {"XINFO", "HELP"}, {"DEBUG", "PROTOCOL", "attrib"},
 				{"DEBUG", "PROTOCOL", "bignum"}, {"DEBUG", "PROTOCOL", "verbatim"}, {"DEBUG", "PROTOCOL", "true"},
-				{"DEBUG", "PROTOCOL", "null"}, {"DEBUG", "PROTOCOL", "double"}, {"PING"},
+				{"DEBUG", "PROTOCOL", "null"}, {"DEBUG", "PROTOCOL", "double"},
+				// About 8,000 nested arrays, then an error (Redis's deepest reply).
+				{"EVAL", "local a = {}; local b = {a}; a[1] = b; return a", "0"}, {"PING"},
 			}
 			var req bytes.Buffer
 			for _, args := range cmds {
