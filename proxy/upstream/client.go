@@ -42,6 +42,11 @@ type client struct {
 	// subscription (passthrough).
 	pinned            *link.Conn
 	inMulti, watching bool
+	// txRefused is set when Spillway refused a command queued in the
+	// open transaction (the upstream never saw it): EXEC then discards
+	// the upstream's transaction and answers EXECABORT, as Redis does
+	// after a queueing error.
+	txRefused bool
 	// queueDB is the database commands queued in MULTI run on (a queued
 	// SELECT changes it; EXEC makes it the client's).
 	queueDB int

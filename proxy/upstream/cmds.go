@@ -54,7 +54,7 @@ func upReset(c *client, args [][]byte) {
 		c.pinned.Close()
 		c.pinned = nil
 	}
-	c.inMulti, c.watching, c.passthrough = false, false, false
+	c.inMulti, c.watching, c.passthrough, c.txRefused = false, false, false, false
 	c.Call(c.f.reset, args)
 	c.SetDB(c.f.defaultDB)
 }
@@ -114,7 +114,15 @@ func upMulti(c *client, args [][]byte) {
 // upEndTx is EXEC and DISCARD: the transaction's protection ends with it.
 func upEndTx(c *client, args [][]byte) {
 	mark := c.w.Len()
-	c.forwardNow(args)
+	if c.txRefused && cstr.EqualFold(args[0], "exec") {
+		// The upstream queued everything but what Spillway refused.
+		c.forwardNow([][]byte{[]byte("DISCARD")})
+		c.w.Truncate(mark)
+		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
+	} else {
+		c.forwardNow(args)
+	}
+	c.txRefused = false
 	// An EXEC that ran (an array reply) ran its queued SELECTs too.
 	if c.inMulti && c.queueDB != c.DB() && cstr.EqualFold(args[0], "exec") &&
 		bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
@@ -174,6 +182,43 @@ func upPassthroughCommand(c *client, args [][]byte) {
 	}
 	c.enqueue(args)
 	c.flushForwards()
+}
+
+// Replication in upstream mode is refused, never forwarded: the shared
+// connections carry many clients' requests, and a SYNC on one of them
+// would turn it into a replication stream that every other client's
+// replies are then read from. Relaying the upstream's stream on a
+// connection of its own would not help either: the keys Spillway keeps on
+// its own disk are not in it, so the replica would silently miss them.
+// (Embedded mode's replication is issue 23's.)
+const (
+	errNoReplicas = "ERR Spillway in upstream mode does not serve replicas (SYNC, PSYNC, REPLCONF): " +
+		"its cold keys live on its own disk, outside any replication stream"
+	errNoReplicaOf = "ERR REPLICAOF, SLAVEOF and FAILOVER are not served in upstream mode: " +
+		"they would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
+)
+
+// upRefuseReplica answers a replica's SYNC, PSYNC or REPLCONF.
+func upRefuseReplica(c *client, args [][]byte) {
+	if c.inMulti && !cstr.EqualFold(args[0], "replconf") {
+		// SYNC and PSYNC are not allowed in a transaction: the upstream
+		// answers so and fails it, as Redis does.
+		c.forwardNow(args)
+		return
+	}
+	c.refuse(errNoReplicas)
+}
+
+// upRefuseReplicaOf answers REPLICAOF, SLAVEOF and FAILOVER.
+func upRefuseReplicaOf(c *client, _ [][]byte) { c.refuse(errNoReplicaOf) }
+
+// refuse answers msg to a command Spillway does not forward; inside MULTI
+// it also fails the transaction (upEndTx).
+func (c *client) refuse(msg string) {
+	if c.inMulti {
+		c.txRefused = true
+	}
+	c.w.Error(msg)
 }
 
 // upInt runs a command returning an integer on the client's database

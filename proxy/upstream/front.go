@@ -13,6 +13,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -98,6 +99,10 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	}
 	f.admission = tiering.NewAdmission(f.reloadSettings)
 	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log})
+	if err := f.pool.StartErr(); errors.Is(err, link.ErrClusterUpstream) {
+		f.pool.Close()
+		return nil, err
+	}
 	if err := f.buildIndex(); err != nil {
 		f.pool.Close()
 		return nil, err

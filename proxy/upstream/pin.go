@@ -43,7 +43,7 @@ func (c *client) dropPinned() {
 	}
 	c.pinned.Close()
 	c.pinned = nil
-	c.inMulti, c.watching = false, false
+	c.inMulti, c.watching, c.txRefused = false, false, false
 	c.unprotectAll()
 	if c.passthrough {
 		c.passthrough = false

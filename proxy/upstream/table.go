@@ -73,6 +73,12 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	local("swapdb", upSwapDB)
 	local("move", upMove)
 	local("copy", upCopy)
+	for _, name := range []string{"sync", "psync", "replconf"} {
+		local(name, upRefuseReplica)
+	}
+	for _, name := range []string{"replicaof", "slaveof", "failover"} {
+		local(name, upRefuseReplicaOf)
+	}
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
 		local("debug", upDebug)
 	}

@@ -10,6 +10,8 @@ package link
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -31,6 +33,13 @@ type Target struct {
 // uptier.ErrUnavailable, so that the demotion policy tells a lost
 // connection from a refusal.
 var ErrUnavailable = uptier.ErrUnavailable
+
+// ErrClusterUpstream is the error of a connection to a Redis Cluster node.
+// Spillway does not front Redis Cluster (yet): a cluster's -MOVED and
+// -ASK redirections and CLUSTER SLOTS would hand clients the upstream's
+// own address, and they would then bypass Spillway and its cold keys.
+var ErrClusterUpstream = errors.New("the upstream runs in cluster mode (cluster_enabled:1); " +
+	"Spillway fronts a standalone Redis only: point it at a standalone server")
 
 // lost wraps a connection's I/O error as ErrUnavailable.
 func lost(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
@@ -99,9 +108,11 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 		c.Send("SELECT", strconv.Itoa(db))
 		n++
 	}
-	if n == 0 {
-		return nil
-	}
+	// Every connection checks the upstream is not a cluster node: one
+	// found at start stops Spillway, one found later (the address now
+	// points elsewhere) is never used.
+	c.Send("INFO", "cluster")
+	n++
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
 	}
@@ -109,6 +120,14 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 		r, err := c.Read()
 		if err != nil {
 			return fmt.Errorf("%w: %s: handshake: %v", ErrUnavailable, t.Addr, err)
+		}
+		if i == n-1 {
+			// INFO's reply; an error (NOAUTH without a password) says
+			// nothing and is left for the clients' commands to meet.
+			if bytes.Contains(r, []byte("cluster_enabled:1")) {
+				return fmt.Errorf("%w: %s", ErrClusterUpstream, t.Addr)
+			}
+			continue
 		}
 		if len(r) > 0 && (r[0] == '-' || r[0] == '!') {
 			return fmt.Errorf("upstream %s refused the handshake: %s", t.Addr, ReplyText(r))

@@ -493,3 +493,27 @@ func TestBulkPayloadHugeLength(t *testing.T) {
 		}
 	}
 }
+
+// TestDialClusterNode checks that a connection to a Redis Cluster node is
+// refused with ErrClusterUpstream, whatever the protocol and credentials,
+// and that a standalone server is not.
+func TestDialClusterNode(t *testing.T) {
+	dir := t.TempDir()
+	node := startServer(t, 0, "--cluster-enabled", "yes", "--dir", dir, "--requirepass", "pw")
+	for _, proto := range []int{2, 3} {
+		c, err := Dial(Target{Addr: node.addr, Password: "pw"}, proto, 0, 5*time.Second)
+		if err == nil {
+			c.Close()
+			t.Fatalf("Dial RESP%d to a cluster node succeeded", proto)
+		}
+		if !errors.Is(err, ErrClusterUpstream) || !strings.Contains(err.Error(), node.addr) {
+			t.Fatalf("Dial RESP%d to a cluster node: %v; want ErrClusterUpstream naming %s", proto, err, node.addr)
+		}
+	}
+	standalone := startServer(t, 0)
+	c, err := Dial(Target{Addr: standalone.addr}, 2, 0, 5*time.Second)
+	if err != nil {
+		t.Fatalf("Dial to a standalone server: %v", err)
+	}
+	c.Close()
+}

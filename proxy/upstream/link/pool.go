@@ -40,6 +40,8 @@ type Pool struct {
 	idleMu sync.Mutex
 	idle   []*Conn
 
+	startErr error // connectAll's in NewPool; read-only after
+
 	kick chan struct{}
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -67,6 +69,7 @@ func NewPool(opts Options) *Pool {
 	msg := "not connected yet"
 	p.lastErr.Store(&msg)
 	if err := p.connectAll(); err != nil {
+		p.startErr = err
 		p.opts.Logger.Warn("upstream unreachable; retrying in the background", "upstream", opts.Target.Addr, "err", err)
 	} else {
 		p.up.Store(true)
@@ -75,6 +78,10 @@ func NewPool(opts Options) *Pool {
 	go p.maintain()
 	return p
 }
+
+// StartErr returns why the first connection attempt, in NewPool, failed
+// (nil if it succeeded): callers stop on ErrClusterUpstream.
+func (p *Pool) StartErr() error { return p.startErr }
 
 // Target returns the upstream's address and credentials.
 func (p *Pool) Target() Target { return p.opts.Target }

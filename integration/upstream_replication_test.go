@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/integration/harness"
+)
+
+// TestUpstreamRefusesReplication: in upstream mode Spillway refuses
+// replication (SYNC, PSYNC, REPLCONF) and the commands that would make its
+// upstream a replica (REPLICAOF, SLAVEOF, FAILOVER), never forwarding them;
+// a real replica pointed at it gets nowhere while an unrelated client's
+// commands all succeed; inside MULTI a refusal fails the transaction.
+func TestUpstreamRefusesReplication(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	c := utDial(t, sp.Addr(), 10*time.Second)
+
+	for _, args := range [][]string{{"SYNC"}, {"PSYNC", "?", "-1"}, {"REPLCONF", "listening-port", "6390"}} {
+		if r := c.Do(args...); !r.IsError() || !strings.HasPrefix(r.Str, "ERR Spillway in upstream mode does not serve replicas") {
+			t.Fatalf("%v = %s; want the refusal", args, r.String())
+		}
+	}
+	for _, args := range [][]string{{"REPLICAOF", "127.0.0.1", "1"}, {"SLAVEOF", "127.0.0.1", "1"}, {"FAILOVER"}} {
+		if r := c.Do(args...); !r.IsError() || !strings.HasPrefix(r.Str, "ERR REPLICAOF, SLAVEOF and FAILOVER are not served") {
+			t.Fatalf("%v = %s; want the refusal", args, r.String())
+		}
+	}
+	if r := c.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING after the refusals = %s", r.String())
+	}
+
+	// Inside MULTI: SYNC fails as Redis fails it, REPLICAOF with Spillway's
+	// refusal; either way EXEC discards the transaction.
+	for _, refused := range [][]string{{"SYNC"}, {"REPLICAOF", "127.0.0.1", "1"}} {
+		want := []string{"+OK", "+QUEUED", "-", "-EXECABORT"}
+		got := []string{}
+		for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, refused, {"EXEC"}} {
+			r := c.Do(args...)
+			got = append(got, strings.TrimSpace(string(r.Raw)))
+		}
+		for i := range want {
+			if !strings.HasPrefix(got[i], want[i]) {
+				t.Fatalf("MULTI / SET / %v / EXEC = %q; want prefixes %q", refused, got, want)
+			}
+		}
+		if r := c.Do("EXISTS", "tx:key"); r.Int != 0 {
+			t.Fatalf("the discarded transaction's SET ran (EXISTS = %s)", r.String())
+		}
+	}
+
+	// A real replica of Spillway, while another client works.
+	replica := harness.StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(sp.Port()))
+	gr := utGoRedis(t, sp.Addr(), 5*time.Second)
+	ctx := context.Background()
+	var failures []string
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; i < 600 && time.Now().Before(deadline); i++ {
+		key := "unrelated:" + strconv.Itoa(i%50)
+		if err := gr.Set(ctx, key, strconv.Itoa(i), 0).Err(); err != nil {
+			failures = append(failures, "SET: "+err.Error())
+		}
+		if v, err := gr.Get(ctx, key).Result(); err != nil || v != strconv.Itoa(i) {
+			failures = append(failures, "GET: "+v+" "+errString(err))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(failures) > 0 {
+		t.Fatalf("%d of the unrelated client's commands failed while a replica tried to sync, first: %s", len(failures), failures[0])
+	}
+	rc := utDial(t, replica.Addr(), 5*time.Second)
+	info := rc.Do("INFO", "replication").Str
+	if !strings.Contains(info, "master_link_status:down") {
+		t.Fatalf("the replica's link to upstream-mode Spillway is not down:\n%s", info)
+	}
+	uc := utDial(t, up.Addr(), 5*time.Second)
+	if info := uc.Do("INFO", "replication").Str; !strings.Contains(info, "role:master") || !strings.Contains(info, "connected_slaves:0") {
+		t.Fatalf("the upstream's replication state changed:\n%s", info)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestUpstreamRefusesClusterNode: Spillway will not start in front of a
+// Redis Cluster node, whose redirections would hand clients the upstream's
+// address; it exits with an error that says so.
+func TestUpstreamRefusesClusterNode(t *testing.T) {
+	node := harness.StartRedis(t, "--cluster-enabled", "yes")
+	bin := harness.BuildSpillway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--port", strconv.Itoa(harness.FreePort(t)), "--bind", "127.0.0.1",
+		"--dir", t.TempDir(), "--upstream", "redis://"+node.Addr())
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("Spillway kept running in front of a cluster node:\n%s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "cluster mode") || !strings.Contains(string(out), node.Addr()) {
+		t.Fatalf("Spillway in front of a cluster node: exit %v, output:\n%s\nwant a failed start naming cluster mode and %s", err, out, node.Addr())
+	}
+}
