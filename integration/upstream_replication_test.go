@@ -109,3 +109,66 @@ func TestUpstreamRefusesClusterNode(t *testing.T) {
 		t.Fatalf("Spillway in front of a cluster node: exit %v, output:\n%s\nwant a failed start naming cluster mode and %s", err, out, node.Addr())
 	}
 }
+
+// TestUpstreamClientUnblock: CLIENT UNBLOCK names Spillway's client ids;
+// a client blocked upstream is unblocked there, with TIMEOUT's nil reply
+// or ERROR's error, as on Redis (before, the call answered 0 and the
+// client stayed blocked).
+func TestUpstreamClientUnblock(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	ctl := utDial(t, sp.Addr(), 10*time.Second)
+	upc := utDial(t, up.Addr(), 10*time.Second)
+	blocked := utDial(t, sp.Addr(), 10*time.Second)
+	id := blocked.Do("CLIENT", "ID").Int
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "*-1\r\n"},
+		{[]string{"TIMEOUT"}, "*-1\r\n"},
+		{[]string{"ERROR"}, "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"},
+	} {
+		if err := blocked.Send("BLPOP", "unblock:list", "0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := blocked.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := utInfoInt(upc, "clients", "blocked_clients")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the BLPOP never blocked upstream")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		args := append([]string{"CLIENT", "UNBLOCK", strconv.FormatInt(id, 10)}, tc.args...)
+		if r := ctl.Do(args...); r.Type != ':' || r.Int != 1 {
+			t.Fatalf("%v = %s; want 1", args, r.String())
+		}
+		if r := blocked.Read(); string(r.Raw) != tc.want {
+			t.Fatalf("after %v the blocked client read %q; want %q", args, r.Raw, tc.want)
+		}
+	}
+	// Not blocked, and malformed calls: the server's replies, as Redis's.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "UNBLOCK", strconv.FormatInt(id, 10)}, ":0\r\n"},
+		{[]string{"CLIENT", "UNBLOCK", "999999"}, ":0\r\n"},
+		{[]string{"CLIENT", "UNBLOCK", "x"}, "-ERR value is not an integer or out of range\r\n"},
+		{[]string{"CLIENT", "UNBLOCK", strconv.FormatInt(id, 10), "maybe"}, "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"},
+	} {
+		if r := ctl.Do(tc.args...); string(r.Raw) != tc.want {
+			t.Fatalf("%v = %q; want %q", tc.args, r.Raw, tc.want)
+		}
+	}
+}

@@ -63,10 +63,15 @@ type Front struct {
 
 	reloads, reloadConflicts, coldReads atomic.Int64
 
+	// blocked maps the id of each client blocked upstream (upBlocking)
+	// to the connection it waits on, for CLIENT UNBLOCK.
+	blockedMu sync.Mutex
+	blocked   map[int64]*link.Conn
+
 	// local holds the commands Spillway answers itself (localTable).
 	local map[*cmdtable.Command]localHandler
 	// The server's handlers the front's own commands run.
-	hello, reset, sel, randomKey server.Handler
+	hello, reset, sel, randomKey, clientUnblock server.Handler
 }
 
 // Options configure upstream mode.
@@ -87,7 +92,7 @@ type Options struct {
 // front after the server.
 func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error) {
 	f := &Front{srv: srv, engine: opts.Engine, cfg: opts.Config, log: opts.Logger,
-		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}}
+		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}, blocked: map[int64]*link.Conn{}}
 	f.local = f.localTable()
 	n := f.engine.Databases()
 	if opts.Target.DB >= n {

@@ -1,7 +1,10 @@
 package upstream
 
 import (
+	"strconv"
+
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/upstream/link"
 )
 
@@ -105,6 +108,8 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		}
 		own = true
 	}
+	c.f.setBlocked(c.ID(), conn)
+	defer c.f.setBlocked(c.ID(), nil)
 	conn.SendArgs(args)
 	if err := conn.Flush(); err != nil {
 		c.blockingFailed(conn, own, err)
@@ -194,4 +199,47 @@ func (c *client) startPassthrough() bool {
 		}
 	}()
 	return true
+}
+
+// setBlocked records (conn non-nil) or forgets the upstream connection
+// client id is blocked on.
+func (f *Front) setBlocked(id int64, conn *link.Conn) {
+	f.blockedMu.Lock()
+	if conn != nil {
+		f.blocked[id] = conn
+	} else {
+		delete(f.blocked, id)
+	}
+	f.blockedMu.Unlock()
+}
+
+// upClientUnblock is CLIENT UNBLOCK: a client blocked upstream is
+// unblocked there, by its connection's upstream id, with the reason
+// given, and the upstream's answer is the reply; any other case (a
+// malformed call, a client not blocked) is the server's.
+func upClientUnblock(c *client, args [][]byte) {
+	reasonOK := len(args) == 3 || cstr.EqualFold(args[3], "timeout") || cstr.EqualFold(args[3], "error")
+	id, idOK := cstr.ParseInt(args[2])
+	var upID int64
+	if reasonOK && idOK {
+		c.f.blockedMu.Lock()
+		if conn := c.f.blocked[id]; conn != nil {
+			upID = conn.ID
+		}
+		c.f.blockedMu.Unlock()
+	}
+	if upID == 0 {
+		c.Call(c.f.clientUnblock, args)
+		return
+	}
+	fwd := [][]byte{[]byte("CLIENT"), []byte("UNBLOCK"), []byte(strconv.FormatInt(upID, 10))}
+	if len(args) == 4 {
+		fwd = append(fwd, args[3])
+	}
+	r, err := c.f.ctlDo(c.f.defaultDB, fwd)
+	if err != nil {
+		c.Err(link.ErrorReply(err))
+		return
+	}
+	c.w.Raw(r)
 }

@@ -47,6 +47,8 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	for _, name := range []string{"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
 		delete(t, lookup(name))
 	}
+	f.clientUnblock = f.srv.Handler(lookup("client|unblock"))
+	local("client|unblock", upClientUnblock)
 	f.hello = f.srv.Handler(lookup("hello"))
 	f.reset = f.srv.Handler(lookup("reset"))
 	f.sel = f.srv.Handler(lookup("select"))

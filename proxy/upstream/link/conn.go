@@ -49,11 +49,15 @@ func lost(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 // order by Read. It is what pinned clients, blocking commands and the
 // demoter use; shared traffic goes through Mux.
 type Conn struct {
-	nc      net.Conn
-	bw      *bufio.Writer
-	rd      *resp.ReplyReader
-	Proto   int
-	DB      int
+	nc    net.Conn
+	bw    *bufio.Writer
+	rd    *resp.ReplyReader
+	Proto int
+	DB    int
+	// ID is the upstream's CLIENT ID of this connection (0 if the
+	// upstream would not say, e.g. NOAUTH): what CLIENT UNBLOCK names
+	// upstream for a client blocked on it.
+	ID      int64
 	scratch []byte
 }
 
@@ -112,7 +116,8 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 	// found at start stops Spillway, one found later (the address now
 	// points elsewhere) is never used.
 	c.Send("INFO", "cluster")
-	n++
+	c.Send("CLIENT", "ID")
+	n += 2
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
 	}
@@ -121,11 +126,17 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: handshake: %v", ErrUnavailable, t.Addr, err)
 		}
-		if i == n-1 {
+		switch i {
+		case n - 2:
 			// INFO's reply; an error (NOAUTH without a password) says
 			// nothing and is left for the clients' commands to meet.
 			if bytes.Contains(r, []byte("cluster_enabled:1")) {
 				return fmt.Errorf("%w: %s", ErrClusterUpstream, t.Addr)
+			}
+			continue
+		case n - 1:
+			if len(r) > 3 && r[0] == ':' {
+				c.ID, _ = strconv.ParseInt(string(r[1:len(r)-2]), 10, 64)
 			}
 			continue
 		}

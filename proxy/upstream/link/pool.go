@@ -36,9 +36,14 @@ type Pool struct {
 	lastErr atomic.Pointer[string]
 	// Reconnects counts successful reconnections after an outage.
 	Reconnects atomic.Int64
+	// ColdGets counts the Get calls that found no idle connection and
+	// had to dial while the caller waited.
+	ColdGets atomic.Int64
 
-	idleMu sync.Mutex
-	idle   []*Conn
+	idleMu  sync.Mutex
+	idle    []*Conn
+	dialing map[[2]int]int // spares being dialed, by protocol and database
+	closed  bool           // Close ran: no more idle connections kept
 
 	startErr error // connectAll's in NewPool; read-only after
 
@@ -102,7 +107,7 @@ func (p *Pool) Close() {
 	for _, c := range p.idle {
 		c.Close()
 	}
-	p.idle = nil
+	p.idle, p.closed = nil, true
 	p.idleMu.Unlock()
 	for _, list := range p.shared {
 		for i := range list {
@@ -141,8 +146,10 @@ func (p *Pool) Dial(proto, db int) (*Conn, error) {
 }
 
 // Get returns a dedicated connection in proto on db: an idle one put back
-// by Put, or a new one.
+// by Put, or a new one. It then has spares dialed in the background
+// (replenish).
 func (p *Pool) Get(proto, db int) (*Conn, error) {
+	defer p.replenish(proto, db)
 	p.idleMu.Lock()
 	for i := len(p.idle) - 1; i >= 0; i-- {
 		c := p.idle[i]
@@ -153,7 +160,47 @@ func (p *Pool) Get(proto, db int) (*Conn, error) {
 		}
 	}
 	p.idleMu.Unlock()
+	p.ColdGets.Add(1)
 	return p.Dial(proto, db)
+}
+
+// minSpare is how many idle dedicated connections the pool keeps ready
+// for a protocol and database Get has served. A blocking command or a
+// MULTI then reaches the upstream without waiting for a dial (three round
+// trips), so it runs before the commands other clients send after it, as
+// on a Redis that receives them all: clients and Redis's test suite rely
+// on that order (a BRPOPLPUSH sent before another client's LPUSH is the
+// one served).
+const minSpare = 2
+
+// replenish dials, in the background, the spare connections proto and db
+// lack.
+func (p *Pool) replenish(proto, db int) {
+	key := [2]int{proto, db}
+	n := p.idleCount(proto, db)
+	p.idleMu.Lock()
+	need := minSpare - n - p.dialing[key]
+	if need <= 0 || !p.up.Load() || p.closed {
+		p.idleMu.Unlock()
+		return
+	}
+	if p.dialing == nil {
+		p.dialing = map[[2]int]int{}
+	}
+	p.dialing[key] += need
+	p.idleMu.Unlock()
+	go func() {
+		for range need {
+			c, err := Dial(p.opts.Target, proto, db, p.opts.DialTimeout)
+			p.idleMu.Lock()
+			p.dialing[key]--
+			p.idleMu.Unlock()
+			if err != nil {
+				return // the shared connections' loop notices an outage
+			}
+			p.Put(c)
+		}
+	}()
 }
 
 // Put keeps a dedicated connection whose upstream state is clean (no
@@ -162,7 +209,7 @@ func (p *Pool) Get(proto, db int) (*Conn, error) {
 func (p *Pool) Put(c *Conn) {
 	p.idleMu.Lock()
 	defer p.idleMu.Unlock()
-	if len(p.idle) >= maxIdle || !p.up.Load() {
+	if len(p.idle) >= maxIdle || !p.up.Load() || p.closed {
 		c.Close()
 		return
 	}
@@ -261,4 +308,17 @@ func (p *Pool) maintain() {
 			backoff = min(2*backoff, maxBackoff)
 		}
 	}
+}
+
+// idleCount returns the idle connections of proto and db.
+func (p *Pool) idleCount(proto, db int) int {
+	p.idleMu.Lock()
+	defer p.idleMu.Unlock()
+	n := 0
+	for _, c := range p.idle {
+		if c.Proto == proto && c.DB == db {
+			n++
+		}
+	}
+	return n
 }

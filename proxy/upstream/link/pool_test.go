@@ -184,31 +184,22 @@ func TestPoolGetPut(t *testing.T) {
 	}
 	c20 := get(2, 0)
 	c21 := get(2, 1)
-	c30 := get(3, 0)
+	c30 := get(3, 0) // three dials; each Get also has spares dialed
 	mustDo(t, c21, "SET", "k", "in1")
 	p.Put(c20)
 	p.Put(c21)
 	p.Put(c30)
 
-	tests := []struct {
-		proto, db int
-		want      *Conn // nil: a new connection
-	}{
-		{2, 1, c21},
-		{2, 0, c20},
-		{3, 0, c30},
-		{2, 0, nil}, // taken already
-		{3, 1, nil},
-		{2, 2, nil},
+	// Every (protocol, database) above was dialed by Get once; from now
+	// on each has its spares or the connection put back: Get never dials.
+	for _, pd := range [][2]int{{2, 0}, {2, 1}, {3, 0}} {
+		pollUntil(t, fmt.Sprintf("%d idle connections for RESP%d db %d", minSpare, pd[0], pd[1]), func() bool {
+			return p.idleCount(pd[0], pd[1]) >= minSpare
+		})
 	}
-	for _, tt := range tests {
+	cold := p.ColdGets.Load()
+	for _, tt := range []struct{ proto, db int }{{2, 1}, {2, 0}, {3, 0}, {2, 0}, {2, 1}} {
 		c := get(tt.proto, tt.db)
-		if tt.want != nil && c != tt.want {
-			t.Errorf("Get(%d, %d) = a new Conn; want the one Put back", tt.proto, tt.db)
-		}
-		if tt.want == nil && (c == c20 || c == c21 || c == c30) {
-			t.Errorf("Get(%d, %d) reused a Conn of another protocol or database (Proto %d DB %d)", tt.proto, tt.db, c.Proto, c.DB)
-		}
 		// The connection really is on its database.
 		want := map[int]string{2: "$-1\r\n", 3: "_\r\n"}[tt.proto]
 		if tt.db == 1 {
@@ -217,9 +208,19 @@ func TestPoolGetPut(t *testing.T) {
 		if r := mustDo(t, c, "GET", "k"); string(r) != want {
 			t.Errorf("GET k on Get(%d, %d) = %q; want %q", tt.proto, tt.db, r, want)
 		}
-		if c != tt.want {
-			c.Close()
+		c.Close()
+	}
+	if n := p.ColdGets.Load() - cold; n != 0 {
+		t.Errorf("%d Get calls dialed while idle connections of their protocol and database were there", n)
+	}
+	// A (protocol, database) never used is dialed, then gets its spares.
+	for _, tt := range []struct{ proto, db int }{{3, 1}, {2, 2}} {
+		cold := p.ColdGets.Load()
+		get(tt.proto, tt.db).Close()
+		if p.ColdGets.Load() != cold+1 {
+			t.Errorf("Get(%d, %d), never used before, did not dial", tt.proto, tt.db)
 		}
+		pollUntil(t, "spares dialed", func() bool { return p.idleCount(tt.proto, tt.db) >= minSpare })
 	}
 
 	// Put while the upstream is down closes the connection instead.
