@@ -329,10 +329,12 @@ const smallScan = 128
 
 // Scan visits about count fields from cursor, in field-hash order, always
 // finishing a run of fields with the same hash, and returns the cursor to
-// continue from (0 when done). The cursor is a field hash, so it stays
+// continue from (0 when done). The cursor is a field hash (32 bits, so
+// below 2^53 as clients reading cursors as doubles need), so it stays
 // valid across writes and tier moves: a field present for a whole
 // iteration is returned at least once. A small hot structure is visited
-// whole in one call.
+// whole in one call; a cursor above 32 bits, which Scan never returns,
+// ends the walk.
 func (c *Coll) Scan(cursor uint64, count int, fn func(field, val []byte)) (uint64, error) {
 	if c.e.resident() && c.e.Count <= smallScan || c.created {
 		return 0, c.Each(func(f, v []byte) bool { fn(f, v); return true })

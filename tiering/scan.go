@@ -17,17 +17,37 @@ type ScanOptions struct {
 	Type codec.Type
 }
 
+// ScanCursorBits is the width of the cursors Scan returns. Clients that
+// read cursors as IEEE doubles (JavaScript's numbers) need them below 2^53;
+// Scan's are below 2^52, which leaves upstream mode one bit to mark the
+// store's part of its merged walk. A cursor is the top ScanCursorBits bits
+// of the key hash to resume at.
+const ScanCursorBits = 52
+
 // Scan walks db's keys, hot and cold alike, in the order of their hash, from
 // cursor. It visits about opts.Count stored keys, always finishing a run of
-// keys that share a hash, appends the live keys that pass the filters to dst,
-// and returns the cursor to continue from (0 when the walk is complete).
+// keys whose hashes share their top ScanCursorBits bits, appends the live
+// keys that pass the filters to dst, and returns the cursor to continue from
+// (0 when the walk is complete; otherwise below 2^ScanCursorBits).
 //
-// The cursor is the hash to resume at, so it stays valid across promotions,
-// demotions and restarts: a key present for a whole iteration is returned at
-// least once, as Redis guarantees.
+// The cursor is a hash prefix to resume at, so it stays valid across
+// promotions, demotions and restarts: a key present for a whole iteration is
+// returned at least once, as Redis guarantees. A cursor of 2^ScanCursorBits
+// or more, which Scan never returns, ends the walk (no keys, cursor 0).
 func (tx *Tx) Scan(db int, cursor uint64, opts ScanOptions, dst [][]byte) ([][]byte, uint64, error) {
+	return tx.scan(db, cursor, ScanCursorBits, opts, dst)
+}
+
+// scan is Scan with cursors of the given width (1 to 64 bits): a cursor c
+// resumes at hash c<<(64-bits). Tests use narrow cursors to make runs of
+// keys sharing a cursor common.
+func (tx *Tx) scan(db int, cursor uint64, bits uint, opts ScanOptions, dst [][]byte) ([][]byte, uint64, error) {
+	shift := 64 - bits
+	if bits < 64 && cursor>>bits != 0 {
+		return dst, 0, nil
+	}
 	pdb := tx.pdb(db)
-	lo := codec.AppendMetaHashPrefix(nil, pdb, cursor)
+	lo := codec.AppendMetaHashPrefix(nil, pdb, cursor<<shift)
 	hi := codec.PrefixEnd([]byte{codec.NSMeta, pdb})
 	it, err := tx.batch.NewIter(lo, hi)
 	if err != nil {
@@ -38,16 +58,18 @@ func (tx *Tx) Scan(db int, cursor uint64, opts ScanOptions, dst [][]byte) ([][]b
 		opts.Count = 10
 	}
 	visited := 0
-	var lastHash uint64
+	var last uint64 // the cursor (hash prefix) of the last key visited
 	var m codec.Meta
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
-		h := codec.MetaKeyHash(k)
-		if visited >= opts.Count && h != lastHash {
-			return dst, h, nil
+		// Keys are in hash order: a prefix different from the last one is
+		// greater, hence not 0, and resuming there skips nothing unvisited.
+		p := codec.MetaKeyHash(k) >> shift
+		if visited >= opts.Count && p != last {
+			return dst, p, nil
 		}
 		visited++
-		lastHash = h
+		last = p
 		_, key, err := codec.ParseMetaKey(k)
 		if err != nil {
 			return dst, 0, err

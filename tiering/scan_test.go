@@ -28,6 +28,9 @@ func (v *env) scanAll(db int, opts ScanOptions, between func()) ([]string, int) 
 		for _, k := range page {
 			out = append(out, string(k))
 		}
+		if cursor >= 1<<ScanCursorBits {
+			v.t.Fatalf("SCAN cursor %d is not below 2^%d", cursor, ScanCursorBits)
+		}
 		if cursor == 0 {
 			return out, calls
 		}
@@ -198,6 +201,81 @@ func TestScanGuaranteeUnderChurn(t *testing.T) {
 			v.checkInvariants()
 		})
 	}
+}
+
+// Cursors are hash prefixes below 2^ScanCursorBits; keys sharing one are
+// returned by the same call, whatever COUNT says, so a walk neither skips
+// nor repeats keys and ends. Narrow cursors (a few bits) make such runs
+// long: each call returns whole runs, hot and cold keys alike.
+func TestScanCursorPrefixRuns(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	const n = 400
+	for i := 0; i < n; i++ {
+		v.set(0, fmt.Sprint("k", i), "v", 0)
+	}
+	v.demoteAll()
+	for i := 0; i < n; i += 3 {
+		v.get(0, fmt.Sprint("k", i)) // some back in the hot tier
+	}
+	for _, bits := range []uint{1, 4, 9, ScanCursorBits, 64} {
+		for _, count := range []int{1, 7, 1000} {
+			seen := map[string]int{}
+			var cursor uint64
+			calls := 0
+			for {
+				var page [][]byte
+				var next uint64
+				v.do(func(tx *Tx) (err error) {
+					page, next, err = tx.scan(0, cursor, bits, ScanOptions{Count: count}, nil)
+					return err
+				})
+				calls++
+				if bits < 64 && next>>bits != 0 {
+					t.Fatalf("bits %d: cursor %#x wider than %d bits", bits, next, bits)
+				}
+				if next != 0 && next <= cursor {
+					t.Fatalf("bits %d count %d: cursor went from %#x to %#x", bits, count, cursor, next)
+				}
+				for _, k := range page {
+					seen[string(k)]++
+				}
+				// Every key returned has a hash prefix in [cursor, next).
+				for _, k := range page {
+					p := codec.KeyHash(k) >> (64 - bits)
+					if p < cursor || next != 0 && p >= next {
+						t.Fatalf("bits %d: key %q (prefix %#x) returned for cursor range [%#x, %#x)", bits, k, p, cursor, next)
+					}
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
+				if calls > 2*n {
+					t.Fatalf("bits %d count %d: SCAN does not terminate", bits, count)
+				}
+			}
+			if len(seen) != n {
+				t.Fatalf("bits %d count %d: %d distinct keys returned, want %d", bits, count, len(seen), n)
+			}
+			for k, c := range seen {
+				if c != 1 {
+					t.Fatalf("bits %d count %d: %q returned %d times", bits, count, k, c)
+				}
+			}
+			if bits <= 4 && calls > 1<<bits {
+				t.Fatalf("bits %d count %d: %d calls for %d possible cursors", bits, count, calls, 1<<bits)
+			}
+		}
+	}
+	// A cursor Scan never returns (2^ScanCursorBits or more) ends the walk.
+	v.do(func(tx *Tx) error {
+		for _, c := range []uint64{1 << ScanCursorBits, 1<<64 - 1} {
+			page, next, err := tx.Scan(0, c, ScanOptions{}, nil)
+			if err != nil || next != 0 || len(page) != 0 {
+				t.Fatalf("Scan(cursor %#x) = %d keys, next %#x, %v; want none, 0", c, len(page), next, err)
+			}
+		}
+		return nil
+	})
 }
 
 // The cursor is a hash: it stays valid across a restart.

@@ -269,6 +269,7 @@ func init() {
 			}
 		}
 	}
+	Full = NewView(func(*Command) bool { return true })
 }
 
 func initCommand(c *Command) {

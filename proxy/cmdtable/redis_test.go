@@ -136,7 +136,7 @@ func TestInfoMatchesRedis(t *testing.T) {
 				canonInfo(e)
 			}
 			w := &resp.Writer{Proto: proto}
-			WriteCommandInfo(w, bargs(sample))
+			Full.WriteCommandInfo(w, bargs(sample))
 			sameBytes(t, "COMMAND INFO sample", rawredis.Encode(nil, got), w.Buf)
 
 			// Every command, through COMMAND.
@@ -146,12 +146,12 @@ func TestInfoMatchesRedis(t *testing.T) {
 				canonInfo(e)
 			}
 			w.Reset()
-			WriteCommand(w)
+			Full.WriteCommand(w)
 			sameBytes(t, "COMMAND", rawredis.Encode(nil, all), w.Buf)
 
 			cnt := do(t, c, "COMMAND", "COUNT")
 			w.Reset()
-			WriteCommandCount(w)
+			Full.WriteCommandCount(w)
 			sameBytes(t, "COMMAND COUNT", cnt.Raw, w.Buf)
 		})
 	}
@@ -165,13 +165,13 @@ func TestDocsMatchesRedis(t *testing.T) {
 			got := do(t, c, append([]string{"COMMAND", "DOCS"}, sample...)...)
 			canonDocsEntries(got)
 			w := &resp.Writer{Proto: proto}
-			WriteCommandDocs(w, bargs(sample))
+			Full.WriteCommandDocs(w, bargs(sample))
 			sameBytes(t, "COMMAND DOCS sample", rawredis.Encode(nil, got), w.Buf)
 
 			all := do(t, c, "COMMAND", "DOCS")
 			canonPairs(all)
 			w.Reset()
-			WriteCommandDocs(w, nil)
+			Full.WriteCommandDocs(w, nil)
 			sameBytes(t, "COMMAND DOCS", rawredis.Encode(nil, all), w.Buf)
 		})
 	}
@@ -198,7 +198,7 @@ func TestListMatchesRedis(t *testing.T) {
 		for _, tc := range cases {
 			got := do(t, c, append([]string{"COMMAND", "LIST"}, tc...)...)
 			w := &resp.Writer{Proto: proto}
-			WriteCommandList(w, bargs(tc))
+			Full.WriteCommandList(w, bargs(tc))
 			ours, err := rawredis.Parse(w.Buf)
 			if err != nil {
 				t.Fatalf("LIST %q: our reply does not parse: %v", tc, err)
@@ -298,9 +298,9 @@ func compareGetKeys(t *testing.T, c *rawredis.Conn, proto int, sub string, inv [
 	got := do(t, c, append([]string{"COMMAND", sub}, inv...)...)
 	w := &resp.Writer{Proto: proto}
 	if sub == "GETKEYS" {
-		WriteCommandGetKeys(w, bargs(inv))
+		Full.WriteCommandGetKeys(w, bargs(inv))
 	} else {
-		WriteCommandGetKeysAndFlags(w, bargs(inv))
+		Full.WriteCommandGetKeysAndFlags(w, bargs(inv))
 	}
 	if got.Type == '-' && strings.HasPrefix(got.Str, "ERR wrong number of arguments for 'command|") {
 		return // COMMAND GETKEYS's own arity: not ours to answer

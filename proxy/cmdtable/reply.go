@@ -5,10 +5,10 @@ import (
 )
 
 // WriteInfo writes one element of COMMAND / COMMAND INFO for c, exactly as
-// Redis 7.0 does; a nil c writes the null Redis sends for unknown names.
-// Subcommands are written in name order (Redis's own order is its hash
-// table's and varies between runs).
-func WriteInfo(w *resp.Writer, c *Command) {
+// Redis 7.0 does, with the view's subcommands of c; a nil c writes the null
+// Redis sends for unknown names. Subcommands are written in name order
+// (Redis's own order is its hash table's and varies between runs).
+func (v *View) WriteInfo(w *resp.Writer, c *Command) {
 	if c == nil {
 		w.Null()
 		return
@@ -29,13 +29,14 @@ func WriteInfo(w *resp.Writer, c *Command) {
 	for i := range c.KeySpecs {
 		writeKeySpec(w, &c.KeySpecs[i])
 	}
-	if len(c.Subcommands) == 0 {
+	if c.Subcommands == nil {
 		w.Set(0)
 		return
 	}
-	w.Array(len(c.Subcommands))
-	for _, s := range c.Subcommands {
-		WriteInfo(w, s)
+	subs := v.subs[c]
+	w.Array(len(subs))
+	for _, s := range subs {
+		v.WriteInfo(w, s)
 	}
 }
 
@@ -115,18 +116,18 @@ func writeKeySpec(w *resp.Writer, ks *KeySpec) {
 }
 
 // WriteDocs writes one entry of COMMAND DOCS: c's full name followed by its
-// documentation map (the caller writes the enclosing map header). c must
-// not be nil.
-func WriteDocs(w *resp.Writer, c *Command) {
+// documentation map, with the view's subcommands of c (the caller writes the
+// enclosing map header). c must not be nil.
+func (v *View) WriteDocs(w *resp.Writer, c *Command) {
 	w.BulkString(c.Name)
-	writeDocsMap(w, c)
+	v.writeDocsMap(w, c)
 }
 
-func writeDocsMap(w *resp.Writer, c *Command) {
+func (v *View) writeDocsMap(w *resp.Writer, c *Command) {
 	d := &c.Docs
 	n := 3
 	for _, present := range [...]bool{d.Complexity != "", len(d.DocFlags) > 0, d.DeprecatedSince != "",
-		d.ReplacedBy != "", len(d.History) > 0, len(d.Arguments) > 0, len(c.Subcommands) > 0} {
+		d.ReplacedBy != "", len(d.History) > 0, len(d.Arguments) > 0, c.Subcommands != nil} {
 		if present {
 			n++
 		}
@@ -167,11 +168,12 @@ func writeDocsMap(w *resp.Writer, c *Command) {
 		w.BulkString("arguments")
 		writeArgs(w, d.Arguments)
 	}
-	if len(c.Subcommands) > 0 {
+	if c.Subcommands != nil {
+		subs := v.subs[c]
 		w.BulkString("subcommands")
-		w.Map(len(c.Subcommands))
-		for _, s := range c.Subcommands {
-			WriteDocs(w, s)
+		w.Map(len(subs))
+		for _, s := range subs {
+			v.WriteDocs(w, s)
 		}
 	}
 }

@@ -302,13 +302,15 @@ func upKeys(c *client, args [][]byte) {
 	}
 }
 
-// coldPhase marks SCAN cursors in the cold store's part of the walk; the
-// cold cursor (a key hash) loses its lowest bit, so a walk may revisit a
-// few keys but never skips one.
-const coldPhase = 1 << 63
+// coldPhase marks SCAN cursors in the cold store's part of the walk: such a
+// cursor is coldPhase plus the store's (below 2^tiering.ScanCursorBits),
+// and every cursor stays below 2^53, as clients reading cursors as doubles
+// need. The upstream's own cursors are below its hash table's size, far
+// under coldPhase.
+const coldPhase = 1 << tiering.ScanCursorBits
 
 // upScan walks the upstream, then the cold store, with one cursor: below
-// coldPhase it is the upstream's, above it the store's. When the
+// coldPhase it is the upstream's, at or above it the store's. When the
 // upstream's walk ends, the same call goes on into the store, so a small
 // keyspace is returned in one call, as Redis would.
 func upScan(c *client, args [][]byte) {
@@ -342,11 +344,12 @@ func upScan(c *client, args [][]byte) {
 		c.Fail(err)
 		return
 	}
+	start := cursor - coldPhase // 2^ScanCursorBits or more: ends the store's walk
 	var cold [][]byte
 	var next uint64
 	_, err = c.f.engine.Update(func(tx *tiering.Tx) error {
 		var err error
-		cold, next, err = tx.Scan(c.DB(), (cursor&^coldPhase)<<1, opts, nil)
+		cold, next, err = tx.Scan(c.DB(), start, opts, nil)
 		return err
 	})
 	if err != nil {
@@ -354,7 +357,7 @@ func upScan(c *client, args [][]byte) {
 		return
 	}
 	if next != 0 {
-		next = coldPhase | next>>1
+		next |= coldPhase
 	}
 	commands.WriteScanReply(c.w, next, append(items, cold...))
 }
