@@ -24,18 +24,26 @@ import (
 type Config struct {
 	file string // absolute path of the config file, "" if none
 
-	// mu serialises writers (Set, Rewrite) and gives Get a consistent view.
+	// setMu serialises writers (Set, Rewrite) from validation to the end
+	// of their apply hooks.
+	setMu sync.Mutex
+	// mu gives Get a consistent view: writers swap values under it.
 	mu   sync.RWMutex
-	vals [numSettings]atomic.Pointer[value]
+	vals []atomic.Pointer[value]
 
 	cbMu      sync.Mutex
-	callbacks [numSettings][]func(string)
+	callbacks [][]func(string)
+	hooks     [][]*applyHook // per setting, the apply hooks of RegisterApply
+
+	// inert lists the settings the config file or command line set that
+	// Spillway stores without acting on them.
+	inert []string
 }
 
 // defaults holds each setting's parsed default. It is computed per Config
 // because dir's default is made absolute against the current directory.
-func defaultValues() ([numSettings]*value, error) {
-	var vals [numSettings]*value
+func defaultValues() ([]*value, error) {
+	vals := make([]*value, numSettings)
 	for i, s := range registry {
 		v, err := s.parseSet(defaultText(i))
 		if err != nil {
@@ -66,15 +74,20 @@ func Default() *Config {
 	return c
 }
 
-func newConfig(file string, vals *[numSettings]*value) (*Config, error) {
+func newConfig(file string, vals []*value) (*Config, error) {
 	if vals == nil {
 		d, err := defaultValues()
 		if err != nil {
 			return nil, err
 		}
-		vals = &d
+		vals = d
 	}
-	c := &Config{file: file}
+	c := &Config{
+		file:      file,
+		vals:      make([]atomic.Pointer[value], numSettings),
+		callbacks: make([][]func(string), numSettings),
+		hooks:     make([][]*applyHook, numSettings),
+	}
 	for i, v := range vals {
 		c.vals[i].Store(v)
 	}
@@ -130,7 +143,7 @@ func Parse(args []string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	ld := loader{vals: &vals}
+	ld := loader{vals: vals, seen: make([]bool, numSettings)}
 	var file string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		file = args[0]
@@ -151,8 +164,22 @@ func Parse(args []string) (*Config, error) {
 			return nil, err
 		}
 	}
-	return newConfig(file, &vals)
+	c, err := newConfig(file, vals)
+	if err != nil {
+		return nil, err
+	}
+	for i, seen := range ld.seen {
+		if seen && !registry[i].effect {
+			c.inert = append(c.inert, registry[i].name)
+		}
+	}
+	return c, nil
 }
+
+// Inert returns the names of the settings the config file or command line
+// set that Spillway stores and reports without acting on them, in registry
+// order, for the start-up log.
+func (c *Config) Inert() []string { return c.inert }
 
 // splitCommandLine groups `--name v1 v2 --name2 v` into directives.
 func splitCommandLine(args []string) ([][]string, error) {
@@ -189,15 +216,22 @@ func splitCommandLine(args []string) ([][]string, error) {
 
 // loader applies directives, in order, to a set of values.
 type loader struct {
-	vals     *[numSettings]*value
-	saveSeen bool // save lines accumulate after the first one
+	vals     []*value
+	seen     []bool // settings a directive set
+	saveSeen bool   // save lines accumulate after the first one
+	depth    int    // include nesting
 }
+
+// maxIncludeDepth bounds include nesting (a file including itself).
+const maxIncludeDepth = 16
 
 func (ld *loader) loadFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config: can't open config file: %w", err)
 	}
+	ld.depth++
+	defer func() { ld.depth-- }()
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.Trim(line, " \t\r\n")
 		if line == "" || line[0] == '#' {
@@ -219,13 +253,20 @@ func (ld *loader) apply(file string, line int, args []string) error {
 	fail := func(err error) error {
 		return &ParseError{File: file, Line: line, Directive: directiveString(name, args[1:]), Err: err}
 	}
-	if name == "include" {
-		return fail(errors.New("include is not supported"))
-	}
 	e, ok := lookup(name)
-	if !ok {
-		return fail(errors.New("unknown directive"))
+	switch {
+	case ok:
+	case name == "include" && len(args) == 2:
+		if ld.depth >= maxIncludeDepth {
+			return fail(errors.New("includes nested too deeply"))
+		}
+		return ld.loadFile(args[1])
+	case deprecatedDirectives[name] && len(args) == 2:
+		return nil // accepted and ignored, as Redis 7.0 does
+	default:
+		return fail(errors.New("Bad directive or wrong number of arguments"))
 	}
+	ld.seen[e.idx] = true
 	vals := args[1:]
 	if e.idx == idxSave {
 		// As in Redis, the first save line replaces the default and later
@@ -244,6 +285,12 @@ func (ld *loader) apply(file string, line int, args []string) error {
 	}
 	ld.vals[e.idx] = v
 	return nil
+}
+
+// deprecatedDirectives are directives Redis 7.0 accepts with one argument
+// and ignores.
+var deprecatedDirectives = map[string]bool{
+	"list-max-ziplist-entries": true, "list-max-ziplist-value": true, "lua-replicate-commands": true,
 }
 
 // File returns the absolute path of the config file, or "" if none.
@@ -275,106 +322,57 @@ func (c *Config) Value(name string) (string, bool) {
 
 // Get answers CONFIG GET: the name and value of every setting (aliases
 // included, as in Redis 7.0) whose name matches at least one of the glob
-// patterns, case-insensitively, each name once. The order is the registry's
+// patterns, case-insensitively, each setting name once. A pattern without
+// '*', '?' or '[' is a name looked up exactly, reported as given (Redis
+// replies with the argument), and the only way to read a hidden setting.
+// The order is the arguments', then the registry's within a pattern
 // (Redis's own order is a hash table's, so clients must not rely on it).
 func (c *Config) Get(patterns ...[]byte) [][2]string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out [][2]string
-	var seen [numSettings][2]bool // [idx][alias]
-	add := func(e nameEntry) {
-		a := 0
+	seen := make([]uint8, numSettings) // bit 0: name, bit 1: alias
+	add := func(e nameEntry, key string) {
+		bit := uint8(1)
 		if e.alias {
-			a = 1
+			bit = 2
 		}
-		if seen[e.idx][a] {
+		if seen[e.idx]&bit != 0 {
 			return
 		}
-		seen[e.idx][a] = true
-		out = append(out, [2]string{e.name(), c.vals[e.idx].Load().text})
+		seen[e.idx] |= bit
+		out = append(out, [2]string{key, c.vals[e.idx].Load().text})
 	}
 	for _, p := range patterns {
-		if cstr.IsLiteral(p) {
+		if isLiteralName(p) {
 			if e, ok := lookup(string(p)); ok {
-				add(e)
+				add(e, string(p))
 			}
 			continue
 		}
-		for i := range registry {
+		for i, s := range registry {
+			if s.hidden {
+				continue
+			}
 			if cstr.Match(p, nameBytes[i][0], true) {
-				add(nameEntry{idx: i})
+				add(nameEntry{idx: i}, s.name)
 			}
 			if a := nameBytes[i][1]; a != nil && cstr.Match(p, a, true) {
-				add(nameEntry{idx: i, alias: true})
+				add(nameEntry{idx: i, alias: true}, s.alias)
 			}
 		}
 	}
 	return out
 }
 
-// ErrSyntax is Redis's reply to CONFIG SET with an odd number of arguments
-// after SET; Set itself takes pairs, so the caller sends it.
-var ErrSyntax = errors.New("ERR syntax error")
-
-func setFailed(arg string, reason any) error {
-	return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", arg, reason)
+// isLiteralName reports whether a CONFIG GET argument is a plain name:
+// Redis treats it as a pattern only if it holds '*', '?' or '['.
+func isLiteralName(p []byte) bool {
+	for _, c := range p {
+		if c == '*' || c == '?' || c == '[' {
+			return false
+		}
+	}
+	return true
 }
 
-// Set answers CONFIG SET name value [name value ...]: it changes all the
-// settings or none. Errors carry Redis 7.0's reply text, "ERR" prefix
-// included, checked in Redis's order: first every name (unknown, immutable
-// or protected, duplicate), then every value.
-func (c *Config) Set(pairs [][2]string) error {
-	if len(pairs) == 0 {
-		return errors.New("ERR wrong number of arguments for 'config|set' command")
-	}
-	entries := make([]nameEntry, len(pairs))
-	for i, p := range pairs {
-		e, ok := lookup(p[0])
-		if !ok {
-			return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0])
-		}
-		switch registry[e.idx].mut {
-		case immutable:
-			return setFailed(p[0], "can't set immutable config")
-		case protected:
-			return setFailed(p[0], "can't set protected config")
-		}
-		for _, prev := range entries[:i] {
-			if prev == e { // a name and its alias are distinct, as in Redis 7.0
-				return setFailed(p[0], "duplicate parameter")
-			}
-		}
-		entries[i] = e
-	}
-	newVals := make([]*value, len(pairs))
-	for i, p := range pairs {
-		v, err := registry[entries[i].idx].parseSet(p[1])
-		if err != nil {
-			return setFailed(p[0], err)
-		}
-		newVals[i] = v
-	}
-	changed := make([]bool, len(pairs))
-	c.mu.Lock()
-	for i, e := range entries {
-		if m := registry[e.idx].merge; m != nil {
-			newVals[i] = m(c.vals[e.idx].Load(), newVals[i])
-		}
-		old := c.vals[e.idx].Swap(newVals[i])
-		changed[i] = old.text != newVals[i].text
-	}
-	c.mu.Unlock()
-	for i, e := range entries {
-		if !changed[i] {
-			continue
-		}
-		c.cbMu.Lock()
-		fns := c.callbacks[e.idx]
-		c.cbMu.Unlock()
-		for _, fn := range fns {
-			fn(newVals[i].text)
-		}
-	}
-	return nil
-}
