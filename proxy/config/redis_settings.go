@@ -1,6 +1,9 @@
 package config
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // Compact constructors for redisSettings: settings Spillway stores and
 // reports without acting on them (doc noEffect unless changed).
@@ -14,6 +17,14 @@ func memory(name string, lo, hi uint64, def string) *setting {
 func text(name, def string) *setting { return strSetting(name, def, noEffect) }
 func oneOf(name string, enum []string, def string) *setting {
 	return enumSetting(name, enum, def, noEffect)
+}
+
+// minBacklog is Redis's CONFIG_REPL_BACKLOG_MIN_SIZE, applied by CONFIG
+// SET repl-backlog-size.
+func minBacklog(v *value) {
+	if v.u < 16<<10 {
+		v.u, v.text = 16<<10, strconv.FormatUint(16<<10, 10)
+	}
 }
 
 var (
@@ -142,7 +153,8 @@ var redisSettings = []*setting{
 	integer("loading-process-events-interval-bytes", 1024, maxInt32, "2097152").hide(),
 
 	// memory sizes
-	memory("repl-backlog-size", 1, maxInt64, "1mb"),
+	{name: "repl-backlog-size", kind: kindMemory, umin: 1, umax: maxInt64, def: "1mb", onSet: minBacklog,
+		doc: "Stored, no effect; CONFIG SET raises a value under 16kb to 16kb, as Redis does."},
 	memory("cluster-link-sendbuf-limit", 0, math.MaxUint64, "0"),
 	memory("active-defrag-ignore-bytes", 1, maxInt64, "100mb"),
 	memory("stream-node-max-bytes", 0, maxInt64, "4096"),

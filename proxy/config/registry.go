@@ -118,6 +118,9 @@ type setting struct {
 	list func(args []string) (list []string, text string, err error)
 	// check validates or normalises a parsed value; may be nil.
 	check func(v *value) error
+	// onSet, if set, adjusts a value CONFIG SET stores (not a config
+	// file's), as a Redis apply function adjusting the setting does.
+	onSet func(v *value)
 	// merge, if set, combines a parsed value with the setting's current
 	// one (nil: none yet) into the value stored: a directive that sets
 	// only part of the setting.

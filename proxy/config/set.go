@@ -88,6 +88,9 @@ func (c *Config) Set(pairs [][2]string) error {
 		if err != nil {
 			return setFailed(entries[i].name(), err)
 		}
+		if s.onSet != nil && v.text != c.vals[entries[i].idx].Load().text {
+			s.onSet(v) // as Redis runs apply functions: only on a change
+		}
 		if s.mut == fixed && v.text != c.vals[entries[i].idx].Load().text {
 			return setFailed(p[0], "can't set immutable config")
 		}
