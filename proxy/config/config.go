@@ -267,7 +267,17 @@ func (ld *loader) apply(file string, line int, args []string) error {
 		return fail(errors.New("Bad directive or wrong number of arguments"))
 	}
 	ld.seen[e.idx] = true
+	s := registry[e.idx]
 	vals := args[1:]
+	if s.kind.multiArg() && len(vals) == 1 && vals[0] != "" {
+		// One non-empty argument is split like a line, as Redis does
+		// (`save "900 1 300 10"`, `--bind "127.0.0.1 -::1"`).
+		split, err := splitArgs(vals[0])
+		if err != nil {
+			return fail(err)
+		}
+		vals = split
+	}
 	if e.idx == idxSave {
 		// As in Redis, the first save line replaces the default and later
 		// ones add to it; save "" clears.
@@ -276,11 +286,11 @@ func (ld *loader) apply(file string, line int, args []string) error {
 		}
 		ld.saveSeen = true
 	}
-	v, err := registry[e.idx].parseArgs(vals)
+	v, err := s.parseArgs(vals)
 	if err != nil {
 		return fail(err)
 	}
-	if m := registry[e.idx].merge; m != nil {
+	if m := s.merge; m != nil {
 		v = m(ld.vals[e.idx], v)
 	}
 	ld.vals[e.idx] = v

@@ -10,21 +10,14 @@ import (
 )
 
 // parseArgs parses a directive's arguments as read from a file or the
-// command line. A multi-argument setting given one non-empty argument
-// splits it like a config line, as Redis does (`--save "900 1 300 10"`).
+// command line (the loader has split a multi-argument setting's single
+// argument).
 func (s *setting) parseArgs(args []string) (*value, error) {
 	if !s.kind.multiArg() {
 		if len(args) != 1 {
 			return nil, errWrongArgs
 		}
 		return s.parseOne(args[0])
-	}
-	if len(args) == 1 && args[0] != "" {
-		split, err := splitArgs(args[0])
-		if err != nil {
-			return nil, err
-		}
-		args = split
 	}
 	return s.parseMulti(args)
 }
