@@ -385,4 +385,3 @@ func isLiteralName(p []byte) bool {
 	}
 	return true
 }
-
