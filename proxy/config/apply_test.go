@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 )
@@ -109,5 +110,38 @@ func TestParseMultiArg(t *testing.T) {
 		"oom-score-adj-values", "replicaof", "latency-tracking-info-percentiles"}
 	if !reflect.DeepEqual(c.Inert(), wantInert) {
 		t.Errorf("Inert() = %q, want %q", c.Inert(), wantInert)
+	}
+}
+
+// TestRewriteRoundTrip: every kind of setting CONFIG REWRITE writes reads
+// back as the same value.
+func TestRewriteRoundTrip(t *testing.T) {
+	p := writeConf(t, "replicaof no one\nbind 127.0.0.1\n")
+	c, err := Parse([]string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Set([][2]string{{"shutdown-on-sigint", "now save"}, {"maxmemory-clients", "5%"},
+		{"oom-score-adj-values", "-1 2 3"}, {"latency-tracking-info-percentiles", ""}, {"bind", ""},
+		{"proc-title-template", "x {port}"}, {"key-load-delay", "-5"}, {"repl-backlog-size", "1mb"},
+		{"slave-announce-ip", "a b"}, {"list-compress-depth", "3"}, {"oom-score-adj", "absolute"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rewrite(); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Parse([]string{p})
+	if err != nil {
+		data, _ := os.ReadFile(p)
+		t.Fatalf("%v\n%s", err, data)
+	}
+	want := get(c, "*", "key-load-delay")
+	if got := get(c2, "*", "key-load-delay"); !reflect.DeepEqual(got, want) {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %q after rewrite, want %q", k, got[k], v)
+			}
+		}
 	}
 }

@@ -205,6 +205,9 @@ func (s *setting) fileLines(v *value) []string {
 			return lines
 		}
 		if len(v.list) == 0 {
+			if s.name == "replicaof" {
+				return nil // "no one": no line, as Redis rewrites it
+			}
 			return []string{s.name + ` ""`}
 		}
 		parts := make([]string, len(v.list))
