@@ -263,6 +263,8 @@ func (ld *loader) apply(file string, line int, args []string) error {
 		return ld.loadFile(args[1])
 	case deprecatedDirectives[name] && len(args) == 2:
 		return nil // accepted and ignored, as Redis 7.0 does
+	case unsupportedDirectives[name] != "":
+		return fail(errors.New(unsupportedDirectives[name]))
 	default:
 		return fail(errors.New("Bad directive or wrong number of arguments"))
 	}
@@ -301,6 +303,15 @@ func (ld *loader) apply(file string, line int, args []string) error {
 // and ignores.
 var deprecatedDirectives = map[string]bool{
 	"list-max-ziplist-entries": true, "list-max-ziplist-value": true, "lua-replicate-commands": true,
+}
+
+// unsupportedDirectives are Redis directives that are not settings and
+// that Spillway refuses, with the reason.
+var unsupportedDirectives = map[string]string{
+	"rename-command": "rename-command is not supported by Spillway",
+	"user":           "user is not supported by Spillway (no ACL users; use requirepass)",
+	"loadmodule":     "loadmodule is not supported by Spillway (no modules)",
+	"sentinel":       "sentinel is not supported by Spillway",
 }
 
 // File returns the absolute path of the config file, or "" if none.

@@ -177,6 +177,7 @@ func TestParseErrors(t *testing.T) {
 			`config: {file}: line 3: maxmemory "abc": argument must be a memory value`},
 		{"unknown directive", "port 1\nfoo bar\n", nil, `config: {file}: line 2: foo "bar": Bad directive or wrong number of arguments`},
 		{"include missing", "include /nonexistent/x.conf\n", nil, `can't open config file`},
+		{"rename-command", "rename-command flushall \"\"\n", nil, `rename-command is not supported by Spillway`},
 		{"include args", "include a b\n", nil, `line 1: include "a" "b": Bad directive or wrong number of arguments`},
 		{"replicaof", "replicaof 10.0.0.1 6379\n", nil, `line 1: replicaof "10.0.0.1" "6379": Spillway does not replicate`},
 		{"replicaof port", "replicaof h 70000\n", nil, `Invalid master port`},
