@@ -148,7 +148,8 @@ type boundListener struct {
 
 // listenAll listens on every address of specs at port, taking a listener
 // of keep already bound to the same address instead of binding it again.
-// On failure it closes what it opened and returns Redis's reason.
+// On failure it closes what it opened (never a listener of keep) and
+// returns the error.
 func listenAll(specs []string, port int, keep []boundListener) ([]boundListener, error) {
 	var out []boundListener
 	fail := func(err error) ([]boundListener, error) {
