@@ -3,6 +3,12 @@
 // line overrides (`spillway [configfile] [--name value ...]`), and CONFIG
 // GET / SET / REWRITE at run time with Redis 7.0's replies.
 //
+// Every setting of Redis 7.0.15 is known (registry.go, redis_settings.go:
+// names, aliases, types, bounds, defaults, mutability, hidden), with
+// Spillway's own; those Spillway does not act on are stored and reported.
+// CONFIG SET validates every value before storing any, then runs the apply
+// hooks of what changed (RegisterApply), restoring everything if one fails.
+//
 // A Config is safe for concurrent use. Typed accessors (MaxMemory,
 // RequirePass, ...) are one atomic load each and never block.
 package config
@@ -318,9 +324,11 @@ var unsupportedDirectives = map[string]string{
 func (c *Config) File() string { return c.file }
 
 // OnChange registers fn to be called with the new CONFIG GET form of the
-// named setting (name or alias) after a Set changes it. Callbacks run
-// synchronously in the goroutine calling Set, after the change is visible
-// and outside any lock, in the order the settings were given to Set.
+// named setting (name or alias) after a Set changes it. Callbacks cannot
+// fail: a change that can is an apply hook (RegisterApply). They run
+// synchronously in the goroutine calling Set, once every apply hook has
+// succeeded, outside any lock, in the order the settings were given to
+// Set; a Set that fails calls none.
 func (c *Config) OnChange(name string, fn func(value string)) error {
 	e, ok := lookup(name)
 	if !ok {
