@@ -109,6 +109,9 @@ func run(args []string) error {
 	}
 	defer logCloser.Close()
 	slog.SetDefault(log)
+	if inert := cfg.Inert(); len(inert) > 0 {
+		log.Info("settings stored without effect", "settings", strings.Join(inert, " "))
+	}
 	target, upstreamMode := cfg.UpstreamTarget()
 
 	maxmem := cfg.MaxMemory()

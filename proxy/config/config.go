@@ -3,6 +3,12 @@
 // line overrides (`spillway [configfile] [--name value ...]`), and CONFIG
 // GET / SET / REWRITE at run time with Redis 7.0's replies.
 //
+// Every setting of Redis 7.0.15 is known (registry.go, redis_settings.go:
+// names, aliases, types, bounds, defaults, mutability, hidden), with
+// Spillway's own; those Spillway does not act on are stored and reported.
+// CONFIG SET validates every value before storing any, then runs the apply
+// hooks of what changed (RegisterApply), restoring everything if one fails.
+//
 // A Config is safe for concurrent use. Typed accessors (MaxMemory,
 // RequirePass, ...) are one atomic load each and never block.
 package config
@@ -24,18 +30,26 @@ import (
 type Config struct {
 	file string // absolute path of the config file, "" if none
 
-	// mu serialises writers (Set, Rewrite) and gives Get a consistent view.
+	// setMu serialises writers (Set, Rewrite) from validation to the end
+	// of their apply hooks.
+	setMu sync.Mutex
+	// mu gives Get a consistent view: writers swap values under it.
 	mu   sync.RWMutex
-	vals [numSettings]atomic.Pointer[value]
+	vals []atomic.Pointer[value]
 
 	cbMu      sync.Mutex
-	callbacks [numSettings][]func(string)
+	callbacks [][]func(string)
+	hooks     [][]*applyHook // per setting, the apply hooks of RegisterApply
+
+	// inert lists the settings the config file or command line set that
+	// Spillway stores without acting on them.
+	inert []string
 }
 
 // defaults holds each setting's parsed default. It is computed per Config
 // because dir's default is made absolute against the current directory.
-func defaultValues() ([numSettings]*value, error) {
-	var vals [numSettings]*value
+func defaultValues() ([]*value, error) {
+	vals := make([]*value, numSettings)
 	for i, s := range registry {
 		v, err := s.parseSet(defaultText(i))
 		if err != nil {
@@ -66,15 +80,20 @@ func Default() *Config {
 	return c
 }
 
-func newConfig(file string, vals *[numSettings]*value) (*Config, error) {
+func newConfig(file string, vals []*value) (*Config, error) {
 	if vals == nil {
 		d, err := defaultValues()
 		if err != nil {
 			return nil, err
 		}
-		vals = &d
+		vals = d
 	}
-	c := &Config{file: file}
+	c := &Config{
+		file:      file,
+		vals:      make([]atomic.Pointer[value], numSettings),
+		callbacks: make([][]func(string), numSettings),
+		hooks:     make([][]*applyHook, numSettings),
+	}
 	for i, v := range vals {
 		c.vals[i].Store(v)
 	}
@@ -130,7 +149,7 @@ func Parse(args []string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	ld := loader{vals: &vals}
+	ld := loader{vals: vals, seen: make([]bool, numSettings)}
 	var file string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		file = args[0]
@@ -151,8 +170,22 @@ func Parse(args []string) (*Config, error) {
 			return nil, err
 		}
 	}
-	return newConfig(file, &vals)
+	c, err := newConfig(file, vals)
+	if err != nil {
+		return nil, err
+	}
+	for i, seen := range ld.seen {
+		if seen && !registry[i].effect {
+			c.inert = append(c.inert, registry[i].name)
+		}
+	}
+	return c, nil
 }
+
+// Inert returns the names of the settings the config file or command line
+// set that Spillway stores and reports without acting on them, in registry
+// order, for the start-up log.
+func (c *Config) Inert() []string { return c.inert }
 
 // splitCommandLine groups `--name v1 v2 --name2 v` into directives.
 func splitCommandLine(args []string) ([][]string, error) {
@@ -189,15 +222,22 @@ func splitCommandLine(args []string) ([][]string, error) {
 
 // loader applies directives, in order, to a set of values.
 type loader struct {
-	vals     *[numSettings]*value
-	saveSeen bool // save lines accumulate after the first one
+	vals     []*value
+	seen     []bool // settings a directive set
+	saveSeen bool   // save lines accumulate after the first one
+	depth    int    // include nesting
 }
+
+// maxIncludeDepth bounds include nesting (a file including itself).
+const maxIncludeDepth = 16
 
 func (ld *loader) loadFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config: can't open config file: %w", err)
 	}
+	ld.depth++
+	defer func() { ld.depth-- }()
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.Trim(line, " \t\r\n")
 		if line == "" || line[0] == '#' {
@@ -219,14 +259,33 @@ func (ld *loader) apply(file string, line int, args []string) error {
 	fail := func(err error) error {
 		return &ParseError{File: file, Line: line, Directive: directiveString(name, args[1:]), Err: err}
 	}
-	if name == "include" {
-		return fail(errors.New("include is not supported"))
-	}
 	e, ok := lookup(name)
-	if !ok {
-		return fail(errors.New("unknown directive"))
+	switch {
+	case ok:
+	case name == "include" && len(args) == 2:
+		if ld.depth >= maxIncludeDepth {
+			return fail(errors.New("includes nested too deeply"))
+		}
+		return ld.loadFile(args[1])
+	case deprecatedDirectives[name] && len(args) == 2:
+		return nil // accepted and ignored, as Redis 7.0 does
+	case unsupportedDirectives[name] != "":
+		return fail(errors.New(unsupportedDirectives[name]))
+	default:
+		return fail(errors.New("Bad directive or wrong number of arguments"))
 	}
+	ld.seen[e.idx] = true
+	s := registry[e.idx]
 	vals := args[1:]
+	if s.kind.multiArg() && len(vals) == 1 && vals[0] != "" {
+		// One non-empty argument is split like a line, as Redis does
+		// (`save "900 1 300 10"`, `--bind "127.0.0.1 -::1"`).
+		split, err := splitArgs(vals[0])
+		if err != nil {
+			return fail(err)
+		}
+		vals = split
+	}
 	if e.idx == idxSave {
 		// As in Redis, the first save line replaces the default and later
 		// ones add to it; save "" clears.
@@ -235,24 +294,41 @@ func (ld *loader) apply(file string, line int, args []string) error {
 		}
 		ld.saveSeen = true
 	}
-	v, err := registry[e.idx].parseArgs(vals)
+	v, err := s.parseArgs(vals)
 	if err != nil {
 		return fail(err)
 	}
-	if m := registry[e.idx].merge; m != nil {
+	if m := s.merge; m != nil {
 		v = m(ld.vals[e.idx], v)
 	}
 	ld.vals[e.idx] = v
 	return nil
 }
 
+// deprecatedDirectives are directives Redis 7.0 accepts with one argument
+// and ignores.
+var deprecatedDirectives = map[string]bool{
+	"list-max-ziplist-entries": true, "list-max-ziplist-value": true, "lua-replicate-commands": true,
+}
+
+// unsupportedDirectives are Redis directives that are not settings and
+// that Spillway refuses, with the reason.
+var unsupportedDirectives = map[string]string{
+	"rename-command": "rename-command is not supported by Spillway",
+	"user":           "user is not supported by Spillway (no ACL users; use requirepass)",
+	"loadmodule":     "loadmodule is not supported by Spillway (no modules)",
+	"sentinel":       "sentinel is not supported by Spillway",
+}
+
 // File returns the absolute path of the config file, or "" if none.
 func (c *Config) File() string { return c.file }
 
 // OnChange registers fn to be called with the new CONFIG GET form of the
-// named setting (name or alias) after a Set changes it. Callbacks run
-// synchronously in the goroutine calling Set, after the change is visible
-// and outside any lock, in the order the settings were given to Set.
+// named setting (name or alias) after a Set changes it. Callbacks cannot
+// fail: a change that can is an apply hook (RegisterApply). They run
+// synchronously in the goroutine calling Set, once every apply hook has
+// succeeded, outside any lock, in the order the settings were given to
+// Set; a Set that fails calls none.
 func (c *Config) OnChange(name string, fn func(value string)) error {
 	e, ok := lookup(name)
 	if !ok {
@@ -275,106 +351,56 @@ func (c *Config) Value(name string) (string, bool) {
 
 // Get answers CONFIG GET: the name and value of every setting (aliases
 // included, as in Redis 7.0) whose name matches at least one of the glob
-// patterns, case-insensitively, each name once. The order is the registry's
+// patterns, case-insensitively, each setting name once. A pattern without
+// '*', '?' or '[' is a name looked up exactly, reported as given (Redis
+// replies with the argument), and the only way to read a hidden setting.
+// The order is the arguments', then the registry's within a pattern
 // (Redis's own order is a hash table's, so clients must not rely on it).
 func (c *Config) Get(patterns ...[]byte) [][2]string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out [][2]string
-	var seen [numSettings][2]bool // [idx][alias]
-	add := func(e nameEntry) {
-		a := 0
+	seen := make([]uint8, numSettings) // bit 0: name, bit 1: alias
+	add := func(e nameEntry, key string) {
+		bit := uint8(1)
 		if e.alias {
-			a = 1
+			bit = 2
 		}
-		if seen[e.idx][a] {
+		if seen[e.idx]&bit != 0 {
 			return
 		}
-		seen[e.idx][a] = true
-		out = append(out, [2]string{e.name(), c.vals[e.idx].Load().text})
+		seen[e.idx] |= bit
+		out = append(out, [2]string{key, c.vals[e.idx].Load().text})
 	}
 	for _, p := range patterns {
-		if cstr.IsLiteral(p) {
+		if isLiteralName(p) {
 			if e, ok := lookup(string(p)); ok {
-				add(e)
+				add(e, string(p))
 			}
 			continue
 		}
-		for i := range registry {
+		for i, s := range registry {
+			if s.hidden {
+				continue
+			}
 			if cstr.Match(p, nameBytes[i][0], true) {
-				add(nameEntry{idx: i})
+				add(nameEntry{idx: i}, s.name)
 			}
 			if a := nameBytes[i][1]; a != nil && cstr.Match(p, a, true) {
-				add(nameEntry{idx: i, alias: true})
+				add(nameEntry{idx: i, alias: true}, s.alias)
 			}
 		}
 	}
 	return out
 }
 
-// ErrSyntax is Redis's reply to CONFIG SET with an odd number of arguments
-// after SET; Set itself takes pairs, so the caller sends it.
-var ErrSyntax = errors.New("ERR syntax error")
-
-func setFailed(arg string, reason any) error {
-	return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", arg, reason)
-}
-
-// Set answers CONFIG SET name value [name value ...]: it changes all the
-// settings or none. Errors carry Redis 7.0's reply text, "ERR" prefix
-// included, checked in Redis's order: first every name (unknown, immutable
-// or protected, duplicate), then every value.
-func (c *Config) Set(pairs [][2]string) error {
-	if len(pairs) == 0 {
-		return errors.New("ERR wrong number of arguments for 'config|set' command")
-	}
-	entries := make([]nameEntry, len(pairs))
-	for i, p := range pairs {
-		e, ok := lookup(p[0])
-		if !ok {
-			return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0])
-		}
-		switch registry[e.idx].mut {
-		case immutable:
-			return setFailed(p[0], "can't set immutable config")
-		case protected:
-			return setFailed(p[0], "can't set protected config")
-		}
-		for _, prev := range entries[:i] {
-			if prev == e { // a name and its alias are distinct, as in Redis 7.0
-				return setFailed(p[0], "duplicate parameter")
-			}
-		}
-		entries[i] = e
-	}
-	newVals := make([]*value, len(pairs))
-	for i, p := range pairs {
-		v, err := registry[entries[i].idx].parseSet(p[1])
-		if err != nil {
-			return setFailed(p[0], err)
-		}
-		newVals[i] = v
-	}
-	changed := make([]bool, len(pairs))
-	c.mu.Lock()
-	for i, e := range entries {
-		if m := registry[e.idx].merge; m != nil {
-			newVals[i] = m(c.vals[e.idx].Load(), newVals[i])
-		}
-		old := c.vals[e.idx].Swap(newVals[i])
-		changed[i] = old.text != newVals[i].text
-	}
-	c.mu.Unlock()
-	for i, e := range entries {
-		if !changed[i] {
-			continue
-		}
-		c.cbMu.Lock()
-		fns := c.callbacks[e.idx]
-		c.cbMu.Unlock()
-		for _, fn := range fns {
-			fn(newVals[i].text)
+// isLiteralName reports whether a CONFIG GET argument is a plain name:
+// Redis treats it as a pattern only if it holds '*', '?' or '['.
+func isLiteralName(p []byte) bool {
+	for _, c := range p {
+		if c == '*' || c == '?' || c == '[' {
+			return false
 		}
 	}
-	return nil
+	return true
 }

@@ -2,25 +2,29 @@ package config
 
 import (
 	"math"
-	"path/filepath"
-	"strconv"
 	"strings"
-
-	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // kind is how a setting's value is parsed and written back.
 type kind uint8
 
 const (
-	kindInt    kind = iota // signed integer within [min, max]
-	kindMemory             // memory size (memtoull) within [umin, umax]
-	kindBool               // yes/no
-	kindEnum               // one of enum, case-insensitive
-	kindString             // any single argument
-	kindList               // several arguments (bind, save)
-	kindObuf               // client-output-buffer-limit's class groups
+	kindInt     kind = iota // signed integer within [min, max]
+	kindMemory              // memory size (memtoull) within [umin, umax]
+	kindPercent             // memory size, or N% of maxmemory (stored as -N, as Redis does)
+	kindOctal               // octal integer within [min, max]
+	kindBool                // yes/no
+	kindEnum                // one of enum, case-insensitive
+	kindFlags               // one or more of enum (bit flags; enum[0] is the empty set)
+	kindString              // any single argument
+	kindList                // several arguments, validated by the setting's list function
+	kindObuf                // client-output-buffer-limit's class groups
 )
+
+// multiArg reports whether the kind takes several arguments (Redis's
+// MULTI_ARG_CONFIG): CONFIG SET splits its value on single spaces, and a
+// config file line with one non-empty argument is split like a line.
+func (k kind) multiArg() bool { return k == kindFlags || k == kindList || k == kindObuf }
 
 // mutability says whether CONFIG SET may change a setting.
 type mutability uint8
@@ -28,10 +32,16 @@ type mutability uint8
 const (
 	mutable   mutability = iota
 	immutable            // "can't set immutable config"
-	protected            // "can't set protected config" (Redis's default for dir, dbfilename)
+	protected            // "can't set protected config" (Redis's dir, dbfilename)
+	// fixed is for Spillway's own start-up settings: CONFIG SET accepts
+	// the current value (a no-op, so that a client setting every setting
+	// to what CONFIG GET reports succeeds) and refuses any other as
+	// immutable.
+	fixed
 )
 
-// Indices of the settings in registry. Typed accessors use them directly.
+// Indices of the settings typed accessors read. The other settings follow
+// them in registry (redisSettings).
 const (
 	idxPort = iota
 	idxBind
@@ -85,7 +95,7 @@ const (
 	idxZsetMaxListpackEntries
 	idxZsetMaxListpackValue
 	idxClientOutputBufferLimit
-	numSettings
+	numKeyed
 )
 
 // setting describes one configuration directive.
@@ -93,23 +103,34 @@ type setting struct {
 	name  string
 	alias string // older name Redis still accepts, "" if none
 	kind  kind
-	min   int64  // kindInt bounds
+	min   int64  // kindInt, kindOctal bounds; kindPercent: -min is the largest percentage
 	max   int64  //
-	umin  uint64 // kindMemory bounds
+	umin  uint64 // kindMemory, kindPercent bounds
 	umax  uint64 //
 	enum  []string
 	def   string // default, in CONFIG SET syntax
 	mut   mutability
+	// hidden settings (Redis's HIDDEN_CONFIG) are left out of CONFIG GET
+	// patterns and returned only when named exactly.
+	hidden bool
+	// list parses kindList's arguments into the stored list and its CONFIG
+	// GET form.
+	list func(args []string) (list []string, text string, err error)
 	// check validates or normalises a parsed value; may be nil.
 	check func(v *value) error
+	// onSet, if set, adjusts a value CONFIG SET stores (not a config
+	// file's), as a Redis apply function adjusting the setting does.
+	onSet func(v *value)
 	// merge, if set, combines a parsed value with the setting's current
 	// one (nil: none yet) into the value stored: a directive that sets
 	// only part of the setting.
 	merge func(old, v *value) *value
-	// spillway marks Spillway's own settings (the others exist for Redis
-	// compatibility and are stored, not acted upon, unless documented).
+	// spillway marks Spillway's own settings.
 	spillway bool
-	doc      string
+	// effect marks the settings Spillway acts upon; the others are stored
+	// and reported only (logged at start when a config file sets them).
+	effect bool
+	doc    string
 }
 
 func intSetting(name string, min, max int64, def string, doc string) *setting {
@@ -132,14 +153,21 @@ func strSetting(name, def, doc string) *setting {
 	return &setting{name: name, kind: kindString, def: def, doc: doc}
 }
 
+func listSetting(name, def string, list func([]string) ([]string, string, error), doc string) *setting {
+	return &setting{name: name, kind: kindList, def: def, list: list, doc: doc}
+}
+
 // Option modifiers, chained on a *setting when building the registry.
 func (s *setting) withAlias(a string) *setting             { s.alias = a; return s }
 func (s *setting) withMut(m mutability) *setting           { s.mut = m; return s }
 func (s *setting) withCheck(f func(*value) error) *setting { s.check = f; return s }
-func (s *setting) own() *setting                           { s.spillway = true; return s }
+func (s *setting) own() *setting                           { s.spillway, s.effect = true, true; return s }
+func (s *setting) acted() *setting                         { s.effect = true; return s }
+func (s *setting) hide() *setting                          { s.hidden = true; return s }
 
 const (
 	maxInt32  = math.MaxInt32
+	minInt32  = math.MinInt32
 	maxInt64  = math.MaxInt64
 	maxUint32 = math.MaxUint32
 	mb        = 1 << 20
@@ -148,33 +176,43 @@ const (
 // Databases are addressed by one byte in the cold store's keys.
 const maxDatabases = 256
 
-// registry holds every setting, indexed by the idx constants.
-var registry = [numSettings]*setting{
+// noEffect is the meaning of a setting Spillway stores and reports only.
+const noEffect = "Stored, no effect."
+
+// keyed holds the settings typed accessors read, indexed by the idx
+// constants. Defaults, types, bounds and names are Redis 7.0.15's except
+// where the doc says otherwise (TestRegistryMatchesRedis checks them
+// against a real redis-server).
+var keyed = [numKeyed]*setting{
 	idxPort: intSetting("port", 0, 65535, "6380",
-		"TCP port to listen on.").withMut(immutable).own(),
-	idxBind: (&setting{name: "bind", kind: kindList, def: "127.0.0.1",
-		doc: "Addresses to listen on (up to 16, separated by spaces)."}).withMut(immutable).own(),
+		"TCP port to listen on (Redis: 6379). CONFIG SET rebinds the listeners: the new port is "+
+			"bound before the old one is closed, and a port that cannot be bound leaves the old one.").own(),
+	idxBind: listSetting("bind", "127.0.0.1", parseBind,
+		"Addresses to listen on, up to 16 (Redis: `* -::*`); `*` is every IPv4 address, `::*` every "+
+			"IPv6 one, a leading `-` makes an address optional (skipped if unavailable), \"\" listens "+
+			"nowhere. CONFIG SET rebinds as for port.").own(),
 	idxDir: strSetting("dir", "./data",
-		"Directory of the cold store (Pebble files and write-ahead log); CONFIG GET shows it absolute.").
+		"Directory of the cold store (Pebble files and write-ahead log); CONFIG GET shows it absolute "+
+			"(Redis: the working directory). Cannot be changed while running.").
 		withMut(protected).withCheck(checkDir).own(),
 	idxMaxMemory: memSetting("maxmemory", 0, math.MaxUint64, "",
-		"Memory budget of the whole process: hot tier plus the cold store's block cache and memtables (0: no limit, as in Redis; the hot tier then never demotes).").own(),
+		"Memory budget of the whole process: hot tier plus the cold store's block cache and memtables (0: no limit, as in Redis; the hot tier then never demotes). Redis's default is 0.").own(),
 	idxAppendFsync: enumSetting("appendfsync", []string{"everysec", "always", "no"}, "everysec",
 		"When the write-ahead log is fsynced: every write, every second, or left to the OS.").own(),
 	idxRequirePass: strSetting("requirepass", "",
 		"Password clients must AUTH with (empty: none).").own(),
 	idxDatabases: intSetting("databases", 1, maxDatabases, "16",
-		"Number of databases (SELECT 0..n-1).").withMut(immutable).own(),
+		"Number of databases (SELECT 0..n-1); at most 256 (Redis: 2147483647).").withMut(immutable).own(),
 	idxLogLevel: enumSetting("loglevel", []string{"debug", "verbose", "notice", "warning"}, "notice",
 		"Log verbosity.").own(),
 	idxLogFile: strSetting("logfile", "",
 		"Log file (empty: standard error).").withMut(immutable).own(),
 	idxUpstream: strSetting("upstream", "",
 		"Upstream Redis URL "+upstreamSyntax+" (empty: embedded mode).").
-		withMut(immutable).withCheck(checkUpstream).own(),
+		withMut(fixed).withCheck(checkUpstream).own(),
 	idxUpstreamConnections: intSetting("upstream-connections", 1, 64, "1",
 		"Shared upstream connections per protocol that clients' commands are pipelined onto (upstream mode).").
-		withMut(immutable).own(),
+		withMut(fixed).own(),
 	idxMaxClients: intSetting("maxclients", 1, maxUint32, "10000",
 		"Maximum number of connected clients.").own(),
 	idxTimeout: intSetting("timeout", 0, maxInt32, "0",
@@ -192,64 +230,68 @@ var registry = [numSettings]*setting{
 	idxExpireSweepKeysPerTick: intSetting("expire-sweep-keys-per-tick", 1, maxInt32, "1000",
 		"Expired cold keys removed per sweeper tick, at most.").own(),
 
-	idxSave: (&setting{name: "save", kind: kindList, def: "",
-		doc: "Accepted for compatibility (Spillway persists continuously)."}),
+	idxSave: listSetting("save", "", parseSave,
+		"Stored, no effect: Spillway persists every write continuously (Redis's default is `3600 1 300 100 60 10000`)."),
 	idxAppendOnly: boolSetting("appendonly", "no",
-		"Accepted for compatibility (durability is set by appendfsync)."),
+		"Stored, no effect (durability is set by appendfsync)."),
 	idxMaxMemoryPolicy: enumSetting("maxmemory-policy", []string{"volatile-lru", "volatile-lfu",
 		"volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
-		"noeviction", "Accepted for compatibility: Spillway never evicts, it spills cold keys to disk."),
-	idxMaxMemorySamples: intSetting("maxmemory-samples", 1, maxInt32, "5", "Accepted for compatibility."),
-	idxTCPKeepalive: intSetting("tcp-keepalive", 0, maxInt32, "300",
-		"TCP keepalive period in seconds (0: off)."),
-	idxSlowlogLogSlowerThan: intSetting("slowlog-log-slower-than", -1, maxInt64, "10000",
-		"Slow log threshold in microseconds (-1: off)."),
-	idxSlowlogMaxLen: intSetting("slowlog-max-len", 0, maxInt64, "128", "Slow log length."),
+		"noeviction", "Stored, no effect: Spillway never evicts, it spills cold keys to disk."),
+	idxMaxMemorySamples:     intSetting("maxmemory-samples", 1, maxInt32, "5", noEffect),
+	idxTCPKeepalive:         intSetting("tcp-keepalive", 0, maxInt32, "300", noEffect),
+	idxSlowlogLogSlowerThan: intSetting("slowlog-log-slower-than", -1, maxInt64, "10000", noEffect),
+	idxSlowlogMaxLen:        intSetting("slowlog-max-len", 0, maxInt64, "128", noEffect),
 	idxNotifyKeyspaceEvents: strSetting("notify-keyspace-events", "",
-		"Keyspace notification classes.").withCheck(checkNotify),
+		"Keyspace notification classes.").withCheck(checkNotify).acted(),
 	idxHz: intSetting("hz", 0, maxInt32, "10",
-		"Background task frequency; clamped to 1..500 as Redis does.").withCheck(checkHz),
+		"Stored, no effect; clamped to 1..500 as Redis does.").withCheck(checkHz),
 	idxBusyReplyThreshold: intSetting("busy-reply-threshold", 0, maxInt64, "5000",
-		"Script time limit in milliseconds.").withAlias("lua-time-limit"),
-	idxClusterEnabled: boolSetting("cluster-enabled", "no", "Always no.").withMut(immutable),
-	idxDaemonize:      boolSetting("daemonize", "no", "Accepted for compatibility.").withMut(immutable),
+		"Script time limit in milliseconds.").withAlias("lua-time-limit").acted(),
+	idxClusterEnabled: boolSetting("cluster-enabled", "no", noEffect).withMut(immutable),
+	idxDaemonize:      boolSetting("daemonize", "no", noEffect).withMut(immutable),
 	idxSupervised: enumSetting("supervised", []string{"upstart", "systemd", "auto", "no"}, "no",
-		"Accepted for compatibility.").withMut(immutable),
-	idxPidFile: strSetting("pidfile", "", "Accepted for compatibility.").withMut(immutable),
-	idxDBFilename: strSetting("dbfilename", "dump.rdb", "Accepted for compatibility.").
+		noEffect).withMut(immutable),
+	idxPidFile: strSetting("pidfile", "", noEffect).withMut(immutable),
+	idxDBFilename: strSetting("dbfilename", "dump.rdb", noEffect).
 		withMut(protected).withCheck(checkDBFilename),
-	idxReplicaReadOnly: boolSetting("replica-read-only", "yes", "Accepted for compatibility.").
+	idxReplicaReadOnly: boolSetting("replica-read-only", "yes", noEffect).
 		withAlias("slave-read-only"),
-	idxProtectedMode:   boolSetting("protected-mode", "yes", "Accepted for compatibility."),
-	idxIOThreads:       intSetting("io-threads", 1, 128, "1", "Accepted for compatibility.").withMut(immutable),
-	idxLatencyTracking: boolSetting("latency-tracking", "yes", "Accepted for compatibility."),
+	idxProtectedMode:   boolSetting("protected-mode", "yes", noEffect),
+	idxIOThreads:       intSetting("io-threads", 1, 128, "1", noEffect).withMut(immutable),
+	idxLatencyTracking: boolSetting("latency-tracking", "yes", noEffect),
 	idxActiveDefrag: boolSetting("activedefrag", "no",
 		"Always no (Redis refuses yes without its Jemalloc).").withCheck(checkDefrag),
-	idxLazyfreeLazyEviction:  boolSetting("lazyfree-lazy-eviction", "no", "Accepted for compatibility."),
-	idxLazyfreeLazyExpire:    boolSetting("lazyfree-lazy-expire", "no", "Accepted for compatibility."),
-	idxLazyfreeLazyServerDel: boolSetting("lazyfree-lazy-server-del", "no", "Accepted for compatibility."),
-	idxLazyfreeLazyUserDel:   boolSetting("lazyfree-lazy-user-del", "no", "Accepted for compatibility."),
-	idxLazyfreeLazyUserFlush: boolSetting("lazyfree-lazy-user-flush", "no", "Accepted for compatibility."),
-	idxListMaxListpackSize: intSetting("list-max-listpack-size", math.MinInt32, maxInt32, "-2",
-		"Accepted for compatibility.").withAlias("list-max-ziplist-size"),
+	idxLazyfreeLazyEviction:  boolSetting("lazyfree-lazy-eviction", "no", noEffect),
+	idxLazyfreeLazyExpire:    boolSetting("lazyfree-lazy-expire", "no", noEffect),
+	idxLazyfreeLazyServerDel: boolSetting("lazyfree-lazy-server-del", "no", noEffect),
+	idxLazyfreeLazyUserDel:   boolSetting("lazyfree-lazy-user-del", "no", noEffect),
+	idxLazyfreeLazyUserFlush: boolSetting("lazyfree-lazy-user-flush", "no", noEffect),
+	idxListMaxListpackSize: intSetting("list-max-listpack-size", minInt32, maxInt32, "-2",
+		noEffect).withAlias("list-max-ziplist-size"),
 	idxHashMaxListpackEntries: intSetting("hash-max-listpack-entries", 0, maxInt64, "512",
-		"Accepted for compatibility.").withAlias("hash-max-ziplist-entries"),
+		noEffect).withAlias("hash-max-ziplist-entries"),
 	idxHashMaxListpackValue: memSetting("hash-max-listpack-value", 0, maxInt64, "64",
-		"Accepted for compatibility.").withAlias("hash-max-ziplist-value"),
-	idxSetMaxIntsetEntries: intSetting("set-max-intset-entries", 0, maxInt64, "512",
-		"Accepted for compatibility."),
+		noEffect).withAlias("hash-max-ziplist-value"),
+	idxSetMaxIntsetEntries: intSetting("set-max-intset-entries", 0, maxInt64, "512", noEffect),
 	idxZsetMaxListpackEntries: intSetting("zset-max-listpack-entries", 0, maxInt64, "128",
-		"Accepted for compatibility.").withAlias("zset-max-ziplist-entries"),
+		noEffect).withAlias("zset-max-ziplist-entries"),
 	idxZsetMaxListpackValue: memSetting("zset-max-listpack-value", 0, maxInt64, "64",
-		"Accepted for compatibility.").withAlias("zset-max-ziplist-value"),
+		noEffect).withAlias("zset-max-ziplist-value"),
 	idxClientOutputBufferLimit: {name: "client-output-buffer-limit", kind: kindObuf,
 		def:   "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-		merge: mergeOutputLimits,
+		merge: mergeOutputLimits, effect: true,
 		doc: "Output buffer limits per client class: `<class> <hard> <soft> <soft-seconds>` groups " +
 			"(classes normal, replica/slave, pubsub). Applied to Pub/Sub subscribers: one whose queued " +
 			"output reaches the hard limit, or stays over the soft limit for longer than the seconds, " +
 			"is disconnected."},
 }
+
+// registry holds every setting: keyed (indexed by the idx constants), then
+// the rest of Redis's.
+var registry = append(keyed[:numKeyed:numKeyed], redisSettings...)
+
+// numSettings is the number of settings.
+var numSettings = len(registry)
 
 // names maps every lower-case name and alias to its entry.
 var names = func() map[string]nameEntry {
@@ -265,7 +307,8 @@ var names = func() map[string]nameEntry {
 
 // nameBytes holds each setting's name and alias (nil if none) as bytes,
 // for glob matching without conversions.
-var nameBytes = func() (nb [numSettings][2][]byte) {
+var nameBytes = func() [][2][]byte {
+	nb := make([][2][]byte, numSettings)
 	for i, s := range registry {
 		nb[i][0] = []byte(s.name)
 		if s.alias != "" {
@@ -299,208 +342,11 @@ func lookup(name string) (nameEntry, bool) {
 
 // value is one parsed setting value. Values are immutable once stored.
 type value struct {
-	n    int64    // kindInt, kindBool (0/1), kindEnum (index)
-	u    uint64   // kindMemory
+	n    int64    // kindInt, kindOctal, kindPercent (-N for N%), kindBool (0/1), kindEnum (index), kindFlags (bits)
+	u    uint64   // kindMemory, kindPercent (bytes)
 	s    string   // kindString
 	list []string // kindList
 	text string   // CONFIG GET form
 	// obl is kindObuf's value.
 	obl *outputLimits
-}
-
-// parseArgs parses a directive's arguments as read from a file or the
-// command line.
-func (s *setting) parseArgs(args []string) (*value, error) {
-	switch s.kind {
-	case kindList:
-		return s.parseList(args)
-	case kindObuf:
-		if len(args) == 1 && strings.Contains(args[0], " ") {
-			// One argument holding spaces is split, as Redis does for
-			// its multi-argument settings.
-			return s.parseSet(args[0])
-		}
-		return parseOutputLimits(args)
-	}
-	if len(args) != 1 {
-		return nil, errWrongArgs
-	}
-	return s.parseOne(args[0])
-}
-
-// parseSet parses a CONFIG SET value; list settings split it on blanks.
-func (s *setting) parseSet(arg string) (*value, error) {
-	switch s.kind {
-	case kindList:
-		return s.parseList(strings.Fields(arg))
-	case kindObuf:
-		// Redis splits this value on single spaces (sdssplitlen).
-		var args []string
-		if arg != "" {
-			args = strings.Split(arg, " ")
-		}
-		return parseOutputLimits(args)
-	}
-	return s.parseOne(arg)
-}
-
-func (s *setting) parseList(args []string) (*value, error) {
-	var (
-		list []string
-		err  error
-	)
-	switch s.name {
-	case "bind":
-		list, err = parseBind(args)
-	case "save":
-		list, err = parseSave(args)
-	}
-	if err != nil {
-		return nil, err
-	}
-	v := &value{list: list, text: strings.Join(list, " ")}
-	return v, s.runCheck(v)
-}
-
-func (s *setting) parseOne(arg string) (*value, error) {
-	v := &value{text: arg}
-	switch s.kind {
-	case kindInt:
-		n, ok := cstr.ParseInt(arg)
-		if !ok {
-			return nil, errNotInteger
-		}
-		if n < s.min || n > s.max {
-			return nil, errRange(strconv.FormatInt(s.min, 10), strconv.FormatInt(s.max, 10))
-		}
-		v.n, v.text = n, strconv.FormatInt(n, 10)
-	case kindMemory:
-		if strings.HasPrefix(arg, "-") {
-			return nil, errNotMemory
-		}
-		u, ok := ParseMemory(arg)
-		if !ok {
-			return nil, errNotMemory
-		}
-		if u < s.umin || u > s.umax {
-			return nil, errRange(strconv.FormatUint(s.umin, 10), strconv.FormatUint(s.umax, 10))
-		}
-		v.u, v.text = u, strconv.FormatUint(u, 10)
-	case kindBool:
-		switch {
-		case strings.EqualFold(arg, "yes"):
-			v.n, v.text = 1, "yes"
-		case strings.EqualFold(arg, "no"):
-			v.n, v.text = 0, "no"
-		default:
-			return nil, errNotBool
-		}
-	case kindEnum:
-		i := -1
-		for j, e := range s.enum {
-			if strings.EqualFold(arg, e) {
-				i = j
-				break
-			}
-		}
-		if i < 0 {
-			return nil, &enumError{s.enum}
-		}
-		v.n, v.text = int64(i), s.enum[i]
-	case kindString:
-		v.s = arg
-	}
-	return v, s.runCheck(v)
-}
-
-func (s *setting) runCheck(v *value) error {
-	if s.check == nil {
-		return nil
-	}
-	return s.check(v)
-}
-
-type enumError struct{ enum []string }
-
-func (e *enumError) Error() string {
-	return "argument(s) must be one of the following: " + strings.Join(e.enum, ", ")
-}
-
-// fileLines renders v as the directive lines CONFIG REWRITE writes.
-func (s *setting) fileLines(v *value) []string {
-	switch s.kind {
-	case kindObuf:
-		lines, _ := outputLimitsLines(v)
-		return lines
-	case kindMemory:
-		return []string{s.name + " " + FormatMemory(v.u)}
-	case kindString:
-		return []string{s.name + " " + repr(v.s)}
-	case kindList:
-		if s.name == "save" {
-			if len(v.list) == 0 {
-				return []string{`save ""`}
-			}
-			lines := make([]string, 0, len(v.list)/2)
-			for i := 0; i+1 < len(v.list); i += 2 {
-				lines = append(lines, "save "+v.list[i]+" "+v.list[i+1])
-			}
-			return lines
-		}
-		parts := make([]string, len(v.list))
-		for i, a := range v.list {
-			parts[i] = bareOrRepr(a)
-		}
-		return []string{s.name + " " + strings.Join(parts, " ")}
-	}
-	return []string{s.name + " " + v.text}
-}
-
-func checkHz(v *value) error {
-	v.n = min(max(v.n, 1), 500)
-	v.text = strconv.FormatInt(v.n, 10)
-	return nil
-}
-
-func checkNotify(v *value) error {
-	c, err := canonicalNotify(v.s)
-	if err != nil {
-		return err
-	}
-	v.n = notifyFlagsOf(v.s) // the classes as given (see NotifyKeyspaceClasses)
-	v.s, v.text = c, c
-	return nil
-}
-
-func checkDefrag(v *value) error {
-	if v.n != 0 {
-		return errDefrag
-	}
-	return nil
-}
-
-func checkDBFilename(v *value) error {
-	if strings.ContainsRune(v.s, '/') {
-		return errDBFilenamePath
-	}
-	return nil
-}
-
-func checkDir(v *value) error {
-	if v.s == "" {
-		return errEmptyDir
-	}
-	if abs, err := filepath.Abs(v.s); err == nil {
-		v.s = abs
-	}
-	v.text = v.s
-	return nil
-}
-
-func checkUpstream(v *value) error {
-	if v.s == "" {
-		return nil
-	}
-	_, err := ParseUpstream(v.s)
-	return err
 }

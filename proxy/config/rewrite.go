@@ -36,7 +36,7 @@ func (c *Config) Rewrite() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return rewriteErr(err)
 	}
-	var vals [numSettings]*value
+	vals := make([]*value, numSettings)
 	for i := range vals {
 		vals[i] = c.vals[i].Load()
 	}
@@ -44,7 +44,7 @@ func (c *Config) Rewrite() error {
 	if err != nil {
 		return rewriteErr(err)
 	}
-	content := rewriteContent(string(old), &vals, &defs)
+	content := rewriteContent(string(old), vals, defs)
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
@@ -60,13 +60,13 @@ func rewriteErr(err error) error {
 }
 
 // rewriteContent returns the new text of a config file whose old text is old.
-func rewriteContent(old string, vals, defs *[numSettings]*value) string {
+func rewriteContent(old string, vals, defs []*value) string {
 	lines := strings.Split(old, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1] // the final newline
 	}
 	hasSignature := false
-	var occ [numSettings][]int // line numbers of each setting's directives
+	occ := make([][]int, numSettings) // line numbers of each setting's directives
 	for n, line := range lines {
 		t := strings.Trim(line, " \t\r\n")
 		if t == rewriteSignature {

@@ -51,8 +51,14 @@ func TestGetRedisDefaults(t *testing.T) {
 			t.Errorf("CONFIG GET %s = %q (present %v), want %q", k, got, ok, v)
 		}
 	}
-	if len(all) != len(names) {
-		t.Errorf("CONFIG GET * returned %d names, want %d", len(all), len(names))
+	hidden := 0
+	for _, s := range registry {
+		if s.hidden {
+			hidden++
+		}
+	}
+	if len(all) != len(names)-hidden {
+		t.Errorf("CONFIG GET * returned %d names, want %d", len(all), len(names)-hidden)
 	}
 }
 
@@ -63,12 +69,18 @@ func TestGetPatterns(t *testing.T) {
 		want     []string // names, sorted
 	}{
 		{[]string{"maxmemory"}, []string{"maxmemory"}},
-		{[]string{"MAXMEMORY"}, []string{"maxmemory"}},
+		{[]string{"MAXMEMORY"}, []string{"MAXMEMORY"}}, // a name is reported as given
+		{[]string{"MAXMEMORY", "maxmemory"}, []string{"MAXMEMORY"}},
+		{[]string{"key-load-delay"}, []string{"key-load-delay"}}, // hidden: by name only
+		{[]string{"key-load-*"}, nil},
+		{[]string{"*of", "slaveof"}, []string{"replicaof", "slaveof"}},
 		{[]string{"slave-read-only"}, []string{"slave-read-only"}},
 		{[]string{"nosuch"}, nil},
 		{[]string{"nosuch*"}, nil},
-		{[]string{"maxmem*"}, []string{"maxmemory", "maxmemory-policy", "maxmemory-samples"}},
-		{[]string{"maxmem*", "maxmemory", "MAXMEM*"}, []string{"maxmemory", "maxmemory-policy", "maxmemory-samples"}},
+		{[]string{"maxmem*"}, []string{"maxmemory", "maxmemory-clients", "maxmemory-eviction-tenacity",
+			"maxmemory-policy", "maxmemory-samples"}},
+		{[]string{"maxmem*", "maxmemory", "MAXMEM*"}, []string{"maxmemory", "maxmemory-clients",
+			"maxmemory-eviction-tenacity", "maxmemory-policy", "maxmemory-samples"}},
 		{[]string{"port", "databases"}, []string{"databases", "port"}},
 		{[]string{"*read-only*"}, []string{"replica-read-only", "slave-read-only"}},
 		{[]string{"*ziplist*"}, []string{"hash-max-ziplist-entries", "hash-max-ziplist-value",
@@ -77,7 +89,7 @@ func TestGetPatterns(t *testing.T) {
 			"hash-max-ziplist-entries", "hash-max-ziplist-value"}},
 		{[]string{"lazyfree-lazy-user-*"}, []string{"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush"}},
 		{[]string{"?ort"}, []string{"port"}},
-		{[]string{"[bp]*[dt]"}, []string{"bind", "busy-reply-threshold", "port"}},
+		{[]string{"[bp]*[dt]"}, []string{"bgsave_cpulist", "bind", "bio_cpulist", "busy-reply-threshold", "port"}},
 	}
 	for _, tc := range tests {
 		bs := make([][]byte, len(tc.patterns))
@@ -135,8 +147,33 @@ func TestSetErrors(t *testing.T) {
 		{[][2]string{{"save", "abc"}}, failed("save", "Invalid save parameters")},
 		{[][2]string{{"save", "900"}}, failed("save", "Invalid save parameters")},
 		{[][2]string{{"save", "1 -1"}}, failed("save", "Invalid save parameters")},
-		{[][2]string{{"port", "1"}}, failed("port", "can't set immutable config")},
-		{[][2]string{{"bind", "0.0.0.0"}}, failed("bind", "can't set immutable config")},
+		{[][2]string{{"port", "65536"}}, failed("port", "argument must be between 0 and 65535 inclusive")},
+		{[][2]string{{"bind", strings.TrimSpace(strings.Repeat("a ", 17))}}, failed("bind", "Too many bind addresses specified.")},
+		{[][2]string{{"upstream-connections", "2"}}, failed("upstream-connections", "can't set immutable config")},
+		{[][2]string{{"maxmemory-clients", "101%"}}, failed("maxmemory-clients", "percentage argument must be less or equal to 100")},
+		{[][2]string{{"maxmemory-clients", "x%"}}, failed("maxmemory-clients", "argument must be a memory or percent value")},
+		{[][2]string{{"unixsocketperm", "777"}}, failed("unixsocketperm", "can't set immutable config")},
+		{[][2]string{{"slaveof", "no one"}}, failed("slaveof", "can't set immutable config")},
+		{[][2]string{{"shutdown-on-sigint", "save nosave"}},
+			failed("shutdown-on-sigint", "shutdown options SAVE and NOSAVE can't be used simultaneously")},
+		{[][2]string{{"shutdown-on-sigint", ""}},
+			failed("shutdown-on-sigint", "argument(s) must be one of the following: default, save, nosave, now, force")},
+		{[][2]string{{"oom-score-adj-values", "1 2"}}, failed("oom-score-adj-values", "wrong number of arguments")},
+		{[][2]string{{"oom-score-adj-values", "1 2 2001"}},
+			failed("oom-score-adj-values", "Invalid oom-score-adj-values, elements must be between -2000 and 2000.")},
+		{[][2]string{{"latency-tracking-info-percentiles", "50 101"}},
+			failed("latency-tracking-info-percentiles", "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")},
+		{[][2]string{{"latency-tracking-info-percentiles", "50 x"}},
+			failed("latency-tracking-info-percentiles", "Invalid latency-tracking-info-percentiles parameters")},
+		{[][2]string{{"proc-title-template", "{nosuch}"}},
+			failed("proc-title-template", "template format is invalid or contains unknown variables")},
+		{[][2]string{{"proc-title-template", "{title} {server-mode}"}},
+			failed("proc-title-template", "template format is invalid or contains unknown variables")},
+		{[][2]string{{"cluster-announce-hostname", "a_b"}},
+			failed("cluster-announce-hostname", "Hostnames may only contain alphanumeric characters, hyphens or dots")},
+		{[][2]string{{"save", "1  0"}}, failed("save", "Invalid save parameters")},
+		{[][2]string{{"maxmemory", "10"}, {"maxmemory-clients", "200%"}, {"client-query-buffer-limit", "invalid"}},
+			failed("maxmemory-clients", "percentage argument must be less or equal to 100")},
 		{[][2]string{{"databases", "3"}}, failed("databases", "can't set immutable config")},
 		{[][2]string{{"upstream", "redis://h:1"}}, failed("upstream", "can't set immutable config")},
 		{[][2]string{{"logfile", "/tmp/x"}}, failed("logfile", "can't set immutable config")},
@@ -149,7 +186,8 @@ func TestSetErrors(t *testing.T) {
 		{[][2]string{{"maxmemory", "1"}, {"maxmemory", "2"}}, failed("maxmemory", "duplicate parameter")},
 		{[][2]string{{"maxmemory", "abc"}, {"maxmemory", "1mb"}}, failed("maxmemory", "duplicate parameter")},
 		{[][2]string{{"maxmemory", "1mb"}, {"MAXMEMORY", "1mb"}}, failed("MAXMEMORY", "duplicate parameter")},
-		{[][2]string{{"MaxMemory", "x"}}, failed("MaxMemory", "argument must be a memory value")},
+		{[][2]string{{"MaxMemory", "x"}}, failed("maxmemory", "argument must be a memory value")}, // the setting's name
+		{[][2]string{{"SLAVE-read-only", "x"}}, failed("slave-read-only", "argument must be 'yes' or 'no'")},
 		{[][2]string{{"maxmemory", "1mb"}, {"hz", "x"}}, failed("hz", "argument couldn't be parsed into an integer")},
 		{nil, "ERR wrong number of arguments for 'config|set' command"},
 	}
@@ -187,7 +225,22 @@ func TestSet(t *testing.T) {
 		{[][2]string{{"notify-keyspace-events", "nd$"}}, map[string]string{"notify-keyspace-events": "$dn"}},
 		{[][2]string{{"notify-keyspace-events", "mK"}}, map[string]string{"notify-keyspace-events": "Km"}},
 		{[][2]string{{"save", "900 1 300 10"}}, map[string]string{"save": "900 1 300 10"}},
-		{[][2]string{{"save", "1  0"}}, map[string]string{"save": "1 0"}},
+		{[][2]string{{"save", "1 0"}}, map[string]string{"save": "1 0"}},
+		{[][2]string{{"port", "7000"}, {"bind", "* -::*"}}, map[string]string{"port": "7000", "bind": "* -::*"}},
+		{[][2]string{{"bind", ""}}, map[string]string{"bind": ""}},
+		{[][2]string{{"maxmemory-clients", "5%"}}, map[string]string{"maxmemory-clients": "5%"}},
+		{[][2]string{{"maxmemory-clients", "18446744073709551615"}}, map[string]string{"maxmemory-clients": "1%"}},
+		{[][2]string{{"maxmemory-clients", "1kb"}}, map[string]string{"maxmemory-clients": "1024"}},
+		{[][2]string{{"oom-score-adj", "relative"}}, map[string]string{"oom-score-adj": "yes"}},
+		{[][2]string{{"shutdown-on-sigint", "now save"}}, map[string]string{"shutdown-on-sigint": "save now"}},
+		{[][2]string{{"shutdown-on-sigterm", "default NOW"}}, map[string]string{"shutdown-on-sigterm": "now"}},
+		{[][2]string{{"latency-tracking-info-percentiles", "50 99.90 1e2"}},
+			map[string]string{"latency-tracking-info-percentiles": "50 99.9 100"}},
+		{[][2]string{{"latency-tracking-info-percentiles", ""}}, map[string]string{"latency-tracking-info-percentiles": ""}},
+		{[][2]string{{"upstream-connections", "1"}, {"upstream", ""}}, map[string]string{"upstream-connections": "1"}},
+		{[][2]string{{"list-compress-depth", "2"}, {"repl-ping-slave-period", "5"}, {"key-load-delay", "-1"}},
+			map[string]string{"list-compress-depth": "2", "repl-ping-replica-period": "5"}},
+		{[][2]string{{"proc-title-template", "{{x {port}"}}, map[string]string{"proc-title-template": "{{x {port}"}},
 		{[][2]string{{"save", ""}}, map[string]string{"save": ""}},
 		{[][2]string{{"requirepass", "a b"}}, map[string]string{"requirepass": "a b"}},
 		{[][2]string{{"activedefrag", "no"}}, map[string]string{"activedefrag": "no"}},

@@ -24,6 +24,9 @@ var (
 	errNotify         = errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
 	errDBFilenamePath = errors.New("dbfilename can't be a path, just a filename")
 	errEmptyDir       = errors.New("dir can't be empty")
+	errNotOctal       = errors.New("argument couldn't be parsed as an octal number")
+
+	errNotMemoryOrPercent = errors.New("argument must be a memory or percent value")
 )
 
 func errRange(lo, hi string) error {
@@ -171,42 +174,197 @@ func canonicalNotify(s string) (string, error) {
 	return string(b), nil
 }
 
-// parseSave validates save parameters: pairs of seconds (>= 1) and changes
-// (>= 0). No arguments, or one empty argument, means no snapshots.
-func parseSave(args []string) ([]string, error) {
-	if len(args) == 0 || (len(args) == 1 && args[0] == "") {
-		return nil, nil
+// parseSave validates save parameters as Redis does: pairs of seconds
+// (>= 1) and changes (>= 0), each parsed as strtoll to its end. No
+// arguments, or one empty argument, means no snapshots.
+func parseSave(args []string) ([]string, string, error) {
+	if len(args) == 1 && args[0] == "" {
+		args = nil
 	}
 	if len(args)%2 != 0 {
-		return nil, errSave
+		return nil, "", errSave
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		v, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || (i%2 == 0 && v < 1) || (i%2 == 1 && v < 0) {
-			return nil, errSave
+		v, n, _ := cstr.Strtoll(a, 10)
+		if n != len(a) || (i%2 == 0 && v < 1) || (i%2 == 1 && v < 0) {
+			return nil, "", errSave
+		}
+		if i%2 == 1 {
+			v = int64(int32(v)) // changes are a C int
 		}
 		out[i] = strconv.FormatInt(v, 10)
 	}
-	return out, nil
+	return out, strings.Join(out, " "), nil
 }
 
 // maxBindAddrs is Redis's CONFIG_BINDADDR_MAX.
 const maxBindAddrs = 16
 
-func parseBind(args []string) ([]string, error) {
-	if len(args) == 0 {
-		return nil, errWrongArgs
-	}
+// parseBind takes up to 16 addresses; one empty argument (or none) means
+// no address at all. Whether an address can be bound is found when
+// listening.
+func parseBind(args []string) ([]string, string, error) {
 	if len(args) > maxBindAddrs {
-		return nil, errTooManyBind
+		return nil, "", errTooManyBind
 	}
-	for _, a := range args {
-		if a == "" {
-			return nil, errors.New("bind address can't be empty")
+	if len(args) == 1 && args[0] == "" {
+		args = nil
+	}
+	list := append([]string{}, args...)
+	return list, strings.Join(list, " "), nil
+}
+
+// parseReplicaOf takes `<host> <port>` or `no one`. Spillway is never a
+// replica, so only `no one` (the default) is accepted.
+func parseReplicaOf(args []string) ([]string, string, error) {
+	if len(args) != 2 {
+		return nil, "", errWrongArgs
+	}
+	if strings.EqualFold(args[0], "no") && strings.EqualFold(args[1], "one") {
+		return nil, "", nil
+	}
+	if p, n, _ := cstr.Strtoll(args[1], 10); n != len(args[1]) || p < 0 || p > 65535 {
+		return nil, "", errors.New("Invalid master port")
+	}
+	return nil, "", errors.New("Spillway does not replicate: replicaof must be 'no one'")
+}
+
+// parseOOMValues takes three oom_score_adj values between -2000 and 2000.
+func parseOOMValues(args []string) ([]string, string, error) {
+	if len(args) != 3 {
+		return nil, "", errWrongArgs
+	}
+	out := make([]string, 3)
+	for i, a := range args {
+		v, n, _ := cstr.Strtoll(a, 10)
+		if n != len(a) || v < -2000 || v > 2000 {
+			return nil, "", errors.New("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+		}
+		out[i] = strconv.FormatInt(v, 10)
+	}
+	return out, strings.Join(out, " "), nil
+}
+
+// parsePercentiles takes latency-tracking-info-percentiles: numbers
+// (string2d) between 0 and 100, shown as %f without trailing zeros.
+func parsePercentiles(args []string) ([]string, string, error) {
+	if len(args) == 1 && args[0] == "" {
+		args = nil
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		f, ok := cstr.ParseFloat(a)
+		if !ok {
+			return nil, "", errors.New("Invalid latency-tracking-info-percentiles parameters")
+		}
+		if f > 100 || f < 0 {
+			return nil, "", errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+		}
+		t := strconv.FormatFloat(f, 'f', 6, 64)
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+		out[i] = t
+	}
+	return out, strings.Join(out, " "), nil
+}
+
+// checkOOMAdj folds oom-score-adj's "relative" into "yes", its synonym,
+// which CONFIG GET reports.
+func checkOOMAdj(v *value) error {
+	if v.text == "relative" {
+		v.n, v.text = 1, "yes"
+	}
+	return nil
+}
+
+// checkShutdownFlags refuses shutdown-on-sig* holding both save (bit 0)
+// and nosave (bit 1).
+func checkShutdownFlags(v *value) error {
+	if v.n&3 == 3 {
+		return errors.New("shutdown options SAVE and NOSAVE can't be used simultaneously")
+	}
+	return nil
+}
+
+func checkAOFFilename(v *value) error {
+	switch {
+	case v.s == "":
+		return errors.New("appendfilename can't be empty")
+	case strings.ContainsRune(v.s, '/'):
+		return errors.New("appendfilename can't be a path, just a filename")
+	}
+	return nil
+}
+
+func checkAOFDirname(v *value) error {
+	switch {
+	case v.s == "":
+		return errors.New("appenddirname can't be empty")
+	case strings.ContainsRune(v.s, '/'):
+		return errors.New("appenddirname can't be a path, just a dirname")
+	}
+	return nil
+}
+
+// checkHostname is Redis's cluster-announce-hostname check: fewer than
+// 256 bytes of letters, digits, hyphens and dots.
+func checkHostname(v *value) error {
+	if len(v.s) >= 256 {
+		return errors.New("Hostnames must be less than 256 characters")
+	}
+	for i := 0; i < len(v.s); i++ {
+		c := v.s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return errors.New("Hostnames may only contain alphanumeric characters, hyphens or dots")
 		}
 	}
-	return append([]string(nil), args...), nil
+	return nil
+}
+
+// procTitleVars are the variables proc-title-template may use; the value
+// is whether the variable can expand to something other than blanks.
+var procTitleVars = map[string]bool{
+	"title": false, "listen-addr": true, "server-mode": false, "config-file": true,
+	"port": true, "tls-port": true, "unixsocket": false,
+}
+
+// checkProcTitle validates proc-title-template as Redis does: every {var}
+// known ("{{" is a literal brace), and the expansion not empty once blanks
+// are trimmed (the title and server mode count as empty).
+func checkProcTitle(v *value) error {
+	bad := errors.New("template format is invalid or contains unknown variables")
+	t, nonEmpty := v.s, false
+	for t != "" {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			nonEmpty = nonEmpty || strings.Trim(t, " ") != ""
+			break
+		}
+		nonEmpty = nonEmpty || strings.Trim(t[:i], " ") != ""
+		t = t[i+1:]
+		switch {
+		case t == "":
+			return bad
+		case t[0] == '{':
+			nonEmpty = true
+			t = t[1:]
+			continue
+		}
+		j := strings.IndexByte(t, '}')
+		if j < 0 {
+			return bad
+		}
+		expands, ok := procTitleVars[t[:j]]
+		if !ok {
+			return bad
+		}
+		nonEmpty = nonEmpty || expands
+		t = t[j+1:]
+	}
+	if !nonEmpty {
+		return bad
+	}
+	return nil
 }
 
 // Upstream is a parsed upstream URL.

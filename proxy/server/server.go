@@ -9,8 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spillway/spillway/proxy/config"
@@ -50,7 +54,10 @@ type Server struct {
 	pubsub *pubsub.Hub
 
 	mu        sync.Mutex
-	listeners []net.Listener
+	listeners []boundListener // guarded by mu, like boundPort and serving
+	boundPort int
+	serving   bool
+	accepting sync.WaitGroup // accept loops
 	clients   map[int64]*Client
 	nextID    atomic.Int64
 	closing   atomic.Bool
@@ -113,22 +120,157 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 // libraries) from the store; call it before Serve.
 func (s *Server) LoadState() error { return s.loadFunctions() }
 
-// Listen binds every configured address on the configured port.
+// Listen binds every configured address (bind) on the configured port,
+// and registers the CONFIG SET port/bind apply hook that rebinds them. An
+// address prefixed with '-' is skipped if it is not available, one of an
+// address family the system lacks always is, as in Redis; not listening
+// anywhere is an error.
 func (s *Server) Listen() error {
 	port := s.cfg.Port()
-	for _, addr := range s.cfg.Bind() {
-		ln, err := net.Listen("tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
-		if err != nil {
-			s.closeListeners()
-			return fmt.Errorf("proxy: listen on %s:%d: %w", addr, port, err)
-		}
-		s.listeners = append(s.listeners, ln)
+	lns, err := listenAll(s.cfg.Bind(), port, nil)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
+	if len(lns) == 0 {
+		return errors.New("proxy: configured to not listen anywhere")
+	}
+	s.mu.Lock()
+	s.listeners, s.boundPort = lns, port
+	s.mu.Unlock()
+	return s.cfg.RegisterApply(s.rebind, "port", "bind")
+}
+
+// boundListener is a listener and the bind address it was opened for.
+type boundListener struct {
+	net.Listener
+	spec string // as in bind, '-' included
+}
+
+// listenAll listens on every address of specs at port, taking a listener
+// of keep already bound to the same address instead of binding it again.
+// On failure it closes what it opened (never a listener of keep) and
+// returns the error.
+func listenAll(specs []string, port int, keep []boundListener) ([]boundListener, error) {
+	var out []boundListener
+	fail := func(err error) ([]boundListener, error) {
+		for _, l := range out {
+			if !slices.Contains(keep, l) {
+				l.Close()
+			}
+		}
+		return nil, err
+	}
+next:
+	for _, spec := range specs {
+		for _, l := range keep {
+			if l.spec == spec {
+				out = append(out, l)
+				continue next
+			}
+		}
+		addr, optional := strings.CutPrefix(spec, "-")
+		network, host := "tcp4", addr
+		switch {
+		case addr == "*":
+			host = "0.0.0.0"
+		case addr == "::*":
+			network, host = "tcp6", "::"
+		case strings.Contains(addr, ":"):
+			network = "tcp6"
+		}
+		if host == "" {
+			return fail(fmt.Errorf("listen on %q: empty address", spec))
+		}
+		ln, err := net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+		switch {
+		case err == nil:
+			out = append(out, boundListener{ln, spec})
+		case optional && errors.Is(err, syscall.EADDRNOTAVAIL),
+			errors.Is(err, syscall.EAFNOSUPPORT), errors.Is(err, syscall.EPROTONOSUPPORT):
+			// skipped, as Redis skips them
+		default:
+			return fail(fmt.Errorf("listen on %s port %d: %w", addr, port, err))
+		}
+	}
+	return out, nil
+}
+
+// rebind is the CONFIG SET port/bind apply hook. It binds the configured
+// addresses first (keeping the listeners of addresses already bound on the
+// same port), then closes the listeners no longer wanted; if an address
+// cannot be bound the old listeners stay and the error is Redis's reason.
+// A new address overlapping an old one on the same port (127.0.0.1 and *)
+// is bound after closing the old listeners, which are bound again if that
+// fails. Port 0 closes every listener, as in Redis.
+func (s *Server) rebind() error {
+	port, specs := s.cfg.Port(), s.cfg.Bind()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return nil
+	}
+	var keep []boundListener
+	if port == s.boundPort {
+		keep = s.listeners
+	}
+	var next []boundListener
+	var err error
+	if port != 0 {
+		next, err = listenAll(specs, port, keep)
+	}
+	if err != nil && keep != nil && errors.Is(err, syscall.EADDRINUSE) {
+		var stay, stale []string
+		for _, l := range keep {
+			if slices.Contains(specs, l.spec) {
+				stay = append(stay, l.spec)
+			} else {
+				stale = append(stale, l.spec)
+			}
+		}
+		s.setListeners(keep, stay, port)
+		if next, err = listenAll(specs, port, s.listeners); err != nil {
+			back, _ := listenAll(stale, port, nil)
+			s.setListeners(append(s.listeners, back...), append(stay, stale...), port)
+		}
+	}
+	if err != nil {
+		s.log.Warn("CONFIG SET: could not listen", "err", err)
+		if port != s.boundPort {
+			return errors.New("Unable to listen on this port. Check server logs.")
+		}
+		return errors.New("Failed to bind to specified addresses.")
+	}
+	s.setListeners(next, specs, port)
 	return nil
+}
+
+// setListeners makes the listeners of lns whose address is in specs the
+// server's: it closes the current ones that are not among them and starts
+// accept loops on the new ones. s.mu is held.
+func (s *Server) setListeners(lns []boundListener, specs []string, port int) {
+	var next []boundListener
+	for _, l := range lns {
+		if slices.Contains(specs, l.spec) && !slices.Contains(next, l) {
+			next = append(next, l)
+		}
+	}
+	for _, l := range s.listeners {
+		if !slices.Contains(next, l) {
+			l.Close()
+		}
+	}
+	for _, l := range next {
+		if s.serving && !slices.Contains(s.listeners, l) {
+			s.startAccept(l)
+		}
+	}
+	s.listeners, s.boundPort = next, port
 }
 
 // Addrs returns the bound addresses.
 func (s *Server) Addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []string
 	for _, ln := range s.listeners {
 		out = append(out, ln.Addr().String())
@@ -136,17 +278,27 @@ func (s *Server) Addrs() []string {
 	return out
 }
 
-// Serve accepts connections until Close. It returns after all listeners stop.
+// Serve accepts connections until Close, on the listeners bound then and
+// on those CONFIG SET port/bind binds later. It returns after Close, once
+// every accept loop has stopped.
 func (s *Server) Serve() {
-	var wg sync.WaitGroup
-	for _, ln := range s.listeners {
-		wg.Add(1)
-		go func(ln net.Listener) {
-			defer wg.Done()
-			s.acceptLoop(ln)
-		}(ln)
+	s.mu.Lock()
+	s.serving = true
+	for _, l := range s.listeners {
+		s.startAccept(l)
 	}
-	wg.Wait()
+	s.mu.Unlock()
+	<-s.done
+	s.accepting.Wait()
+}
+
+// startAccept runs an accept loop on l; s.mu is held.
+func (s *Server) startAccept(l net.Listener) {
+	s.accepting.Add(1)
+	go func() {
+		defer s.accepting.Done()
+		s.acceptLoop(l)
+	}()
 }
 
 func (s *Server) acceptLoop(ln net.Listener) {
@@ -185,9 +337,11 @@ func (s *Server) acceptLoop(ln net.Listener) {
 }
 
 func (s *Server) closeListeners() {
+	s.mu.Lock()
 	for _, ln := range s.listeners {
 		ln.Close()
 	}
+	s.mu.Unlock()
 }
 
 // ShutdownRequested is closed when a client sends SHUTDOWN.
@@ -204,6 +358,7 @@ func (s *Server) Close() {
 		return
 	}
 	s.closeListeners()
+	close(s.done)
 	s.mu.Lock()
 	for _, c := range s.clients {
 		c.nc.Close()
