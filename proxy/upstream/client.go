@@ -287,7 +287,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 		c.upPassthroughCmd(cmd, args)
 	case c.inMulti:
 		c.upQueue(cmd, args)
-	case cmd.Is(cmdtable.FlagBlocking):
+	case cmd.Is(cmdtable.FlagBlocking) || c.f.scripts[cmd]:
 		c.upBlocking(cmd, args)
 	default:
 		c.upForward(cmd, args)

@@ -68,10 +68,19 @@ type Front struct {
 	blockedMu sync.Mutex
 	blocked   map[int64]*link.Conn
 
+	// scripts are the commands that run a script upstream. They go on a
+	// dedicated connection, as blocking commands do: a script runs as
+	// long as it likes, and on a shared connection every client behind
+	// it would wait with it, SCRIPT KILL included (Redis reads nothing
+	// from a connection whose script is running), instead of getting
+	// BUSY as Redis's other clients do.
+	scripts map[*cmdtable.Command]bool
+
 	// local holds the commands Spillway answers itself (localTable).
 	local map[*cmdtable.Command]localHandler
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
+	configSet, configResetStat                  server.Handler
 }
 
 // Options configure upstream mode.
@@ -94,6 +103,10 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f := &Front{srv: srv, engine: opts.Engine, cfg: opts.Config, log: opts.Logger,
 		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}, blocked: map[int64]*link.Conn{}}
 	f.local = f.localTable()
+	f.scripts = map[*cmdtable.Command]bool{}
+	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
+		f.scripts[cmdtable.LookupFullName([]byte(name))] = true
+	}
 	n := f.engine.Databases()
 	if opts.Target.DB >= n {
 		return nil, fmt.Errorf("upstream db %d is out of range (databases %d)", opts.Target.DB, n)

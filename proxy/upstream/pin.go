@@ -79,8 +79,8 @@ func (c *client) upQueue(cmd *cmdtable.Command, args [][]byte) {
 	c.enqueue(args)
 }
 
-// upBlocking runs a blocking command on a dedicated connection, its keys
-// reloaded and protected while it waits. A client that disconnects while
+// upBlocking runs a blocking command, or a script (Front.scripts), on a
+// dedicated connection, its keys reloaded and protected while it waits. A client that disconnects while
 // blocked has its upstream connection closed, so the upstream stops
 // waiting for it too.
 func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {

@@ -47,6 +47,11 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	for _, name := range []string{"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
 		delete(t, lookup(name))
 	}
+	f.configSet = f.srv.Handler(lookup("config|set"))
+	f.configResetStat = f.srv.Handler(lookup("config|resetstat"))
+	local("config|set", upConfigSet)
+	local("config|get", upConfigGet)
+	local("config|resetstat", upConfigResetStat)
 	f.clientUnblock = f.srv.Handler(lookup("client|unblock"))
 	local("client|unblock", upClientUnblock)
 	f.hello = f.srv.Handler(lookup("hello"))
