@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/integration/harness"
+)
+
+// configGet returns CONFIG GET name's value on c (RESP2), "" if absent.
+func configGet(t *testing.T, c *harness.Conn, name string) string {
+	t.Helper()
+	r := c.Do("CONFIG", "GET", name)
+	if r.Type != '*' {
+		t.Fatalf("CONFIG GET %s = %s", name, r.String())
+	}
+	for i := 0; i+1 < len(r.Elems); i += 2 {
+		if r.Elems[i].Str == name {
+			return r.Elems[i+1].Str
+		}
+	}
+	return ""
+}
+
+// TestUpstreamConfig: CONFIG SET through upstream-mode Spillway reaches
+// the upstream for the settings it acts on, and stays in Spillway for
+// Spillway's own (maxmemory is Spillway's budget of the upstream's
+// memory); CONFIG GET reads each from where it applies; a value Redis
+// refuses changes nothing anywhere.
+func TestUpstreamConfig(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	c := utDial(t, sp.Addr(), 10*time.Second)
+	uc := utDial(t, up.Addr(), 10*time.Second)
+
+	if r := c.Do("CONFIG", "SET", "notify-keyspace-events", "KEA", "maxmemory", "100mb", "hash-max-listpack-entries", "77"); r.Str != "OK" {
+		t.Fatalf("CONFIG SET = %s", r.String())
+	}
+	for _, tc := range []struct{ name, spillway, upstream string }{
+		{"notify-keyspace-events", "AKE", "AKE"},
+		{"hash-max-listpack-entries", "77", "77"},
+		{"maxmemory", "104857600", "0"},
+	} {
+		if got := configGet(t, c, tc.name); got != tc.spillway {
+			t.Errorf("CONFIG GET %s through Spillway = %q; want %q", tc.name, got, tc.spillway)
+		}
+		if got := configGet(t, uc, tc.name); got != tc.upstream {
+			t.Errorf("CONFIG GET %s on the upstream = %q; want %q", tc.name, got, tc.upstream)
+		}
+	}
+	// A refused value: Redis's error, and neither side changed.
+	r := c.Do("CONFIG", "SET", "hash-max-listpack-entries", "5", "maxmemory-policy", "sometimes")
+	if !r.IsError() || !strings.Contains(r.Str, "maxmemory-policy") {
+		t.Fatalf("CONFIG SET of an invalid policy = %s; want Redis's error", r.String())
+	}
+	if got := configGet(t, uc, "hash-max-listpack-entries"); got != "77" {
+		t.Errorf("after the refused CONFIG SET the upstream has hash-max-listpack-entries %q; want 77", got)
+	}
+	// The keyspace events are the upstream's: a subscriber through
+	// Spillway gets them.
+	sub := utDial(t, sp.Addr(), 10*time.Second)
+	if r := sub.Do("SUBSCRIBE", "__keyevent@0__:set"); r.Type != '*' {
+		t.Fatalf("SUBSCRIBE = %s", r.String())
+	}
+	c.Do("SET", "cfg:key", "v")
+	if r := sub.Read(); len(r.Elems) != 3 || r.Elems[2].Str != "cfg:key" {
+		t.Fatalf("keyspace event through Spillway = %s; want the SET of cfg:key", r.String())
+	}
+}
+
+// TestUpstreamBusyScript: a script running upstream does not hold the
+// other clients' commands behind it: they get BUSY as Redis's clients do,
+// and SCRIPT KILL through Spillway ends it.
+func TestUpstreamBusyScript(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	c := utDial(t, sp.Addr(), 20*time.Second)
+	if r := c.Do("CONFIG", "SET", "busy-reply-threshold", "50"); r.Str != "OK" {
+		t.Fatalf("CONFIG SET busy-reply-threshold = %s", r.String())
+	}
+	busy := utDial(t, sp.Addr(), 20*time.Second)
+	if err := busy.Send("EVAL", "while true do end", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := c.Do("GET", "busy:key")
+		if r.IsError() && strings.HasPrefix(r.Str, "BUSY ") {
+			break
+		}
+		if r.Err != nil || time.Now().After(deadline) {
+			t.Fatalf("GET while a script runs upstream = %s; want BUSY", r.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := c.Do("SCRIPT", "KILL"); r.Str != "OK" {
+		t.Fatalf("SCRIPT KILL = %s", r.String())
+	}
+	if r := busy.Read(); !r.IsError() || !strings.Contains(r.Str, "Script killed by user with SCRIPT KILL") {
+		t.Fatalf("the killed script's reply = %s", r.String())
+	}
+	if r := c.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING after the kill = %s", r.String())
+	}
+}
