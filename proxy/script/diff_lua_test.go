@@ -151,6 +151,14 @@ func TestDiffLimits(t *testing.T) {
 		"return {unpack({1,2,3}, '2', '3')}",
 		"return {unpack({1,2,3}, 'x')}",
 		"return {unpack({1,2,3}, 2.7)}",
+		// string.dump works; loading its binary chunk does not.
+		"return loadstring(string.dump(function() return 1 end))()",
+		"return {loadstring(string.dump(function() return 1 end))}",
+		"local a, b = loadstring(string.dump(function(x) return x + 1 end)) return tostring(b)",
+		"return string.sub(string.dump(function() return 1 end), 1, 12)",
+		"return string.dump()",
+		"return string.dump(1)",
+		"return string.dump(tostring)",
 	}
 	for _, s := range scripts {
 		d.run(diffCase{name: s, steps: []step{ev(s)}})
