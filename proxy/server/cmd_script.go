@@ -187,7 +187,8 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 // busyCheck is run before a command while a script may be running: it
 // waits for the script to end, at most until busy-reply-threshold after it
 // started, and then rejects the command with BUSY unless Redis allows it
-// during a busy script. It reports whether the command may run.
+// during a busy script (EXEC then aborts the transaction, as in Redis). It
+// reports whether the command may run.
 func (c *Client) busyCheck(cmd *cmdtable.Command) bool {
 	since, function, ok := c.s.scripts.Busy()
 	if !ok || cmd.Is(cmdtable.FlagAllowBusy) {
@@ -197,10 +198,14 @@ func (c *Client) busyCheck(cmd *cmdtable.Command) bool {
 	if c.s.scripts.WaitIdle(since.Add(limit)) {
 		return true
 	}
+	msg := "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	if function {
-		c.rejectInMulti("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
+		msg = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	}
+	if cmd.Name == "exec" {
+		c.abortExec(msg)
 	} else {
-		c.rejectInMulti("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		c.rejectInMulti(msg)
 	}
 	return false
 }

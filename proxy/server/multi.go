@@ -32,6 +32,10 @@ type multiState struct {
 	// watched are the client's WATCHed keys; dirty: one was modified.
 	watched []*watchedKey
 	dirty   bool
+	// unwatchPending: an EXEC refused during a busy script dropped the
+	// WATCHes, but the registry (under the engine's lock, which the script
+	// holds) still lists them; the next WATCH or EXEC removes them first.
+	unwatchPending bool
 }
 
 // queuedCommand is a command MULTI queued (arguments copied).
@@ -186,6 +190,17 @@ func (c *Client) rejectInMulti(msg string) {
 	c.err(msg)
 }
 
+// abortExec refuses EXEC as Redis's rejectCommand does (execCommandAbort):
+// whether or not MULTI is open, the reply is EXECABORT with the reason, and
+// the transaction and WATCHes are dropped. It takes no lock: while a busy
+// script holds the engine's lock, the registry's entries are removed later
+// (unwatchPending).
+func (c *Client) abortExec(reason string) {
+	c.discardMulti()
+	c.dropWatches()
+	c.err("EXECABORT Transaction discarded because of: " + reason)
+}
+
 // failMulti fails the open transaction (if any) after a rejected command.
 func (c *Client) failMulti() {
 	if c.multi.active {
@@ -210,7 +225,7 @@ func cmdDiscard(x *Ctx, _ [][]byte) error {
 		return resp.Err("ERR DISCARD without MULTI")
 	}
 	c.discardMulti()
-	c.unwatchAll()
+	c.dropWatches()
 	c.w.OK()
 	return nil
 }
@@ -240,6 +255,9 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 	}
 	start := c.w.Len()
 	err := c.runGroup(func(tx *tiering.Tx) error {
+		if c.multi.unwatchPending {
+			c.unwatchLocked() // WATCHed before an aborted EXEC: not this one's
+		}
 		if err := c.checkWatchedExpired(tx); err != nil {
 			return err
 		}
@@ -298,6 +316,9 @@ func cmdWatch(x *Ctx, args [][]byte) error {
 	if c.multi.active {
 		return resp.Err("ERR WATCH inside MULTI is not allowed")
 	}
+	if c.multi.unwatchPending {
+		c.unwatchAll()
+	}
 	if c.multi.dirty {
 		// No point in watching more: EXEC fails anyway.
 		c.w.OK()
@@ -334,7 +355,7 @@ func (c *Client) watching(db int, key []byte) bool {
 }
 
 func cmdUnwatch(x *Ctx, _ [][]byte) error {
-	x.c.unwatchAll()
+	x.c.dropWatches()
 	x.W.OK()
 	return nil
 }
@@ -358,9 +379,21 @@ func (c *Client) unwatchAll() {
 	})
 }
 
+// dropWatches is unwatchAll for DISCARD, UNWATCH and a refused EXEC,
+// which Redis serves during a busy script: while a script holds the
+// engine's lock, the WATCHes are dropped at once and the registry's
+// entries removed by the client's next WATCH or EXEC (unwatchPending).
+func (c *Client) dropWatches() {
+	if _, _, busy := c.s.scripts.Busy(); busy && len(c.multi.watched) > 0 {
+		c.multi.unwatchPending = true
+		return
+	}
+	c.unwatchAll()
+}
+
 // unwatchLocked is unwatchAll for a caller that holds the engine's lock.
 func (c *Client) unwatchLocked() {
-	c.multi.dirty = false
+	c.multi.dirty, c.multi.unwatchPending = false, false
 	reg := &c.s.watches
 	for _, wk := range c.multi.watched {
 		id := watchKey{wk.db, wk.key}
