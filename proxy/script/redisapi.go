@@ -172,10 +172,27 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	if cmd.Is(cmdtable.FlagNoScript) {
 		return nil, "This Redis command is not allowed from script"
 	}
-	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
+	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
+	// may-replicate command either (PUBLISH, ...), so that it can run
+	// during CLIENT PAUSE WRITE.
+	if rc.readOnly && (cmd.Is(cmdtable.FlagWrite) || mayReplicate(cmd)) {
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
 	return cmd, ""
+}
+
+// mayReplicate reports Redis's CMD_MAY_REPLICATE. COMMAND hides that flag
+// (so the generated table lacks it); the commands a script can call that
+// carry it are PUBLISH, SPUBLISH and PFCOUNT (src/commands/*.json).
+func mayReplicate(cmd *cmdtable.Command) bool {
+	if cmd.Is(cmdtable.FlagMayReplicate) {
+		return true
+	}
+	switch cmd.Name {
+	case "publish", "spublish", "pfcount":
+		return true
+	}
+	return false
 }
 
 // redisLog is redis.log(level, message...).
