@@ -308,6 +308,8 @@ func TestDiffFunctions(t *testing.T) {
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('a','b','c')"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('f-x', function() end)"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('', function() end)"},
+			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('test\\0test', function() end)"},
+			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{function_name='a\\0', callback=function() end}"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('f', function() end) redis.register_function('f', function() end)"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('x', 1)"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function({})"},
