@@ -169,13 +169,17 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	if !cmd.ArityOK(len(args)) {
 		return nil, "Wrong number of args calling Redis command from script"
 	}
+	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
+	// may-replicate command (PUBLISH, ...) any more than a write, so that
+	// it can run during CLIENT PAUSE WRITE. (No such command is noscript,
+	// so checking before that flag changes no error.)
+	if rc.readOnly && mayReplicate(cmd) {
+		return nil, "Write commands are not allowed from read-only scripts."
+	}
 	if cmd.Is(cmdtable.FlagNoScript) {
 		return nil, "This Redis command is not allowed from script"
 	}
-	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
-	// may-replicate command either (PUBLISH, ...), so that it can run
-	// during CLIENT PAUSE WRITE.
-	if rc.readOnly && (cmd.Is(cmdtable.FlagWrite) || mayReplicate(cmd)) {
+	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
 	return cmd, ""
