@@ -13,6 +13,8 @@ import (
 // commands queued meanwhile get BUSY and fail the transaction, and once the
 // script is killed, or ends after running past busy-reply-threshold, the
 // server answers everything again (FLUSHALL included) instead of BUSY.
+// DISCARD, UNWATCH and RESET, which Redis serves during a busy script, do
+// not wait for it.
 
 // busyVariant is a way to run a never-ending script and to kill it.
 type busyVariant struct {
@@ -60,7 +62,7 @@ func busyTransactions(t *testing.T, addr string, v busyVariant) []string {
 		}
 		return c
 	}
-	admin, runner, r2, r3, other := dial("2"), dial("2"), dial("2"), dial("3"), dial("2")
+	admin, runner, r2, r3, r4, other := dial("2"), dial("2"), dial("2"), dial("3"), dial("2"), dial("2")
 	rec("flushall", admin.Do("FLUSHALL"))
 	rec("threshold", admin.Do("CONFIG", "SET", "lua-time-limit", "10"))
 	for _, s := range v.setup {
@@ -71,6 +73,7 @@ func busyTransactions(t *testing.T, addr string, v busyVariant) []string {
 	rec("r2 multi", r2.Do("MULTI"))
 	rec("r2 incr", r2.Do("INCR", "xx"))
 	rec("r3 multi", r3.Do("MULTI"))
+	rec("r4 watch", r4.Do("WATCH", "xx"))
 	if err := runner.Send(v.start...); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +88,8 @@ func busyTransactions(t *testing.T, addr string, v busyVariant) []string {
 	rec("r3 exec", r3.Do("EXEC"))
 	rec("r2 multi", r2.Do("MULTI"))
 	rec("r2 discard", r2.Do("DISCARD"))
+	rec("r4 reset", r4.Do("RESET"))
+	rec("r4 unwatch", r4.Do("UNWATCH"))
 	rec("r2 multi again", r2.Do("MULTI"))
 	rec("r2 incr queued during the script", r2.Do("INCR", "xx"))
 	rec("wrong kill", admin.Do(map[string][]string{"SCRIPT": {"FUNCTION", "KILL"}, "FUNCTION": {"SCRIPT", "KILL"}}[v.kill[0]]...))
@@ -99,6 +104,9 @@ func busyTransactions(t *testing.T, addr string, v busyVariant) []string {
 	rec("r2 incr", r2.Do("INCR", "xx"))
 	rec("admin set", admin.Do("SET", "xx", "5"))
 	rec("r2 exec", r2.Do("EXEC"))
+	rec("r4 multi", r4.Do("MULTI"))
+	rec("r4 get", r4.Do("GET", "xx"))
+	rec("r4 exec", r4.Do("EXEC"))
 	rec("r3 ping", r3.Do("PING"))
 	rec("other flushall", other.Do("FLUSHALL"))
 	rec("kill with nothing running", admin.Do(v.kill...))

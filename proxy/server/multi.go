@@ -170,7 +170,9 @@ func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
 		c.rejectInMulti("ERR Command not allowed inside a transaction")
 		return
 	}
-	if !c.multi.failed && !c.multi.dirty {
+	// A dirty transaction fails anyway: no need to keep its commands (but
+	// dirty means nothing once the WATCHes are dropped, unwatchPending).
+	if !c.multi.failed && (!c.multi.dirty || c.multi.unwatchPending) {
 		q := queuedCommand{cmd: cmd, args: make([][]byte, len(args))}
 		for i, a := range args {
 			q.args[i] = append([]byte(nil), a...)
