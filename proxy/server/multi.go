@@ -32,9 +32,11 @@ type multiState struct {
 	// watched are the client's WATCHed keys; dirty: one was modified.
 	watched []*watchedKey
 	dirty   bool
-	// unwatchPending: an EXEC refused during a busy script dropped the
-	// WATCHes, but the registry (under the engine's lock, which the script
-	// holds) still lists them; the next WATCH or EXEC removes them first.
+	// unwatchPending: the WATCHes were dropped during a busy script
+	// (dropWatches: DISCARD, UNWATCH, RESET, a refused EXEC), but watched
+	// and the registry (under the engine's lock, which the script holds)
+	// still list them, and dirty may be stale; the next WATCH or EXEC
+	// removes them first.
 	unwatchPending bool
 }
 
