@@ -179,3 +179,59 @@ func compareLines(t *testing.T, want, got []string) {
 		}
 	}
 }
+
+// TestWatchDuringBusyScript: WATCH is served during a busy script (it used
+// to wait for the script's end), and the script's writes after the WATCH
+// fail the watcher's EXEC while its earlier ones do not; a FLUSHALL in the
+// script fails the watchers of keys it removed. Compared with redis-server.
+func TestWatchDuringBusyScript(t *testing.T) {
+	redisAddr := harness.StartRedis(t).Addr()
+	spwAddr := startEmbeddedHooks(t).Addr()
+	// Each script writes (so it cannot be killed), runs past the threshold
+	// until the server's clock has moved a second, then writes again.
+	const loop = `local function us(t) return tonumber(t[1]) * 1000000 + tonumber(t[2]) end
+local start = us(redis.call('TIME'))
+while us(redis.call('TIME')) - start < 1000000 do end
+`
+	run := func(addr string) []string {
+		var out []string
+		rec := func(what string, r harness.Reply) { out = append(out, what+": "+string(r.Raw)) }
+		admin, runner, other := harness.MustDial(t, addr), harness.MustDial(t, addr), harness.MustDial(t, addr)
+		var w [6]*harness.Conn
+		for i := range w {
+			w[i] = harness.MustDial(t, addr)
+		}
+		rec("flushall", admin.Do("FLUSHALL"))
+		rec("threshold", admin.Do("CONFIG", "SET", "busy-reply-threshold", "10"))
+		rec("mset", admin.Do("MSET", "a", "1", "b", "1", "c", "1"))
+		for i, body := range []string{
+			"redis.call('SET', 'w', 'x')\n" + loop + "redis.call('SET', 'b', 'y') return 'done'",
+			"redis.call('SET', 'w', 'x')\n" + loop + "redis.call('FLUSHALL') return 'done'",
+		} {
+			if err := runner.Send("EVAL", body, "0"); err != nil {
+				t.Fatal(err)
+			}
+			if err := runner.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, "busy: "+waitBusy(t, other))
+			// Written at the end, untouched, written before the WATCH.
+			keys := []string{"b", "a", "w"}
+			if i == 1 {
+				keys = []string{"c", "nosuch", "w"}
+			}
+			for j, k := range keys {
+				rec("watch "+k, w[3*i+j].Do("WATCH", k))
+			}
+			rec("the script's reply", runner.Read())
+			for j, k := range keys {
+				c := w[3*i+j]
+				c.Do("MULTI")
+				c.Do("PING")
+				rec("exec after watching "+k, c.Do("EXEC"))
+			}
+		}
+		return out
+	}
+	compareLines(t, run(redisAddr), run(spwAddr))
+}

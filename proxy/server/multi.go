@@ -64,6 +64,7 @@ type watchKey struct {
 // lock: WATCH and UNWATCH take it, and the engine's observer runs under it.
 type watchRegistry struct {
 	byKey map[watchKey][]*watchedKey
+	busy  busyWatches // WATCHes made during a busy script (cmd_script.go)
 }
 
 // initKeyEvents installs the engine observer that feeds WATCH and keyspace
@@ -82,6 +83,9 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 	if ev == tiering.KeyExpired {
 		s.notifyExpired(db, key)
 	}
+	if s.watches.busy.n.Load() > 0 {
+		s.watches.busy.touched(db, key)
+	}
 	if ws := s.watches.byKey[watchKey{db, string(key)}]; len(ws) > 0 {
 		exists := ev == tiering.KeyModified
 		for _, wk := range ws {
@@ -98,7 +102,7 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 // updateObserving turns the engine's key events on while anything needs
 // them. The caller holds the engine's lock.
 func (s *Server) updateObserving() {
-	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.notifyWantsExpired())
+	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.watches.busy.n.Load() > 0 || s.notifyWantsExpired())
 }
 
 // touchWatchedInDB applies FLUSHDB/FLUSHALL (replacedWith -1) or SWAPDB
@@ -107,6 +111,11 @@ func (s *Server) updateObserving() {
 // or in the replacing database dirties its watchers. The caller holds tx
 // (the lock) and calls it before the flush or swap.
 func (s *Server) touchWatchedInDB(tx *tiering.Tx, db, replacedWith int) error {
+	if s.watches.busy.n.Load() > 0 {
+		if err := s.watches.busy.touchedDB(tx, db, replacedWith); err != nil {
+			return err
+		}
+	}
 	for k, ws := range s.watches.byKey {
 		if k.db != db {
 			continue
@@ -326,6 +335,9 @@ func cmdWatch(x *Ctx, args [][]byte) error {
 	if c.multi.dirty {
 		// No point in watching more: EXEC fails anyway.
 		c.w.OK()
+		return nil
+	}
+	if c.watchDuringBusy(args[1:]) {
 		return nil
 	}
 	return x.View(func(tx *tiering.Tx) error {
