@@ -26,8 +26,12 @@ import (
 //     own whose database starts as the caller's (SELECT in a script does not
 //     change the caller's, as in Redis 7.0) and whose replies are captured.
 //   - Other clients wait while a script runs; once it has run for
-//     busy-reply-threshold they get BUSY instead, except for the commands
-//     Redis allows then (SCRIPT KILL, FUNCTION KILL, ...).
+//     busy-reply-threshold they get BUSY instead (EXEC gets EXECABORT and
+//     ends the transaction, a command queued in MULTI fails it), except for
+//     the commands Redis allows then (SCRIPT KILL, FUNCTION KILL, MULTI,
+//     DISCARD, WATCH, UNWATCH, RESET, ...), which must not wait for the
+//     engine's lock the script holds: WATCH is queued (busyWatches) and
+//     dropped WATCHes are removed later (dropWatches, multi.go).
 //   - FUNCTION libraries are stored with the command that changed them (in
 //     its batch) and loaded at start.
 
