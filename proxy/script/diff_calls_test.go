@@ -155,6 +155,15 @@ func TestDiffRedisCall(t *testing.T) {
 		{name: "ro pcall write", steps: []step{{"EVAL_RO", "return redis.pcall('set', 'a', 'b')", "0"}}},
 		{name: "ro shebang no-writes", steps: []step{{"EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0"}}},
 		{name: "ro shebang", steps: []step{{"EVAL_RO", "#!lua\nreturn 1", "0"}}},
+		// may-replicate commands count as writes for read-only scripts.
+		{name: "ro eval publish", steps: []step{{"EVAL_RO", "return redis.call('publish', 'ch', 'msg')", "0"}}},
+		{name: "ro pcall publish", steps: []step{{"EVAL_RO", "return redis.pcall('publish', 'ch', 'msg')", "0"}}},
+		{name: "no-writes publish", steps: []step{{"EVAL", "#!lua flags=no-writes\nreturn redis.call('publish', 'ch', 'msg')", "0"}}},
+		{name: "eval publish", steps: []step{{"EVAL", "return redis.call('publish', 'ch', 'msg')", "0"}}},
+		{name: "ro eval pfcount", steps: []step{{"PFADD", "hll", "a"}, {"EVAL_RO", "return redis.call('pfcount', KEYS[1])", "1", "hll"}}},
+		{name: "fcall_ro publish", steps: []step{
+			{"FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return redis.call('publish', 'ch', 'm') end, flags={'no-writes'}}"},
+			{"FCALL_RO", "f", "0"}, {"FCALL", "f", "0"}}},
 		{name: "shebang no-writes write", steps: []step{ev("#!lua flags=no-writes\nreturn redis.call('set','a','b')")}},
 		{name: "shebang all flags", steps: []step{ev("#!lua flags=no-writes,allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn redis.call('get','a')")}},
 		{name: "shebang errors", steps: []step{
@@ -299,6 +308,8 @@ func TestDiffFunctions(t *testing.T) {
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('a','b','c')"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('f-x', function() end)"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('', function() end)"},
+			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('test\\0test', function() end)"},
+			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{function_name='a\\0', callback=function() end}"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('f', function() end) redis.register_function('f', function() end)"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('x', 1)"},
 			{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function({})"},

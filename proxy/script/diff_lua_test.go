@@ -138,6 +138,27 @@ func TestDiffLimits(t *testing.T) {
 		"local t = {} for i = 1, 20000 do t[i] = 'v'..i end return t",
 		"return string.rep('x', 1000000)",
 		"local s = '' for i = 1, 1000 do s = s .. i end return #s",
+		// unpack refuses what does not fit C Lua's stack (it used to hang).
+		"return {unpack({1,2,3}, -2, 2147483647)}",
+		"return {unpack({1,2,3}, 0, 2147483647)}",
+		"return {unpack({1,2,3}, -2147483648, -2)}",
+		"return {unpack({1,2,3}, -1, -2)}",
+		"return {unpack({1,2,3}, 1, -1)}",
+		"return select('#', unpack({1,2,3}, 1, 7997))",
+		"return select('#', unpack({1,2,3}, 1, 7998))",
+		"local t = {} for i = 1, 7999 do t[i] = i end return select('#', unpack(t))",
+		"local t = {} for i = 1, 8000 do t[i] = i end return select('#', unpack(t))",
+		"return {unpack({1,2,3}, '2', '3')}",
+		"return {unpack({1,2,3}, 'x')}",
+		"return {unpack({1,2,3}, 2.7)}",
+		// string.dump works; loading its binary chunk does not.
+		"return loadstring(string.dump(function() return 1 end))()",
+		"return {loadstring(string.dump(function() return 1 end))}",
+		"local a, b = loadstring(string.dump(function(x) return x + 1 end)) return tostring(b)",
+		"return string.sub(string.dump(function() return 1 end), 1, 12)",
+		"return string.dump()",
+		"return string.dump(1)",
+		"return string.dump(tostring)",
 	}
 	for _, s := range scripts {
 		d.run(diffCase{name: s, steps: []step{ev(s)}})

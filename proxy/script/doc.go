@@ -50,6 +50,10 @@
 //     and ignored).
 //   - x % 0 is nan, not -nan; C Lua's C-call depth limit (200 nested pcall
 //     or metamethod calls, "C stack overflow") is not enforced.
+//   - string.dump returns a chunk in C Lua 5.1's layout but with
+//     gopher-lua's instructions, so its bytes differ from Redis's; as in
+//     Redis, loadstring refuses it either way (binary chunks are parsed as
+//     source text and fail).
 //   - A coroutine left suspended by one script or FCALL (kept in a library's
 //     upvalue) cannot be resumed by a later one: each run has its own
 //     cancellation context, which its coroutines inherit.

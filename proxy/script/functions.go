@@ -311,7 +311,7 @@ func (v *luaVM) registerFunction(L *lua.LState) int {
 			raiseError(L, "redis.register_function must get a callback argument")
 		}
 	}
-	if !validName(cstr.CString(f.name)) {
+	if !validName(f.name) { // the whole Lua string, NUL bytes included (luaGetStringSds)
 		raiseError(L, errLibName)
 	}
 	if ld.lib.funcs[f.name] != nil {

@@ -169,6 +169,13 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	if !cmd.ArityOK(len(args)) {
 		return nil, "Wrong number of args calling Redis command from script"
 	}
+	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
+	// may-replicate command (PUBLISH, ...) any more than a write, so that
+	// it can run during CLIENT PAUSE WRITE. (No such command is noscript,
+	// so checking before that flag changes no error.)
+	if rc.readOnly && mayReplicate(cmd) {
+		return nil, "Write commands are not allowed from read-only scripts."
+	}
 	if cmd.Is(cmdtable.FlagNoScript) {
 		return nil, "This Redis command is not allowed from script"
 	}
@@ -176,6 +183,20 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
 	return cmd, ""
+}
+
+// mayReplicate reports Redis's CMD_MAY_REPLICATE. COMMAND hides that flag
+// (so the generated table lacks it); the commands a script can call that
+// carry it are PUBLISH, SPUBLISH and PFCOUNT (src/commands/*.json).
+func mayReplicate(cmd *cmdtable.Command) bool {
+	if cmd.Is(cmdtable.FlagMayReplicate) {
+		return true
+	}
+	switch cmd.Name {
+	case "publish", "spublish", "pfcount":
+		return true
+	}
+	return false
 }
 
 // redisLog is redis.log(level, message...).

@@ -17,7 +17,7 @@ import (
 // lstrlib.c.
 
 // installStdlib replaces tonumber, assert, table.concat, table.insert,
-// table.remove and string.format.
+// table.remove and string.format, and adds string.dump.
 func (v *luaVM) installStdlib(g *lua.LTable) {
 	L := v.L
 	g.RawSetString("tonumber", L.NewFunction(luaTonumber))
@@ -34,6 +34,7 @@ func (v *luaVM) installStdlib(g *lua.LTable) {
 	}
 	if s, ok := g.RawGetString("string").(*lua.LTable); ok {
 		s.RawSetString("format", L.NewFunction(strFormat))
+		s.RawSetString("dump", L.NewFunction(strDump))
 	}
 }
 

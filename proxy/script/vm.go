@@ -354,7 +354,6 @@ func (v *luaVM) installBase(g *lua.LTable) {
 	}
 	set := func(name string, fn lua.LGFunction) { g.RawSetString(name, L.NewFunction(fn)) }
 
-	origUnpack := orig("unpack")
 	origToString := orig("tostring")
 
 	set("tostring", func(L *lua.LState) int {
@@ -453,11 +452,7 @@ func (v *luaVM) installBase(g *lua.LTable) {
 		L.Push(lua.LNumber(0))
 		return 3
 	})
-	set("unpack", func(L *lua.LState) int {
-		t := checkTable(L, 1)
-		L.Replace(1, v.unwrap(t))
-		return origUnpack(L)
-	})
+	set("unpack", v.luaUnpack)
 	set("getmetatable", func(L *lua.LState) int {
 		obj := L.CheckAny(1)
 		if t, ok := obj.(*lua.LTable); ok {
@@ -686,4 +681,33 @@ func (v *luaVM) next(L *lua.LState, t *lua.LTable, k lua.LValue) (lua.LValue, lu
 		}
 	}
 	return lua.LNil, lua.LNil
+}
+
+// maxCStack is C Lua 5.1's LUAI_MAXCSTACK: lua_checkstack refuses to grow a
+// C function's stack beyond it.
+const maxCStack = 8000
+
+// luaUnpack is Lua 5.1's unpack as patched by Redis: a range that would not
+// fit the C stack (counting the arguments already on it) raises "too many
+// results to unpack" instead of pushing billions of values.
+func (v *luaVM) luaUnpack(L *lua.LState) int {
+	t := v.unwrap(checkTable(L, 1))
+	i := optInt(L, 2, 1)
+	var e int
+	if L.GetTop() < 3 || L.Get(3) == lua.LNil {
+		e = t.Len()
+	} else {
+		e = checkInt(L, 3)
+	}
+	if i > e {
+		return 0
+	}
+	n := uint32(e) - uint32(i) // the number of elements minus 1
+	if n >= math.MaxInt32 || int(n)+1+L.GetTop() > maxCStack {
+		raiseLua(L, "too many results to unpack")
+	}
+	for ; i <= e; i++ {
+		L.Push(t.RawGetInt(i))
+	}
+	return int(n) + 1
 }

@@ -84,7 +84,7 @@ func cmdQuit(x *Ctx, _ [][]byte) error {
 func cmdReset(x *Ctx, _ [][]byte) error {
 	c := x.c
 	c.discardMulti()
-	c.unwatchAll()
+	c.dropWatches() // RESET runs during a busy script: no wait for its lock
 	c.resetPubSub()
 	c.db = 0
 	c.dbShown.Store(0)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillway/spillway/codec"
@@ -24,8 +26,12 @@ import (
 //     own whose database starts as the caller's (SELECT in a script does not
 //     change the caller's, as in Redis 7.0) and whose replies are captured.
 //   - Other clients wait while a script runs; once it has run for
-//     busy-reply-threshold they get BUSY instead, except for the commands
-//     Redis allows then (SCRIPT KILL, FUNCTION KILL, ...).
+//     busy-reply-threshold they get BUSY instead (EXEC gets EXECABORT and
+//     ends the transaction, a command queued in MULTI fails it), except for
+//     the commands Redis allows then (SCRIPT KILL, FUNCTION KILL, MULTI,
+//     DISCARD, WATCH, UNWATCH, RESET, ...), which must not wait for the
+//     engine's lock the script holds: WATCH is queued (busyWatches) and
+//     dropped WATCHes are removed later (dropWatches, multi.go).
 //   - FUNCTION libraries are stored with the command that changed them (in
 //     its batch) and loaded at start.
 
@@ -108,9 +114,19 @@ func (s *Server) loadFunctions() error {
 func (c *Client) runScript(run func(script.Host)) error {
 	start := c.w.Len()
 	shutdown := false
-	err := c.runGroup(func(*tiering.Tx) error {
+	err := c.runGroup(func(tx *tiering.Tx) error {
+		busy := &c.s.watches.busy
+		busy.begin()
+		ended := false
+		defer func() {
+			if !ended { // a panic: fail the WATCHes made meanwhile
+				busy.end(c.s, nil)
+			}
+		}()
 		h := c.s.scriptHost(c)
 		run(h)
+		busy.end(c.s, tx)
+		ended = true
 		err := h.sc.groupErr
 		h.sc.group, h.sc.groupErr = nil, nil
 		shutdown = c.s.abortScript.CompareAndSwap(true, false)
@@ -187,7 +203,8 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 // busyCheck is run before a command while a script may be running: it
 // waits for the script to end, at most until busy-reply-threshold after it
 // started, and then rejects the command with BUSY unless Redis allows it
-// during a busy script. It reports whether the command may run.
+// during a busy script (EXEC then aborts the transaction, as in Redis). It
+// reports whether the command may run.
 func (c *Client) busyCheck(cmd *cmdtable.Command) bool {
 	since, function, ok := c.s.scripts.Busy()
 	if !ok || cmd.Is(cmdtable.FlagAllowBusy) {
@@ -197,10 +214,141 @@ func (c *Client) busyCheck(cmd *cmdtable.Command) bool {
 	if c.s.scripts.WaitIdle(since.Add(limit)) {
 		return true
 	}
+	msg := "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	if function {
-		c.rejectInMulti("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
+		msg = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	}
+	if cmd.Name == "exec" {
+		c.abortExec(msg)
 	} else {
-		c.rejectInMulti("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		c.rejectInMulti(msg)
 	}
 	return false
+}
+
+// busyWatches are the WATCHes made while a script, past
+// busy-reply-threshold, holds the engine's lock: Redis serves WATCH then,
+// and the script's later writes to the key fail the watcher's EXEC. The
+// registry is the lock's, so such a WATCH is queued here (with its own
+// mutex), the script's key events mark the queued keys modified, and the
+// script's end, still under the lock, moves them into the registry.
+type busyWatches struct {
+	mu      sync.Mutex
+	open    bool // a script holds the engine's lock
+	pending []*busyWatch
+	n       atomic.Int32 // len(pending), for keyEvent's fast path
+}
+
+type busyWatch struct {
+	wk       *watchedKey
+	modified bool // the script wrote or deleted the key after the WATCH
+}
+
+// begin marks a script's start (the caller holds the engine's lock).
+func (b *busyWatches) begin() {
+	b.mu.Lock()
+	b.open = true
+	b.mu.Unlock()
+}
+
+// queue records c's WATCH of keys in db while a busy script runs; it
+// reports false, queueing nothing, when no script holds the lock (any
+// more).
+func (b *busyWatches) queue(s *Server, c *Client, keys [][]byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return false
+	}
+	for _, k := range keys {
+		if c.watching(c.db, k) {
+			continue
+		}
+		wk := &watchedKey{c: c, db: c.db, key: string(k)}
+		c.multi.watched = append(c.multi.watched, wk)
+		b.pending = append(b.pending, &busyWatch{wk: wk})
+	}
+	b.n.Store(int32(len(b.pending)))
+	s.engine.SetObserving(true) // the script's key events are needed now
+	return true
+}
+
+// touched marks the queued WATCHes of key modified (from keyEvent, under
+// the engine's lock).
+func (b *busyWatches) touched(db int, key []byte) {
+	b.mu.Lock()
+	for _, p := range b.pending {
+		if p.wk.db == db && p.wk.key == string(key) {
+			p.modified = true
+		}
+	}
+	b.mu.Unlock()
+}
+
+// touchedDB marks modified the queued WATCHes of keys stored in db, or in
+// replacedWith (>= 0), which a FLUSHDB, FLUSHALL or SWAPDB the script runs
+// is about to remove or replace (the caller holds the engine's lock).
+func (b *busyWatches) touchedDB(tx *tiering.Tx, db, replacedWith int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.pending {
+		if p.wk.db != db || p.modified {
+			continue
+		}
+		key := []byte(p.wk.key)
+		stored, err := tx.KeyStored(db, key)
+		if err == nil && !stored && replacedWith >= 0 {
+			stored, err = tx.KeyStored(replacedWith, key)
+		}
+		if err != nil {
+			return err
+		}
+		p.modified = stored
+	}
+	return nil
+}
+
+// end moves the queued WATCHes into the registry at the script's end (the
+// caller holds the engine's lock; tx is nil after a panic, when every
+// watcher is failed rather than trusted).
+func (b *busyWatches) end(s *Server, tx *tiering.Tx) {
+	b.mu.Lock()
+	pending := b.pending
+	b.open, b.pending = false, nil
+	b.n.Store(0)
+	b.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	for _, p := range pending {
+		wk := p.wk
+		if tx != nil {
+			// Whether the key had expired: as of now rather than of the
+			// WATCH, which is the same unless the script touched it.
+			exp, err := tx.KeyExpiredNow(wk.db, []byte(wk.key))
+			wk.expired = exp && err == nil
+		}
+		if p.modified || tx == nil {
+			wk.c.multi.dirty = true
+		}
+		id := watchKey{wk.db, wk.key}
+		s.watches.byKey[id] = append(s.watches.byKey[id], wk)
+	}
+	s.updateObserving()
+}
+
+// watchDuringBusy serves WATCH while a script has run past
+// busy-reply-threshold (Redis serves it then) without waiting for the
+// engine's lock; it reports false when the WATCH must take the lock as
+// usual (no busy script, or WATCHes dropped earlier still to be removed).
+func (c *Client) watchDuringBusy(keys [][]byte) bool {
+	since, _, busy := c.s.scripts.Busy()
+	if !busy || c.multi.unwatchPending || time.Since(since) < c.s.cfg.BusyReplyThreshold() {
+		return false
+	}
+	if !c.s.watches.busy.queue(c.s, c, keys) {
+		return false
+	}
+	c.w.OK()
+	return true
 }

@@ -32,6 +32,12 @@ type multiState struct {
 	// watched are the client's WATCHed keys; dirty: one was modified.
 	watched []*watchedKey
 	dirty   bool
+	// unwatchPending: the WATCHes were dropped during a busy script
+	// (dropWatches: DISCARD, UNWATCH, RESET, a refused EXEC), but watched
+	// and the registry (under the engine's lock, which the script holds)
+	// still list them, and dirty may be stale; the next WATCH or EXEC
+	// removes them first.
+	unwatchPending bool
 }
 
 // queuedCommand is a command MULTI queued (arguments copied).
@@ -58,6 +64,7 @@ type watchKey struct {
 // lock: WATCH and UNWATCH take it, and the engine's observer runs under it.
 type watchRegistry struct {
 	byKey map[watchKey][]*watchedKey
+	busy  busyWatches // WATCHes made during a busy script (cmd_script.go)
 }
 
 // initKeyEvents installs the engine observer that feeds WATCH and keyspace
@@ -76,6 +83,9 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 	if ev == tiering.KeyExpired {
 		s.notifyExpired(db, key)
 	}
+	if s.watches.busy.n.Load() > 0 {
+		s.watches.busy.touched(db, key)
+	}
 	if ws := s.watches.byKey[watchKey{db, string(key)}]; len(ws) > 0 {
 		exists := ev == tiering.KeyModified
 		for _, wk := range ws {
@@ -92,7 +102,7 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 // updateObserving turns the engine's key events on while anything needs
 // them. The caller holds the engine's lock.
 func (s *Server) updateObserving() {
-	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.notifyWantsExpired())
+	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.watches.busy.n.Load() > 0 || s.notifyWantsExpired())
 }
 
 // touchWatchedInDB applies FLUSHDB/FLUSHALL (replacedWith -1) or SWAPDB
@@ -101,6 +111,11 @@ func (s *Server) updateObserving() {
 // or in the replacing database dirties its watchers. The caller holds tx
 // (the lock) and calls it before the flush or swap.
 func (s *Server) touchWatchedInDB(tx *tiering.Tx, db, replacedWith int) error {
+	if s.watches.busy.n.Load() > 0 {
+		if err := s.watches.busy.touchedDB(tx, db, replacedWith); err != nil {
+			return err
+		}
+	}
 	for k, ws := range s.watches.byKey {
 		if k.db != db {
 			continue
@@ -166,7 +181,9 @@ func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
 		c.rejectInMulti("ERR Command not allowed inside a transaction")
 		return
 	}
-	if !c.multi.failed && !c.multi.dirty {
+	// A dirty transaction fails anyway: no need to keep its commands (but
+	// dirty means nothing once the WATCHes are dropped, unwatchPending).
+	if !c.multi.failed && (!c.multi.dirty || c.multi.unwatchPending) {
 		q := queuedCommand{cmd: cmd, args: make([][]byte, len(args))}
 		for i, a := range args {
 			q.args[i] = append([]byte(nil), a...)
@@ -184,6 +201,17 @@ func (c *Client) rejectInMulti(msg string) {
 		c.multi.failed = true
 	}
 	c.err(msg)
+}
+
+// abortExec refuses EXEC as Redis's rejectCommand does (execCommandAbort):
+// whether or not MULTI is open, the reply is EXECABORT with the reason, and
+// the transaction and WATCHes are dropped. It takes no lock: while a busy
+// script holds the engine's lock, the registry's entries are removed later
+// (unwatchPending).
+func (c *Client) abortExec(reason string) {
+	c.discardMulti()
+	c.dropWatches()
+	c.err("EXECABORT Transaction discarded because of: " + reason)
 }
 
 // failMulti fails the open transaction (if any) after a rejected command.
@@ -210,7 +238,7 @@ func cmdDiscard(x *Ctx, _ [][]byte) error {
 		return resp.Err("ERR DISCARD without MULTI")
 	}
 	c.discardMulti()
-	c.unwatchAll()
+	c.dropWatches()
 	c.w.OK()
 	return nil
 }
@@ -240,6 +268,9 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 	}
 	start := c.w.Len()
 	err := c.runGroup(func(tx *tiering.Tx) error {
+		if c.multi.unwatchPending {
+			c.unwatchLocked() // WATCHed before an aborted EXEC: not this one's
+		}
 		if err := c.checkWatchedExpired(tx); err != nil {
 			return err
 		}
@@ -298,9 +329,15 @@ func cmdWatch(x *Ctx, args [][]byte) error {
 	if c.multi.active {
 		return resp.Err("ERR WATCH inside MULTI is not allowed")
 	}
+	if c.multi.unwatchPending {
+		c.unwatchAll()
+	}
 	if c.multi.dirty {
 		// No point in watching more: EXEC fails anyway.
 		c.w.OK()
+		return nil
+	}
+	if c.watchDuringBusy(args[1:]) {
 		return nil
 	}
 	return x.View(func(tx *tiering.Tx) error {
@@ -334,7 +371,7 @@ func (c *Client) watching(db int, key []byte) bool {
 }
 
 func cmdUnwatch(x *Ctx, _ [][]byte) error {
-	x.c.unwatchAll()
+	x.c.dropWatches()
 	x.W.OK()
 	return nil
 }
@@ -358,9 +395,21 @@ func (c *Client) unwatchAll() {
 	})
 }
 
+// dropWatches is unwatchAll for DISCARD, UNWATCH and a refused EXEC,
+// which Redis serves during a busy script: while a script holds the
+// engine's lock, the WATCHes are dropped at once and the registry's
+// entries removed by the client's next WATCH or EXEC (unwatchPending).
+func (c *Client) dropWatches() {
+	if _, _, busy := c.s.scripts.Busy(); busy && len(c.multi.watched) > 0 {
+		c.multi.unwatchPending = true
+		return
+	}
+	c.unwatchAll()
+}
+
 // unwatchLocked is unwatchAll for a caller that holds the engine's lock.
 func (c *Client) unwatchLocked() {
-	c.multi.dirty = false
+	c.multi.dirty, c.multi.unwatchPending = false, false
 	reg := &c.s.watches
 	for _, wk := range c.multi.watched {
 		id := watchKey{wk.db, wk.key}

@@ -92,13 +92,12 @@ func bitTohex(L *lua.LState) int {
 		n = int32(barg(L, 2))
 	}
 	digits := "0123456789abcdef"
+	if n == math.MinInt32 {
+		n = math.MinInt32 + 1 // Redis's fix: -INT32_MIN would overflow
+	}
 	if n < 0 {
 		n = -n
 		digits = "0123456789ABCDEF"
-	}
-	if n < 0 {
-		// -INT_MIN overflows; C then asks for a string of ~2^64 bytes.
-		raise(L, "not enough memory")
 	}
 	if n > 8 {
 		n = 8
