@@ -252,6 +252,7 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	gone, exited := make(chan struct{}), make(chan struct{})
 	go c.watchConn(gone, exited)
 	alive := true
+	blockedAt := time.Now()
 	select {
 	case <-w.done:
 	case <-timer:
@@ -264,6 +265,8 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	c.nc.SetReadDeadline(time.Now()) // stops the watcher
 	<-exited
 	c.nc.SetReadDeadline(time.Time{})
+	c.stat.blocked += time.Since(blockedAt) // not the command's own time
+	c.countRawError(w.reply)
 	c.w.Raw(w.reply)
 	return alive
 }

@@ -180,7 +180,7 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 		}
 	}()
 	sc.lastCmd.Store(cmd)
-	sc.call(handler, args)
+	sc.callCounted(cmd, handler, args, time.Now())
 	return sc.w.Buf
 }
 

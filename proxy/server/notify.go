@@ -63,6 +63,7 @@ func (s *Server) notifyEnabled(class NotifyClass) bool {
 // database, as Redis's notifyKeyspaceEvent. A subscribed client gets its
 // own events where Redis puts them among its replies.
 func (c *Client) notify(class NotifyClass, event string, key []byte) {
+	c.s.countChange(class)
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -71,6 +72,7 @@ func (c *Client) notify(class NotifyClass, event string, key []byte) {
 
 // notifyIn is notify for a key in database db (MOVE, COPY ... DB).
 func (c *Client) notifyIn(db int, class NotifyClass, event string, key []byte) {
+	c.s.countChange(class)
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -205,6 +207,7 @@ type Events struct {
 
 // Notify publishes event (of class) on key in database db.
 func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
+	k.s.countChange(class)
 	if k.s.notifyFlags() == 0 {
 		return
 	}

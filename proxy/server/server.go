@@ -67,6 +67,8 @@ type Server struct {
 	started  time.Time
 	lastSave atomic.Int64
 	stats    serverStats
+	// info holds the command, error, dirty and memory statistics (info.go).
+	info infoState
 
 	// shutdownReq is signalled by SHUTDOWN.
 	shutdownReq chan struct{}
@@ -101,6 +103,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		shutdownReq: make(chan struct{}),
 		blocking:    newBlockRegistry(engine),
 		pubsub:      pubsub.New(),
+		info:        newInfoState(),
 	}
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())
