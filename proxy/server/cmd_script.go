@@ -137,7 +137,8 @@ var errScriptAborted = errors.New("script killed by SHUTDOWN NOSAVE; its writes 
 
 // scriptHost runs a script's redis.call commands (script.Host).
 type scriptHost struct {
-	sc *Client // the script's client
+	sc     *Client // the script's client
+	caller *Client // the client running the script
 }
 
 // scriptHost readies the server's script client for a script c runs: c's
@@ -151,7 +152,7 @@ func (s *Server) scriptHost(c *Client) *scriptHost {
 	}
 	sc.db = c.db
 	sc.group, sc.groupErr, sc.txID = c.group, nil, c.txID
-	return &scriptHost{sc: sc}
+	return &scriptHost{sc: sc, caller: c}
 }
 
 // Call implements script.Host: it runs args as the script's client and
@@ -180,7 +181,9 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 		}
 	}()
 	sc.lastCmd.Store(cmd)
+	errs := sc.stat.errs
 	sc.callCounted(cmd, handler, args, time.Now())
+	h.caller.stat.scriptErrs += sc.stat.errs - errs // counted already (callCounted)
 	return sc.w.Buf
 }
 

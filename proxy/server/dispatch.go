@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -174,12 +175,22 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, start time.Time) {
 	c.stat.errMark = c.stat.errs
 	c.stat.blocked = 0
+	scriptErrs := c.stat.scriptErrs
 	c.call(h, args)
 	st := &c.s.info.cmds[cmd.ID()]
 	st.nanos.Add(int64(time.Since(start) - c.stat.blocked))
 	st.calls.Add(1)
 	if c.stat.errs != c.stat.errMark {
 		st.failed.Add(1)
+	} else if c.mark < c.w.Len() && c.w.Buf[c.mark] == '-' {
+		// An error reply the handler wrote itself: a script's. It counts
+		// in errorstats unless it carries the error of a command the
+		// script called, counted already (as Redis's
+		// ERR_REPLY_FLAG_NO_STATS_UPDATE).
+		st.failed.Add(1)
+		if c.stat.scriptErrs == scriptErrs {
+			c.countRawError(c.w.Buf[c.mark:])
+		}
 	}
 	c.stat.errMark = c.stat.errs
 	c.s.stats.commands.Add(1)
@@ -203,7 +214,10 @@ func (c *Client) err(msg string) {
 // client's, handed over by the client that served or unblocked it).
 func (c *Client) countRawError(reply []byte) {
 	if len(reply) > 2 && reply[0] == '-' {
-		end := len(reply) - 2 // "\r\n"
+		end := bytes.IndexByte(reply, '\r')
+		if end < 0 {
+			end = len(reply)
+		}
 		c.s.countError(string(reply[1:end]))
 		c.stat.errs++
 	}

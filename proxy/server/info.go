@@ -30,15 +30,16 @@ func registerInfo(t *Table) {
 // Tiering section sits where Redis puts module sections: after Keyspace,
 // only for INFO everything, INFO modules or INFO tiering.
 
-// infoSections lists the sections in Redis's order. "modules" is Redis's
-// module list (empty: Spillway loads no modules).
+// infoSections lists the sections in Redis's order. "module_list" is
+// Redis's module list (empty: Spillway loads no modules), which INFO
+// modules also prints.
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication",
-	"cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
+	"cpu", "module_list", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
 // defaultSections are those INFO without arguments (and INFO default)
 // prints: all but commandstats and latencystats.
 var defaultSections = map[string]bool{"server": true, "clients": true, "memory": true,
-	"persistence": true, "stats": true, "replication": true, "cpu": true, "modules": true,
+	"persistence": true, "stats": true, "replication": true, "cpu": true, "module_list": true,
 	"errorstats": true, "cluster": true, "keyspace": true}
 
 func cmdInfo(x *Ctx, args [][]byte) error {
@@ -58,8 +59,8 @@ func cmdInfo(x *Ctx, args [][]byte) error {
 			all = true
 		case "everything":
 			all, everything = true, true
-		case "module_list":
-			want["modules"] = true
+		case "modules":
+			want["module_list"], want["modules"] = true, true
 		default:
 			want[name] = true
 		}
@@ -140,6 +141,9 @@ type cmdStat struct {
 type clientStat struct {
 	errs, errMark int64
 	blocked       time.Duration
+	// scriptErrs counts the error replies of the commands the client's
+	// scripts ran (on the script client).
+	scriptErrs int64
 }
 
 func newInfoState() infoState {
@@ -379,7 +383,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		// Go has no main thread: every goroutine's time is the process's.
 		InfoField(sb, "used_cpu_sys_main_thread", cpuTime(self.Stime))
 		InfoField(sb, "used_cpu_user_main_thread", cpuTime(self.Utime))
-	case "modules":
+	case "module_list":
 		sb.WriteString("# Modules\r\n")
 	case "commandstats":
 		s.infoCommandStats(sb)
