@@ -176,20 +176,22 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	c.stat.errMark = c.stat.errs
 	c.stat.blocked = 0
 	scriptErrs := c.stat.scriptErrs
+	mark := c.mark // EXEC's queued commands move c.mark
 	c.call(h, args)
 	st := &c.s.info.cmds[cmd.ID()]
 	st.nanos.Add(int64(time.Since(start) - c.stat.blocked))
 	st.calls.Add(1)
 	if c.stat.errs != c.stat.errMark {
 		st.failed.Add(1)
-	} else if c.mark < c.w.Len() && c.w.Buf[c.mark] == '-' {
-		// An error reply the handler wrote itself: a script's. It counts
+	} else if c.stat.blocked == 0 && mark < c.w.Len() && c.w.Buf[mark] == '-' {
+		// An error reply the handler wrote itself: a script's (a blocked
+		// command's was counted as it was handed over). It counts
 		// in errorstats unless it carries the error of a command the
 		// script called, counted already (as Redis's
 		// ERR_REPLY_FLAG_NO_STATS_UPDATE).
 		st.failed.Add(1)
 		if c.stat.scriptErrs == scriptErrs {
-			c.countRawError(c.w.Buf[c.mark:])
+			c.countRawError(c.w.Buf[mark:])
 		}
 	}
 	c.stat.errMark = c.stat.errs
