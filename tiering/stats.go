@@ -90,3 +90,15 @@ func (e *Engine) ResetPeak() {
 // beyond their keys and values (the per-entry overhead): MEMORY STATS's
 // overhead.hashtable.main.
 func (tx *Tx) HotOverhead(db int) int64 { return tx.HotKeys(db) * entryOverhead }
+
+// Inspect returns key's entry if it is stored and has not expired, hot or
+// cold, without promoting it, touching its recency, deleting it or
+// counting a keyspace hit or miss (nil if absent). The entry must not be
+// modified.
+func (tx *Tx) Inspect(db int, key []byte) (*Entry, error) {
+	e, err := tx.storedEntry(db, key)
+	if e == nil || err != nil || tx.expired(e) {
+		return nil, err
+	}
+	return e, nil
+}

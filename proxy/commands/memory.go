@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
@@ -267,4 +268,68 @@ func cmdMemoryPurge(x *server.Ctx, _ [][]byte) error {
 	debug.FreeOSMemory()
 	x.W.OK()
 	return nil
+}
+
+// lazyfreeThreshold is Redis's LAZYFREE_THRESHOLD: a value whose free
+// effort is above it is freed in the background by UNLINK.
+const lazyfreeThreshold = 64
+
+// cmdUnlink is UNLINK: DEL, counting in INFO lazyfreed_objects the values
+// Redis would free in the background (dbAsyncDelete: a free effort above
+// LAZYFREE_THRESHOLD). Spillway frees them at once either way.
+func cmdUnlink(x *server.Ctx, args [][]byte) error {
+	var lazy int64
+	err := x.View(func(tx *tiering.Tx) error {
+		for _, k := range args[1:] {
+			n, err := freeEffort(x, tx, k)
+			if err != nil {
+				return err
+			}
+			if n > lazyfreeThreshold {
+				lazy++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := cmdDel(x, args); err != nil {
+		return err
+	}
+	x.AddLazyFreed(lazy)
+	return nil
+}
+
+// freeEffort is Redis 7.0's lazyfreeGetFreeEffort for key's value as
+// Redis would encode it (0 for a missing key): the element count of a
+// hashtable or skiplist, the quicklist nodes of a list (8 KB listpacks,
+// list-max-listpack-size -2), 1 for anything compact. The key is not
+// loaded.
+func freeEffort(x *server.Ctx, tx *tiering.Tx, key []byte) (int64, error) {
+	e, err := tx.Inspect(x.DB(), key)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	switch e.Type {
+	case codec.TypeList:
+		const nodeBytes, entryOverhead = 8192, 2
+		return (e.Bytes + entryOverhead*e.Count + nodeBytes - 1) / nodeBytes, nil
+	case codec.TypeHash, codec.TypeSet:
+		if e.Count <= lazyfreeThreshold {
+			return 1, nil // at most the threshold either way
+		}
+		enc, err := collEncoding(tx.PeekColl(x.DB(), key, e), e.Type)
+		if err != nil || enc != "hashtable" {
+			return 1, err
+		}
+		return e.Count, nil
+	case codec.TypeZSet:
+		if e.Count > lazyfreeThreshold {
+			if enc, err := zsetEncoding(tx.PeekZSet(x.DB(), key, e)); err != nil || enc == "skiplist" {
+				return e.Count, err
+			}
+		}
+	}
+	return 1, nil
 }

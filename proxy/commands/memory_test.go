@@ -328,6 +328,23 @@ func TestUsedMemoryFollowsDataset(t *testing.T) {
 	if n := infoInt(t, l, "memory", "lazyfreed_objects"); n != 5 {
 		t.Errorf("lazyfreed_objects %d after FLUSHDB ASYNC of 5 keys", n)
 	}
+	// UNLINK counts what Redis frees in the background: a value whose free
+	// effort is over 64 (a hashtable-encoded set of 100 members), not a
+	// small or compact one (an intset of 100 integers, a string).
+	do(l, "CONFIG", "RESETSTAT")
+	big, ints := []string{"SADD", "big"}, []string{"SADD", "ints"}
+	for i := range 100 {
+		big, ints = append(big, fmt.Sprint("m", i)), append(ints, fmt.Sprint(i))
+	}
+	do(l, big...)
+	do(l, ints...)
+	do(l, "SET", "str", "v")
+	if got := intReply(t, do(l, "UNLINK", "big", "ints", "str", "nokey")); got != 3 {
+		t.Fatalf("UNLINK: %d", got)
+	}
+	if n := infoInt(t, l, "memory", "lazyfreed_objects"); n != 1 {
+		t.Errorf("lazyfreed_objects %d after UNLINK of one big set", n)
+	}
 	if n := infoInt(t, l, "memory", "lazyfree_pending_objects"); n != 0 {
 		t.Errorf("lazyfree_pending_objects %d", n)
 	}

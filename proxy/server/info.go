@@ -186,6 +186,10 @@ func (s *Server) AddDirty(n int64) { s.info.dirty.Add(n) }
 // background (INFO lazyfreed_objects). Spillway frees them at once.
 func (s *Server) AddLazyFreed(n int64) { s.info.lazyfreed.Add(n) }
 
+// AddLazyFreed counts n objects freed as Redis would free them in the
+// background (INFO lazyfreed_objects; UNLINK).
+func (x *Ctx) AddLazyFreed(n int64) { x.c.s.AddLazyFreed(n) }
+
 // countChange counts one keyspace event of class in the dirty counter:
 // Redis increments server.dirty where it notifies a change (reads'
 // "keymiss" and the "new" that accompanies a write's own event are not
