@@ -351,11 +351,9 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		InfoField(sb, "connected_clients", n)
 		InfoField(sb, "cluster_connections", 0)
 		InfoField(sb, "maxclients", s.cfg.MaxClients())
-		InfoField(sb, "client_recent_max_input_buffer", 0)
-		InfoField(sb, "client_recent_max_output_buffer", 0)
+		sb.WriteString(fixedClientRecentMaxInputBuffer)
 		InfoField(sb, "blocked_clients", s.blocking.count())
-		InfoField(sb, "tracking_clients", 0)
-		InfoField(sb, "clients_in_timeout_table", 0)
+		sb.WriteString(fixedTrackingClients)
 	case "memory":
 		s.infoMemory(sb)
 	case "persistence":
@@ -364,17 +362,9 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		s.infoStats(sb)
 	case "replication":
 		sb.WriteString("# Replication\r\n")
-		InfoField(sb, "role", "master")
-		InfoField(sb, "connected_slaves", 0)
-		InfoField(sb, "master_failover_state", "no-failover")
+		sb.WriteString(fixedRole)
 		InfoField(sb, "master_replid", s.info.replID)
-		InfoField(sb, "master_replid2", "0000000000000000000000000000000000000000")
-		InfoField(sb, "master_repl_offset", 0)
-		InfoField(sb, "second_repl_offset", -1)
-		InfoField(sb, "repl_backlog_active", 0)
-		InfoField(sb, "repl_backlog_size", 1048576)
-		InfoField(sb, "repl_backlog_first_byte_offset", 0)
-		InfoField(sb, "repl_backlog_histlen", 0)
+		sb.WriteString(fixedMasterReplid2)
 	case "cpu":
 		sb.WriteString("# CPU\r\n")
 		var self, children syscall.Rusage
@@ -429,16 +419,11 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 func (s *Server) infoServer(sb *strings.Builder) {
 	sb.WriteString("# Server\r\n")
 	InfoField(sb, "redis_version", RedisVersion)
-	InfoField(sb, "redis_git_sha1", "00000000")
-	InfoField(sb, "redis_git_dirty", 0)
-	InfoField(sb, "redis_build_id", "0")
-	InfoField(sb, "redis_mode", "standalone")
+	sb.WriteString(fixedRedisGitSha1)
 	InfoField(sb, "os", uname())
 	InfoField(sb, "arch_bits", 64)
 	InfoField(sb, "monotonic_clock", "POSIX clock_gettime")
-	InfoField(sb, "multiplexing_api", "epoll")
-	InfoField(sb, "atomicvar_api", "c11-builtin")
-	InfoField(sb, "gcc_version", "0.0.0")
+	sb.WriteString(fixedMultiplexingApi)
 	InfoField(sb, "process_id", os.Getpid())
 	InfoField(sb, "process_supervised", "no")
 	InfoField(sb, "run_id", s.info.runID)
@@ -487,8 +472,12 @@ func (s *Server) infoMemory(sb *strings.Builder) {
 	if s.scripts != nil {
 		InfoField(sb, "number_of_cached_scripts", s.scripts.NumScripts())
 	}
+	// The scripting engine's estimate covers EVAL's and FUNCTION's
+	// interpreters together: it is reported as EVAL's.
+	InfoField(sb, "used_memory_vm_functions", 0)
 	InfoField(sb, "used_memory_vm_total", m.Lua)
 	InfoField(sb, "used_memory_vm_total_human", HumanBytes(m.Lua))
+	sb.WriteString(fixedUsedMemoryFunctions)
 	maxmem := s.cfg.MaxMemory()
 	InfoField(sb, "maxmemory", maxmem)
 	InfoField(sb, "maxmemory_human", HumanBytes(maxmem))
@@ -501,15 +490,7 @@ func (s *Server) infoMemory(sb *strings.Builder) {
 	InfoField(sb, "rss_overhead_bytes", m.RSS-m.HeapResident)
 	InfoField(sb, "mem_fragmentation_ratio", ratio(m.RSS, m.Used))
 	InfoField(sb, "mem_fragmentation_bytes", m.RSS-m.Used)
-	InfoField(sb, "mem_not_counted_for_evict", 0)
-	InfoField(sb, "mem_replication_backlog", 0)
-	InfoField(sb, "mem_total_replication_buffers", 0)
-	InfoField(sb, "mem_clients_slaves", 0)
-	InfoField(sb, "mem_clients_normal", 0)
-	InfoField(sb, "mem_cluster_links", 0)
-	InfoField(sb, "mem_aof_buffer", 0)
-	InfoField(sb, "mem_allocator", "go")
-	InfoField(sb, "active_defrag_running", 0)
+	sb.WriteString(fixedMemNotCountedForEvict)
 	// Spillway frees at once what Redis frees in the background: nothing
 	// is ever pending.
 	InfoField(sb, "lazyfree_pending_objects", 0)
@@ -531,36 +512,11 @@ func datasetPerc(m MemoryFigures) float64 {
 
 func (s *Server) infoPersistence(sb *strings.Builder) {
 	sb.WriteString("# Persistence\r\n")
-	InfoField(sb, "loading", 0)
-	InfoField(sb, "async_loading", 0)
-	InfoField(sb, "current_cow_peak", 0)
-	InfoField(sb, "current_cow_size", 0)
-	InfoField(sb, "current_cow_size_age", 0)
-	InfoField(sb, "current_fork_perc", "0.00")
-	InfoField(sb, "current_save_keys_processed", 0)
-	InfoField(sb, "current_save_keys_total", 0)
+	sb.WriteString(fixedLoading)
 	InfoField(sb, "rdb_changes_since_last_save", s.info.dirty.Load())
 	InfoField(sb, "rdb_bgsave_in_progress", 0)
 	InfoField(sb, "rdb_last_save_time", s.lastSave.Load())
-	InfoField(sb, "rdb_last_bgsave_status", "ok")
-	InfoField(sb, "rdb_last_bgsave_time_sec", -1)
-	InfoField(sb, "rdb_current_bgsave_time_sec", -1)
-	InfoField(sb, "rdb_saves", 0)
-	InfoField(sb, "rdb_last_cow_size", 0)
-	InfoField(sb, "rdb_last_load_keys_expired", 0)
-	InfoField(sb, "rdb_last_load_keys_loaded", 0)
-	InfoField(sb, "aof_enabled", 0)
-	InfoField(sb, "aof_rewrite_in_progress", 0)
-	InfoField(sb, "aof_rewrite_scheduled", 0)
-	InfoField(sb, "aof_last_rewrite_time_sec", -1)
-	InfoField(sb, "aof_current_rewrite_time_sec", -1)
-	InfoField(sb, "aof_last_bgrewrite_status", "ok")
-	InfoField(sb, "aof_rewrites", 0)
-	InfoField(sb, "aof_rewrites_consecutive_failures", 0)
-	InfoField(sb, "aof_last_write_status", "ok")
-	InfoField(sb, "aof_last_cow_size", 0)
-	InfoField(sb, "module_fork_in_progress", 0)
-	InfoField(sb, "module_fork_last_cow_size", 0)
+	sb.WriteString(fixedRdbLastBgsaveStatus)
 	InfoField(sb, "spillway_appendfsync", s.engine.Cold().FsyncPolicy().String())
 	InfoField(sb, "spillway_durability", "pebble-wal")
 }
@@ -573,52 +529,21 @@ func (s *Server) infoStats(sb *strings.Builder) {
 	InfoField(sb, "instantaneous_ops_per_sec", 0)
 	InfoField(sb, "total_net_input_bytes", s.stats.netIn.Load())
 	InfoField(sb, "total_net_output_bytes", s.stats.netOut.Load())
-	InfoField(sb, "total_net_repl_input_bytes", 0)
-	InfoField(sb, "total_net_repl_output_bytes", 0)
-	InfoField(sb, "instantaneous_input_kbps", "0.00")
-	InfoField(sb, "instantaneous_output_kbps", "0.00")
-	InfoField(sb, "instantaneous_input_repl_kbps", "0.00")
-	InfoField(sb, "instantaneous_output_repl_kbps", "0.00")
+	sb.WriteString(fixedTotalNetReplInputBytes)
 	InfoField(sb, "rejected_connections", s.stats.rejectedConns.Load())
-	InfoField(sb, "sync_full", 0)
-	InfoField(sb, "sync_partial_ok", 0)
-	InfoField(sb, "sync_partial_err", 0)
+	sb.WriteString(fixedSyncFull)
 	InfoField(sb, "expired_keys", st.ExpiredKeys.Load())
-	InfoField(sb, "expired_stale_perc", "0.00")
-	InfoField(sb, "expired_time_cap_reached_count", 0)
-	InfoField(sb, "expire_cycle_cpu_milliseconds", 0)
+	sb.WriteString(fixedExpiredStalePerc)
 	// Demotion moves a key to disk; it is not an eviction.
-	InfoField(sb, "evicted_keys", 0)
-	InfoField(sb, "evicted_clients", 0)
-	InfoField(sb, "total_eviction_exceeded_time", 0)
-	InfoField(sb, "current_eviction_exceeded_time", 0)
+	sb.WriteString(fixedEvictedKeys)
 	InfoField(sb, "keyspace_hits", st.KeyspaceHits.Load())
 	InfoField(sb, "keyspace_misses", st.KeyspaceMisses.Load())
 	InfoField(sb, "pubsub_channels", s.pubsub.Len(pubsub.Channels))
 	InfoField(sb, "pubsub_patterns", s.pubsub.Len(pubsub.Patterns))
 	InfoField(sb, "pubsubshard_channels", s.pubsub.Len(pubsub.Shard))
-	InfoField(sb, "latest_fork_usec", 0)
-	InfoField(sb, "total_forks", 0)
-	InfoField(sb, "migrate_cached_sockets", 0)
-	InfoField(sb, "slave_expires_tracked_keys", 0)
-	InfoField(sb, "active_defrag_hits", 0)
-	InfoField(sb, "active_defrag_misses", 0)
-	InfoField(sb, "active_defrag_key_hits", 0)
-	InfoField(sb, "active_defrag_key_misses", 0)
-	InfoField(sb, "total_active_defrag_time", 0)
-	InfoField(sb, "current_active_defrag_time", 0)
-	InfoField(sb, "tracking_total_keys", 0)
-	InfoField(sb, "tracking_total_items", 0)
-	InfoField(sb, "tracking_total_prefixes", 0)
-	InfoField(sb, "unexpected_error_replies", 0)
+	sb.WriteString(fixedLatestForkUsec)
 	InfoField(sb, "total_error_replies", s.stats.errorReplies.Load())
-	InfoField(sb, "dump_payload_sanitizations", 0)
-	InfoField(sb, "total_reads_processed", 0)
-	InfoField(sb, "total_writes_processed", 0)
-	InfoField(sb, "io_threaded_reads_processed", 0)
-	InfoField(sb, "io_threaded_writes_processed", 0)
-	InfoField(sb, "reply_buffer_shrinks", 0)
-	InfoField(sb, "reply_buffer_expands", 0)
+	sb.WriteString(fixedDumpPayloadSanitizations)
 }
 
 // infoCommandStats writes a line per command (subcommands as
@@ -718,3 +643,53 @@ func (s *Server) noteSaved(before int64) { s.info.dirty.Add(-before) }
 
 // dirtyCount returns the dirty counter.
 func (s *Server) dirtyCount() int64 { return s.info.dirty.Load() }
+
+// Fields whose values never change here (no forks, replication, AOF or
+// RDB child, active defrag...), as a stand-alone redis-server without
+// persistence reports them; each block is in Redis's order.
+var (
+	fixedClientRecentMaxInputBuffer = infoFixed("client_recent_max_input_buffer:0 client_recent_max_output_buffer:0")
+	fixedTrackingClients            = infoFixed("tracking_clients:0 clients_in_timeout_table:0")
+	fixedRole                       = infoFixed("role:master connected_slaves:0 master_failover_state:no-failover")
+	fixedMasterReplid2              = infoFixed("master_replid2:0000000000000000000000000000000000000000 master_repl_offset:0 " +
+		"second_repl_offset:-1 repl_backlog_active:0 repl_backlog_size:1048576 " +
+		"repl_backlog_first_byte_offset:0 repl_backlog_histlen:0")
+	fixedRedisGitSha1          = infoFixed("redis_git_sha1:00000000 redis_git_dirty:0 redis_build_id:0 redis_mode:standalone")
+	fixedMultiplexingApi       = infoFixed("multiplexing_api:epoll atomicvar_api:c11-builtin gcc_version:0.0.0")
+	fixedUsedMemoryFunctions   = infoFixed("used_memory_functions:0 used_memory_scripts:0 used_memory_scripts_human:0B")
+	fixedMemNotCountedForEvict = infoFixed("mem_not_counted_for_evict:0 mem_replication_backlog:0 " +
+		"mem_total_replication_buffers:0 mem_clients_slaves:0 mem_clients_normal:0 " +
+		"mem_cluster_links:0 mem_aof_buffer:0 mem_allocator:go active_defrag_running:0")
+	fixedLoading = infoFixed("loading:0 async_loading:0 current_cow_peak:0 current_cow_size:0 " +
+		"current_cow_size_age:0 current_fork_perc:0.00 current_save_keys_processed:0 " +
+		"current_save_keys_total:0")
+	fixedRdbLastBgsaveStatus = infoFixed("rdb_last_bgsave_status:ok rdb_last_bgsave_time_sec:-1 " +
+		"rdb_current_bgsave_time_sec:-1 rdb_saves:0 rdb_last_cow_size:0 " +
+		"rdb_last_load_keys_expired:0 rdb_last_load_keys_loaded:0 aof_enabled:0 " +
+		"aof_rewrite_in_progress:0 aof_rewrite_scheduled:0 aof_last_rewrite_time_sec:-1 " +
+		"aof_current_rewrite_time_sec:-1 aof_last_bgrewrite_status:ok aof_rewrites:0 " +
+		"aof_rewrites_consecutive_failures:0 aof_last_write_status:ok aof_last_cow_size:0 " +
+		"module_fork_in_progress:0 module_fork_last_cow_size:0")
+	fixedTotalNetReplInputBytes = infoFixed("total_net_repl_input_bytes:0 total_net_repl_output_bytes:0 " +
+		"instantaneous_input_kbps:0.00 instantaneous_output_kbps:0.00 " +
+		"instantaneous_input_repl_kbps:0.00 instantaneous_output_repl_kbps:0.00")
+	fixedSyncFull         = infoFixed("sync_full:0 sync_partial_ok:0 sync_partial_err:0")
+	fixedExpiredStalePerc = infoFixed("expired_stale_perc:0.00 expired_time_cap_reached_count:0 " +
+		"expire_cycle_cpu_milliseconds:0")
+	fixedEvictedKeys = infoFixed("evicted_keys:0 evicted_clients:0 total_eviction_exceeded_time:0 " +
+		"current_eviction_exceeded_time:0")
+	fixedLatestForkUsec = infoFixed("latest_fork_usec:0 total_forks:0 migrate_cached_sockets:0 " +
+		"slave_expires_tracked_keys:0 active_defrag_hits:0 active_defrag_misses:0 " +
+		"active_defrag_key_hits:0 active_defrag_key_misses:0 total_active_defrag_time:0 " +
+		"current_active_defrag_time:0 tracking_total_keys:0 tracking_total_items:0 " +
+		"tracking_total_prefixes:0 unexpected_error_replies:0")
+	fixedDumpPayloadSanitizations = infoFixed("dump_payload_sanitizations:0 total_reads_processed:0 total_writes_processed:0 " +
+		"io_threaded_reads_processed:0 io_threaded_writes_processed:0 " +
+		"reply_buffer_shrinks:0 reply_buffer_expands:0")
+)
+
+// infoFixed turns space-separated "name:value" fields (no value holds a
+// space) into INFO lines.
+func infoFixed(fields string) string {
+	return strings.Join(strings.Fields(fields), "\r\n") + "\r\n"
+}
