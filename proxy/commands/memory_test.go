@@ -349,3 +349,38 @@ func TestUsedMemoryFollowsDataset(t *testing.T) {
 		t.Errorf("lazyfree_pending_objects %d", n)
 	}
 }
+
+func TestLatencyStats(t *testing.T) {
+	s, _ := openLocal(t, modes[0])
+	l := s.NewLocal()
+	defer l.Close()
+	lat := func(name string) string {
+		return infoField(info(t, l, "latencystats"), "latency_percentiles_usec_"+name)
+	}
+	do(l, "CONFIG", "RESETSTAT")
+	do(l, "SET", "a", "b")
+	do(l, "CLIENT", "ID")
+	want := regexp.MustCompile(`^p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}$`)
+	for _, name := range []string{"set", "client|id", "config|resetstat"} {
+		if got := lat(name); !want.MatchString(got) {
+			t.Errorf("latency_percentiles_usec_%s: %q", name, got)
+		}
+	}
+	if got := lat("get"); got != "" {
+		t.Errorf("latency of a command never called: %q", got)
+	}
+	do(l, "CONFIG", "RESETSTAT")
+	if got := lat("set"); got != "" {
+		t.Errorf("after CONFIG RESETSTAT: %q", got)
+	}
+	do(l, "CONFIG", "SET", "latency-tracking", "no")
+	do(l, "SET", "a", "b")
+	if got := lat("set"); got != "" {
+		t.Errorf("with latency-tracking no: %q", got)
+	}
+	do(l, "CONFIG", "SET", "latency-tracking", "yes")
+	do(l, "SET", "a", "b")
+	if got := lat("set"); !want.MatchString(got) {
+		t.Errorf("with latency-tracking yes again: %q", got)
+	}
+}

@@ -179,8 +179,12 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	mark := c.mark // EXEC's queued commands move c.mark
 	c.call(h, args)
 	st := &c.s.info.cmds[cmd.ID()]
-	st.nanos.Add(int64(time.Since(start) - c.stat.blocked))
+	d := time.Since(start) - c.stat.blocked
+	st.nanos.Add(int64(d))
 	st.calls.Add(1)
+	if c.s.info.latency.Load() {
+		st.record(d)
+	}
 	if c.stat.errs != c.stat.errMark {
 		st.failed.Add(1)
 	} else if c.stat.blocked == 0 && mark < c.w.Len() && c.w.Buf[mark] == '-' {

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
+	"math/bits"
 	"os"
 	"runtime"
 	"sort"
@@ -126,13 +128,88 @@ type infoState struct {
 	peak atomic.Int64
 	// runID and replID are random, per process, as Redis's.
 	runID, replID string
+	// latency: latency-tracking is on (INFO latencystats).
+	latency atomic.Bool
 }
 
 // cmdStat is one command's INFO commandstats counters, padded to a cache
 // line so that two busy commands do not share one.
 type cmdStat struct {
 	calls, nanos, rejected, failed atomic.Int64
-	_                              [4]int64
+	// hist is the latency histogram, allocated at the first call.
+	hist atomic.Pointer[latHist]
+	_    [3]int64
+}
+
+// latHist is a latency histogram over nanoseconds: exact below 16 ns,
+// then 16 buckets per power of two (an error under 7%, where Redis's HDR
+// histogram keeps two significant digits).
+type latHist [61 * 16]atomic.Int64
+
+func latBucket(ns int64) int {
+	if ns < 16 {
+		return int(max(ns, 0))
+	}
+	exp := bits.Len64(uint64(ns)) - 1 // >= 4
+	return (exp-3)*16 + int(ns>>(exp-4))&15
+}
+
+// latValue is the highest value bucket i holds.
+func latValue(i int) int64 {
+	if i < 16 {
+		return int64(i)
+	}
+	shift := i/16 - 1
+	return (int64(16+i%16)+1)<<shift - 1
+}
+
+// record adds one command's duration to st's histogram.
+func (st *cmdStat) record(d time.Duration) {
+	h := st.hist.Load()
+	if h == nil {
+		h = new(latHist)
+		if !st.hist.CompareAndSwap(nil, h) {
+			h = st.hist.Load()
+		}
+	}
+	h[latBucket(int64(d))].Add(1)
+}
+
+// latPercentiles are Redis's default latency-tracking-info-percentiles.
+var latPercentiles = []struct {
+	name string
+	p    float64
+}{{"p50", 50}, {"p99", 99}, {"p99.9", 99.9}}
+
+// appendPercentiles appends "p50=%.3f,p99=...,p99.9=..." in microseconds,
+// as Redis's fillPercentileDistributionLatencies; false if h is empty.
+func (h *latHist) appendPercentiles(b []byte) ([]byte, bool) {
+	var counts [len(latHist{})]int64
+	var total int64
+	for i := range h {
+		counts[i] = h[i].Load()
+		total += counts[i]
+	}
+	if total == 0 {
+		return b, false
+	}
+	for j, pc := range latPercentiles {
+		want := max(int64(math.Ceil(pc.p/100*float64(total))), 1)
+		var seen int64
+		i := 0
+		for ; i < len(counts)-1; i++ {
+			if seen += counts[i]; seen >= want {
+				break
+			}
+		}
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, pc.name...)
+		b = append(b, '=')
+		b = strconv.AppendFloat(b, float64(latValue(i))/1000, 'f', 3, 64)
+	}
+	return b, true
 }
 
 // clientStat is what the statistics keep per client: its error replies,
@@ -146,16 +223,18 @@ type clientStat struct {
 	scriptErrs int64
 }
 
-func newInfoState() infoState {
+// initInfo readies the statistics (once, before serving): the startup
+// baseline of used_memory, and latency-tracking followed as it is set.
+func (s *Server) initInfo() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return infoState{
-		cmds:    make([]cmdStat, cmdtable.NumIDs()),
-		errs:    map[string]int64{},
-		startup: int64(ms.HeapAlloc),
-		runID:   randomHex(),
-		replID:  randomHex(),
-	}
+	st := &s.info
+	st.cmds = make([]cmdStat, cmdtable.NumIDs())
+	st.errs = map[string]int64{}
+	st.startup = int64(ms.HeapAlloc)
+	st.runID, st.replID = randomHex(), randomHex()
+	st.latency.Store(s.configValue("latency-tracking") == "yes")
+	s.cfg.OnChange("latency-tracking", func(v string) { st.latency.Store(v == "yes") })
 }
 
 func randomHex() string {
@@ -177,10 +256,6 @@ func (s *Server) countError(msg string) {
 	s.info.errs[code]++
 	s.info.errMu.Unlock()
 }
-
-// AddDirty adds n changes to the dataset to the dirty counter (INFO
-// persistence rdb_changes_since_last_save).
-func (s *Server) AddDirty(n int64) { s.info.dirty.Add(n) }
 
 // AddLazyFreed counts n objects freed as Redis would free them in the
 // background (INFO lazyfreed_objects). Spillway frees them at once.
@@ -208,6 +283,7 @@ func (s *Server) resetInfoStats() {
 		st.nanos.Store(0)
 		st.rejected.Store(0)
 		st.failed.Store(0)
+		st.hist.Store(nil)
 	}
 	s.info.errMu.Lock()
 	clear(s.info.errs)
@@ -257,14 +333,6 @@ func (s *Server) Memory() MemoryFigures {
 
 // Memory is Server.Memory for a handler (MEMORY STATS, MEMORY DOCTOR).
 func (x *Ctx) Memory() MemoryFigures { return x.c.s.Memory() }
-
-// ConnectedClients returns the number of connected clients.
-func (x *Ctx) ConnectedClients() int {
-	s := x.c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.clients)
-}
 
 // rss reads the process's resident set size from /proc.
 func rss() int64 {
@@ -394,7 +462,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		}
 		s.info.errMu.Unlock()
 	case "latencystats":
-		sb.WriteString("# Latencystats\r\n")
+		s.infoLatencyStats(sb)
 	case "cluster":
 		sb.WriteString("# Cluster\r\n")
 		InfoField(sb, "cluster_enabled", 0)
@@ -577,6 +645,28 @@ func (s *Server) infoCommandStats(sb *strings.Builder) {
 				line = strconv.AppendInt(line, failed, 10)
 				line = append(line, "\r\n"...)
 				sb.Write(line)
+			}
+			visit(cmd.Subcommands)
+		}
+	}
+	visit(cmdtable.All())
+}
+
+// infoLatencyStats writes the latency percentiles of every command with
+// a histogram (called while latency-tracking was on), sorted by name.
+func (s *Server) infoLatencyStats(sb *strings.Builder) {
+	sb.WriteString("# Latencystats\r\n")
+	var line []byte
+	var visit func(cmds []*cmdtable.Command)
+	visit = func(cmds []*cmdtable.Command) {
+		for _, cmd := range cmds {
+			if h := s.info.cmds[cmd.ID()].hist.Load(); h != nil {
+				line = append(append(line[:0], "latency_percentiles_usec_"...), cmd.Name...)
+				line = append(line, ':')
+				var ok bool
+				if line, ok = h.appendPercentiles(line); ok {
+					sb.Write(append(line, "\r\n"...))
+				}
 			}
 			visit(cmd.Subcommands)
 		}

@@ -103,11 +103,11 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		shutdownReq: make(chan struct{}),
 		blocking:    newBlockRegistry(engine),
 		pubsub:      pubsub.New(),
-		info:        newInfoState(),
 	}
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
+	s.initInfo()
 	s.scripts = script.New(script.Options{Logger: log})
 	return s
 }
