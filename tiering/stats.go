@@ -64,8 +64,8 @@ func (tx *Tx) HotKeys(db int) int64 { return tx.e.hot.perDB[tx.pdb(db)] }
 // HotMemory is the hot tier's byte accounting (INFO memory, MEMORY STATS).
 type HotMemory struct {
 	// Keys is the number of hot keys; Used the bytes they are charged,
-	// Peak the most Used has been since the engine opened (or since
-	// ResetPeak); Budget the byte budget.
+	// Peak the most Used has been since the engine opened; Budget the
+	// byte budget.
 	Keys               int
 	Used, Peak, Budget int64
 }
@@ -77,13 +77,6 @@ func (e *Engine) HotMemory() HotMemory {
 	defer e.mu.Unlock()
 	l := e.hot
 	return HotMemory{Keys: l.Len(), Used: l.used, Peak: max(l.peak, l.used), Budget: l.budget}
-}
-
-// ResetPeak sets the hot tier's peak to what it uses now.
-func (e *Engine) ResetPeak() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.hot.peak = e.hot.used
 }
 
 // HotOverhead returns what the hot tier charges database db's hot keys

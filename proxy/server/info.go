@@ -288,9 +288,7 @@ func (s *Server) resetInfoStats() {
 	s.info.errMu.Lock()
 	clear(s.info.errs)
 	s.info.errMu.Unlock()
-	s.info.lazyfreed.Store(0)
-	s.info.peak.Store(0)
-	s.engine.ResetPeak()
+	s.info.lazyfreed.Store(0) // the memory peak stays, as in Redis
 }
 
 // MemoryFigures are the server's memory figures, in Redis's terms (INFO
