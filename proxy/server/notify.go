@@ -19,7 +19,9 @@ import (
 //
 // Cost: with notifications off a call is one atomic load (the setting)
 // and returns; with them on but nobody subscribed, one more atomic load
-// (pubsub.Hub.Active). Neither allocates.
+// (pubsub.Hub.Active). Neither allocates. A call for a change also adds
+// one to the dirty counter (INFO rdb_changes_since_last_save, info.go):
+// Redis increments it where it notifies.
 
 // NotifyClass is a set of notification classes: Redis's NOTIFY_* flags,
 // bit for bit (config.Config.NotifyKeyspaceClasses).
