@@ -275,6 +275,9 @@ func TestDirtyCounter(t *testing.T) {
 		{[][]string{{"SETBIT", "foo", "90", "0"}, {"BITFIELD", "foo2", "SET", "i5", "90", "0"}}, 2},
 		{[][]string{{"GET", "foo"}, {"EXISTS", "foo"}, {"GET", "nokey"}}, 0},
 		{[][]string{{"DEL", "foo", "foo2", "nokey"}}, 2},
+		// A pop that empties a list is one change (its "del" event is not
+		// another), as is MOVE; a missing key's PERSIST none.
+		{[][]string{{"RPUSH", "l", "x"}, {"LPOP", "l"}, {"SET", "m", "1"}, {"MOVE", "m", "1"}, {"PERSIST", "l"}}, 4},
 	}
 	for i, st := range steps {
 		for _, c := range st.cmds {

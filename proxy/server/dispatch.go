@@ -174,7 +174,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 // ID: no map lookup, no lock, no allocation.
 func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, start time.Time) {
 	c.stat.errMark = c.stat.errs
-	c.stat.blocked = 0
+	c.stat.blocked, c.stat.evKey = 0, nil
 	scriptErrs := c.stat.scriptErrs
 	mark := c.mark // EXEC's queued commands move c.mark
 	c.call(h, args)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -221,6 +222,9 @@ type clientStat struct {
 	// scriptErrs counts the error replies of the commands the client's
 	// scripts ran (on the script client).
 	scriptErrs int64
+	// evKey is the key of the running command's last keyspace event
+	// (countChange).
+	evKey []byte
 }
 
 // initInfo readies the statistics (once, before serving): the startup
@@ -265,14 +269,24 @@ func (s *Server) AddLazyFreed(n int64) { s.info.lazyfreed.Add(n) }
 // background (INFO lazyfreed_objects; UNLINK).
 func (x *Ctx) AddLazyFreed(n int64) { x.c.s.AddLazyFreed(n) }
 
-// countChange counts one keyspace event of class in the dirty counter:
-// Redis increments server.dirty where it notifies a change (reads'
-// "keymiss" and the "new" that accompanies a write's own event are not
-// changes).
-func (s *Server) countChange(class NotifyClass) {
-	if class&(NotifyKeyMiss|NotifyNew) == 0 {
-		s.info.dirty.Add(1)
+// countChange counts a keyspace event of class on key, sent by c's
+// command (c nil: no client's), in the dirty counter: Redis increments
+// server.dirty where it notifies a change. Not counted: reads'
+// "keymiss", the "new" that accompanies a write's own event, and an event
+// on the key the command's previous event was on (the "del" of a
+// structure a pop emptied, MOVE's "move_to"), which Redis counts as one
+// change.
+func (s *Server) countChange(c *Client, class NotifyClass, key []byte) {
+	if class&(NotifyKeyMiss|NotifyNew) != 0 {
+		return
 	}
+	if c != nil {
+		if c.stat.evKey != nil && bytes.Equal(c.stat.evKey, key) {
+			return
+		}
+		c.stat.evKey = key
+	}
+	s.info.dirty.Add(1)
 }
 
 // resetInfoStats zeroes what CONFIG RESETSTAT resets of the statistics.

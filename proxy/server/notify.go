@@ -65,7 +65,7 @@ func (s *Server) notifyEnabled(class NotifyClass) bool {
 // database, as Redis's notifyKeyspaceEvent. A subscribed client gets its
 // own events where Redis puts them among its replies.
 func (c *Client) notify(class NotifyClass, event string, key []byte) {
-	c.s.countChange(class)
+	c.s.countChange(c, class, key)
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -74,7 +74,7 @@ func (c *Client) notify(class NotifyClass, event string, key []byte) {
 
 // notifyIn is notify for a key in database db (MOVE, COPY ... DB).
 func (c *Client) notifyIn(db int, class NotifyClass, event string, key []byte) {
-	c.s.countChange(class)
+	c.s.countChange(c, class, key)
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -209,7 +209,7 @@ type Events struct {
 
 // Notify publishes event (of class) on key in database db.
 func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
-	k.s.countChange(class)
+	k.s.countChange(k.from, class, key)
 	if k.s.notifyFlags() == 0 {
 		return
 	}
