@@ -26,6 +26,21 @@ func TestStatsAgainstRedis(t *testing.T) {
 	if got != want {
 		t.Errorf("statistics differ\nspillway:\n%s\nredis-server:\n%s", got, want)
 	}
+	// The bytes read from clients: CONFIG RESETSTAT, SET and INFO stats.
+	netIn := func(addr string) string {
+		c := harness.MustDial(t, addr)
+		defer c.Close()
+		c.Do("CONFIG", "RESETSTAT")
+		c.Do("SET", "stats:net", "some value")
+		m, err := harness.Info(c, "stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["total_net_input_bytes"]
+	}
+	if got, want := netIn(sp.Addr()), netIn(rs.Addr()); got != want {
+		t.Errorf("total_net_input_bytes %s, redis-server's %s", got, want)
+	}
 }
 
 // usecFields are the timings of a commandstats line, which differ.

@@ -108,7 +108,7 @@ type Client struct {
 
 func newClient(s *Server, nc net.Conn) *Client {
 	raw := rawio.New(nc)
-	src := &connSource{nc: nc, raw: raw}
+	src := &connSource{nc: nc, raw: raw, in: &s.stats.netIn}
 	c := &Client{
 		s:       s,
 		raw:     raw,
