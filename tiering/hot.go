@@ -108,6 +108,8 @@ type LRU struct {
 	lru    *simplelru.LRU[string, *Entry]
 	used   int64
 	budget int64
+	// peak is the most used has been (stats.go); raised on growth only.
+	peak int64
 	// perDB counts the hot keys of each physical database: when it equals
 	// the database's stored key count, every key is hot and a miss needs
 	// no store lookup (Tx.loadCold).
@@ -150,6 +152,7 @@ func (l *LRU) put(hk []byte, e *Entry) {
 		l.perDB[hk[0]]++
 	}
 	l.used += e.size
+	l.peak = max(l.peak, l.used)
 }
 
 // resize re-accounts e after its value changed in place.
@@ -157,6 +160,7 @@ func (l *LRU) resize(hk []byte, e *Entry) {
 	n := entrySize(hk[1:], e)
 	l.used += n - e.size
 	e.size = n
+	l.peak = max(l.peak, l.used)
 }
 
 // remove drops hk; it reports whether it was hot.

@@ -40,6 +40,7 @@ type Command struct {
 	specMiss KeyFlag // flags missing from at least one key spec
 	subs     map[string]*Command
 	getKeys  keyFinder
+	id       int // dense index over commands and subcommands (ID)
 }
 
 // Docs is the documentation part of a command (COMMAND DOCS).
@@ -272,7 +273,20 @@ func init() {
 	Full = NewView(func(*Command) bool { return true })
 }
 
+// numIDs is how many commands and subcommands the table holds.
+var numIDs int
+
+// ID returns the command's dense index, 0 <= ID < NumIDs(): a server keeps
+// per-command state (statistics) in a slice indexed by it, with no map
+// lookup per command.
+func (c *Command) ID() int { return c.id }
+
+// NumIDs returns how many commands and subcommands there are (one ID each).
+func NumIDs() int { return numIDs }
+
 func initCommand(c *Command) {
+	c.id = numIDs
+	numIDs++
 	for _, f := range c.Flags {
 		c.bits |= FlagByName(f)
 	}

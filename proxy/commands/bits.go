@@ -202,8 +202,7 @@ func cmdBitfield(x *server.Ctx, args [][]byte, readOnly bool) error {
 			cur = cloneBytes(e.Str)
 		}
 		var before []byte
-		notifyStr := x.NotifyEnabled(server.NotifyString)
-		if e != nil && notifyStr {
+		if e != nil {
 			before = e.Str // entries are never modified in place
 		}
 		v, results, changed := strops.ExecBitfield(cur, ops)
@@ -223,7 +222,9 @@ func cmdBitfield(x *server.Ctx, args [][]byte, readOnly bool) error {
 				x.W.Int(r.Value)
 			}
 		}
-		if changed && notifyStr && bitfieldChanged(before, e == nil, ops, results) {
+		// Checked even with notifications off: the event also counts the
+		// change (INFO rdb_changes_since_last_save).
+		if changed && bitfieldChanged(before, e == nil, ops, results) {
 			x.Notify(server.NotifyString, "setbit", args[1]) // after the reply, as Redis
 		}
 		return nil

@@ -19,7 +19,7 @@ import (
 
 func registerKeys(t *server.Table) {
 	t.Register("del", cmdDel)
-	t.Register("unlink", cmdDel)
+	t.Register("unlink", cmdUnlink) // memory.go: DEL, and lazy-free accounting
 	t.Register("exists", cmdExists)
 	t.Register("type", cmdType)
 	t.Register("touch", cmdTouch)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillway/spillway/proxy/rawio"
@@ -252,6 +253,7 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	gone, exited := make(chan struct{}), make(chan struct{})
 	go c.watchConn(gone, exited)
 	alive := true
+	blockedAt := time.Now()
 	select {
 	case <-w.done:
 	case <-timer:
@@ -264,6 +266,8 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	c.nc.SetReadDeadline(time.Now()) // stops the watcher
 	<-exited
 	c.nc.SetReadDeadline(time.Time{})
+	c.stat.blocked += time.Since(blockedAt) // not the command's own time
+	c.countRawError(w.reply)
 	c.w.Raw(w.reply)
 	return alive
 }
@@ -296,6 +300,7 @@ type connSource struct {
 	nc      net.Conn
 	raw     *rawio.Conn // nc's raw reads (nil: read nc)
 	pending []byte
+	in      *atomic.Int64 // counts the bytes read (INFO total_net_input_bytes)
 }
 
 func (s *connSource) Read(p []byte) (int, error) {
@@ -305,10 +310,20 @@ func (s *connSource) Read(p []byte) (int, error) {
 		if len(s.pending) == 0 {
 			s.pending = nil
 		}
+		if s.in != nil {
+			s.in.Add(int64(n)) // read while blocked (watchConn), not counted then
+		}
 		return n, nil
 	}
+	var n int
+	var err error
 	if s.raw != nil {
-		return s.raw.Read(p)
+		n, err = s.raw.Read(p)
+	} else {
+		n, err = s.nc.Read(p)
 	}
-	return s.nc.Read(p)
+	if n > 0 && s.in != nil {
+		s.in.Add(int64(n))
+	}
+	return n, err
 }

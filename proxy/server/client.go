@@ -67,6 +67,8 @@ type Client struct {
 	// embedded mode; see Forwarder).
 	fwd  ForwardConn
 	quit bool
+	// stat is the client's share of the command statistics (info.go).
+	stat clientStat
 	// out is the output queue of a client that has subscribed to Pub/Sub
 	// (pushout.go): once set, flush hands replies to it instead of
 	// writing the socket. nil for every other client.
@@ -106,7 +108,7 @@ type Client struct {
 
 func newClient(s *Server, nc net.Conn) *Client {
 	raw := rawio.New(nc)
-	src := &connSource{nc: nc, raw: raw}
+	src := &connSource{nc: nc, raw: raw, in: &s.stats.netIn}
 	c := &Client{
 		s:       s,
 		raw:     raw,

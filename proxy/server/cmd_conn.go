@@ -535,7 +535,14 @@ func cmdClientUnblock(x *Ctx, args [][]byte) error {
 	if !ok {
 		return resp.Err("ERR value is not an integer or out of range")
 	}
-	x.W.Int(b2i(x.c.s.blocking.unblock(id, withError)))
+	unblocked := x.c.s.blocking.unblock(id, withError)
+	if unblocked && withError {
+		// As Redis, where the UNBLOCKED error is written while CLIENT
+		// UNBLOCK runs, it fails CLIENT UNBLOCK too in INFO commandstats
+		// (errorstats count it once, for the blocked client).
+		x.c.stat.errs++
+	}
+	x.W.Int(b2i(unblocked))
 	return nil
 }
 

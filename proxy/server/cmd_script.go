@@ -153,7 +153,8 @@ var errScriptAborted = errors.New("script killed by SHUTDOWN NOSAVE; its writes 
 
 // scriptHost runs a script's redis.call commands (script.Host).
 type scriptHost struct {
-	sc *Client // the script's client
+	sc     *Client // the script's client
+	caller *Client // the client running the script
 }
 
 // scriptHost readies the server's script client for a script c runs: c's
@@ -167,7 +168,7 @@ func (s *Server) scriptHost(c *Client) *scriptHost {
 	}
 	sc.db = c.db
 	sc.group, sc.groupErr, sc.txID = c.group, nil, c.txID
-	return &scriptHost{sc: sc}
+	return &scriptHost{sc: sc, caller: c}
 }
 
 // Call implements script.Host: it runs args as the script's client and
@@ -196,7 +197,9 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 		}
 	}()
 	sc.lastCmd.Store(cmd)
-	sc.call(handler, args)
+	errs := sc.stat.errs
+	sc.callCounted(cmd, handler, args, time.Now())
+	h.caller.stat.scriptErrs += sc.stat.errs - errs // counted already (callCounted)
 	return sc.w.Buf
 }
 

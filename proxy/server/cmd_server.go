@@ -62,9 +62,11 @@ func cmdFlushDB(x *Ctx, args [][]byte) error {
 		if err := x.c.s.touchWatchedInDB(tx, x.DB(), -1); err != nil {
 			return err
 		}
+		n := tx.DBSize(x.DB())
 		if err := tx.FlushDB(x.DB()); err != nil {
 			return err
 		}
+		x.c.s.noteFlush(n, args, false)
 		x.W.OK()
 		return nil
 	})
@@ -80,9 +82,14 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 				return err
 			}
 		}
+		var n int64
+		for db := range x.c.s.engine.Databases() {
+			n += tx.DBSize(db)
+		}
 		if err := tx.FlushAll(); err != nil {
 			return err
 		}
+		x.c.s.noteFlush(n, args, true)
 		x.W.OK()
 		return nil
 	})
@@ -129,6 +136,7 @@ func cmdTime(x *Ctx, _ [][]byte) error {
 // save makes everything durable now: the WAL is synced and the memtable
 // flushed, so a restart needs no log replay.
 func (c *Client) save() error {
+	dirty := c.s.dirtyCount()
 	if err := c.s.engine.Cold().SyncWAL(); err != nil {
 		return err
 	}
@@ -136,6 +144,7 @@ func (c *Client) save() error {
 		return err
 	}
 	c.s.lastSave.Store(time.Now().Unix())
+	c.s.noteSaved(dirty)
 	return nil
 }
 
@@ -246,6 +255,7 @@ func cmdConfigResetStat(x *Ctx, _ [][]byte) error {
 	st.netIn.Store(0)
 	st.netOut.Store(0)
 	st.errorReplies.Store(0)
+	c.s.resetInfoStats()
 	c.w.OK()
 	return nil
 }

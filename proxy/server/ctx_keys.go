@@ -13,7 +13,8 @@ import (
 // Notify publishes event (of class) on key in the client's database, as
 // Redis's notifyKeyspaceEvent: call it where Redis does, after the reply
 // (a subscribed client gets its own events among its replies there).
-// With notifications off it costs one atomic load.
+// With notifications off it costs one atomic load, and an atomic add
+// for a change (the dirty counter, INFO rdb_changes_since_last_save).
 func (x *Ctx) Notify(class NotifyClass, event string, key []byte) { x.c.notify(class, event, key) }
 
 // NotifyIn is Notify for a key in database db (MOVE, COPY ... DB).

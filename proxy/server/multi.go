@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
@@ -178,6 +180,7 @@ func runsInMulti(cmd *cmdtable.Command) bool {
 // that may not run in a transaction fails it.
 func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
 	if cmd.Is(cmdtable.FlagNoMulti) {
+		c.countRejected(cmd)
 		c.rejectInMulti("ERR Command not allowed inside a transaction")
 		return
 	}
@@ -282,10 +285,9 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		}
 		c.w.Array(len(queue))
 		for _, q := range queue {
-			c.s.stats.commands.Add(1)
 			c.mark = c.w.Len()
 			c.lastCmd.Store(q.cmd)
-			c.call(c.s.table.Handler(q.cmd), q.args)
+			c.callCounted(q.cmd, c.s.table.Handler(q.cmd), q.args, time.Now())
 			if c.groupErr != nil {
 				break
 			}

@@ -19,7 +19,9 @@ import (
 //
 // Cost: with notifications off a call is one atomic load (the setting)
 // and returns; with them on but nobody subscribed, one more atomic load
-// (pubsub.Hub.Active). Neither allocates.
+// (pubsub.Hub.Active). Neither allocates. A call for a change also adds
+// one to the dirty counter (INFO rdb_changes_since_last_save, info.go):
+// Redis increments it where it notifies.
 
 // NotifyClass is a set of notification classes: Redis's NOTIFY_* flags,
 // bit for bit (config.Config.NotifyKeyspaceClasses).
@@ -63,6 +65,7 @@ func (s *Server) notifyEnabled(class NotifyClass) bool {
 // database, as Redis's notifyKeyspaceEvent. A subscribed client gets its
 // own events where Redis puts them among its replies.
 func (c *Client) notify(class NotifyClass, event string, key []byte) {
+	c.s.countChange(c, class, key)
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -71,6 +74,7 @@ func (c *Client) notify(class NotifyClass, event string, key []byte) {
 
 // notifyIn is notify for a key in database db (MOVE, COPY ... DB).
 func (c *Client) notifyIn(db int, class NotifyClass, event string, key []byte) {
+	c.s.countChange(c, class, key)
 	if c.s.notifyFlags() == 0 {
 		return
 	}
@@ -205,6 +209,7 @@ type Events struct {
 
 // Notify publishes event (of class) on key in database db.
 func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
+	k.s.countChange(k.from, class, key)
 	if k.s.notifyFlags() == 0 {
 		return
 	}

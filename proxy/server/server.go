@@ -74,6 +74,8 @@ type Server struct {
 	started  time.Time
 	lastSave atomic.Int64
 	stats    serverStats
+	// info holds the command, error, dirty and memory statistics (info.go).
+	info infoState
 
 	// shutdownReq is signalled by SHUTDOWN.
 	shutdownReq chan struct{}
@@ -112,6 +114,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
+	s.initInfo()
 	s.scripts = script.New(script.Options{Logger: log})
 	return s
 }
