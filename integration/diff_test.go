@@ -24,7 +24,7 @@ const (
 
 // spillwayDiffArgs starts Spillway small enough that the generator's big
 // values force demotion and promotion.
-var spillwayDiffArgs = []string{"--maxmemory", "256kb", "--appendfsync", "no", "--loglevel", "warning"}
+var spillwayDiffArgs = []string{"--maxmemory", "768kb", "--appendfsync", "no", "--loglevel", "warning"}
 
 // subject starts the server under test: Spillway, or the server at
 // $SPILLWAY_ADDR when set (for debugging against a running instance).
@@ -108,7 +108,7 @@ func TestDifferentialRedisVsRedis(t *testing.T) {
 }
 
 // TestDifferentialStrings compares Spillway with Redis 7.0 on random string
-// and keyspace traffic over RESP2, with a 256 KB maxmemory (a 4 KB hot tier).
+// and keyspace traffic over RESP2, with a 768 KB maxmemory (the smallest Spillway meets: a 4 KB hot tier).
 func TestDifferentialStrings(t *testing.T) {
 	testDifferentialSpillway(t, 2, "TestDifferentialStrings", genConfig{})
 }

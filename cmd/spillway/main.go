@@ -75,6 +75,19 @@ func splitBudget(maxmemory, blockCache int64) budget {
 	return b
 }
 
+// budgetUnreachable reports whether maxmemory is below what the process
+// needs with an empty hot tier: the cold store's block cache and its two
+// memtables (768 KB at the smallest). Spillway then answers OOM as Redis
+// does over maxmemory with nothing left to evict (server.SetOutOfMemory);
+// any larger budget is met by demoting to disk.
+func budgetUnreachable(maxmemory, blockCache int64) bool {
+	if maxmemory <= 0 {
+		return false
+	}
+	b := splitBudget(maxmemory, blockCache)
+	return maxmemory < b.cache+2*b.memtable
+}
+
 // setMemoryLimit keeps the Go heap near the budget (the hot tier, buffers
 // and Pebble's Go-side structures all live there); maxmemory 0 lifts it.
 func setMemoryLimit(maxmemory int64) {
@@ -158,6 +171,12 @@ func run(args []string) error {
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
 	srv := server.NewServer(cfg, engine, log, commands.Table())
+	if !upstreamMode {
+		oom := func(string) { srv.SetOutOfMemory(budgetUnreachable(cfg.MaxMemory(), cfg.BlockCache())) }
+		oom("")
+		cfg.OnChange("maxmemory", oom)
+		cfg.OnChange("block-cache", oom)
+	}
 	mode := "embedded"
 	// front is upstream mode's front (nil in embedded mode): the server
 	// forwards its clients' commands through it.

@@ -29,3 +29,22 @@ func TestSplitBudget(t *testing.T) {
 		})
 	}
 }
+
+func TestBudgetUnreachable(t *testing.T) {
+	const kb, mb = 1 << 10, 1 << 20
+	for _, tt := range []struct {
+		maxmemory, cache int64
+		want             bool
+	}{
+		{0, 0, false},              // no limit
+		{1, 0, true},               // Redis's tests' "maxmemory 1"
+		{767 * kb, 0, true},        // under the store's floor: 256 KB cache + 2 × 256 KB memtables
+		{768 * kb, 0, false},       // the smallest budget met (4 KB hot tier)
+		{600 * kb, 64 * kb, false}, // a smaller block cache lowers the floor
+		{32 * mb, 0, false},
+	} {
+		if got := budgetUnreachable(tt.maxmemory, tt.cache); got != tt.want {
+			t.Errorf("budgetUnreachable(%d, %d) = %v; want %v", tt.maxmemory, tt.cache, got, tt.want)
+		}
+	}
+}

@@ -12,6 +12,10 @@ type okHost struct{}
 
 func (okHost) Call(*cmdtable.Command, [][]byte, int) []byte { return []byte("+OK\r\n") }
 
+func (okHost) OutOfMemory() bool { return false }
+
+func (okHost) Rejected(*cmdtable.Command, string) {}
+
 func benchEval(b *testing.B, script string) {
 	e := New(Options{})
 	args := toArgs(ev(script, "#", "key", "value"))

@@ -18,6 +18,17 @@ import (
 // reply as exactly one RESP value in protocol proto (2 or 3; redis.setresp).
 type Host interface {
 	Call(cmd *cmdtable.Command, args [][]byte, proto int) []byte
+	// OutOfMemory reports whether the server was over its memory budget
+	// when the command running the script started (Redis's
+	// pre_command_oom_state): until its first write, the script's calls of
+	// commands that may grow memory (denyoom) then fail with OOM, unless
+	// the script declared allow-oom.
+	OutOfMemory() bool
+	// Rejected records a call the script's checks refused (cmd nil for an
+	// unknown command): Redis counts it as the command's rejected call
+	// and the error (msg: "-CODE text", or a text whose code is ERR) in
+	// the error statistics.
+	Rejected(cmd *cmdtable.Command, msg string)
 }
 
 // Options configures an Engine.
@@ -70,6 +81,7 @@ type runCtx struct {
 	host     Host
 	proto    int // protocol of the script's own client (redis.setresp)
 	readOnly bool
+	allowOOM bool // allow-oom (or no-writes) declared: no OOM check
 	eval     bool
 	name     string   // sha1 of the script, or function name
 	args     [][]byte // the caller's command, for FUNCTION STATS

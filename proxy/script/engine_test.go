@@ -16,7 +16,12 @@ type recordingHost struct {
 	mu      sync.Mutex
 	calls   []string // cmd.Name, protocol and arguments
 	replies map[string]string
+	oom     bool // OutOfMemory's answer
 }
+
+func (h *recordingHost) OutOfMemory() bool { return h.oom }
+
+func (h *recordingHost) Rejected(*cmdtable.Command, string) {}
 
 func (h *recordingHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) []byte {
 	h.mu.Lock()
@@ -146,5 +151,65 @@ func TestNoHalfState(t *testing.T) {
 	}
 	if got := run("return #KEYS + #ARGV"); got != ":0\r\n" {
 		t.Errorf("KEYS/ARGV not reset: %q", got)
+	}
+}
+
+// TestOutOfMemory checks Redis's OOM rules for scripts: until its first
+// write, a script's call of a denyoom command fails while the host says it
+// is out of memory, unless the script declared allow-oom (or no-writes);
+// DenyOOM says which script commands the server refuses up front.
+func TestOutOfMemory(t *testing.T) {
+	e := New(Options{})
+	h := &recordingHost{oom: true}
+	run := func(args step) string {
+		w := &resp.Writer{Proto: 2}
+		e.Eval(h, w, toArgs(args))
+		return string(w.Buf)
+	}
+	const oom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+	for _, tc := range []struct {
+		script, want string
+	}{
+		// Compat mode: checked per call; the raised error names the script.
+		{"return redis.call('set', 'x', 1)", oom[:len(oom)-2] + " script: d3e59a42ddbf0bf90f4688baf7dec06c274f4dfe, on @user_script:1.\r\n"},
+		{"return redis.call('get', 'x')", "+OK\r\n"},                           // not denyoom
+		{"redis.call('del', 'y') return redis.call('set', 'x', 1)", "+OK\r\n"}, // after the first write
+		{"#!lua flags=allow-oom\nreturn redis.call('set', 'x', 1)", "+OK\r\n"},
+		{"#!lua\nreturn redis.pcall('set', 'x', 1)['err']", "$" + itoa(len(oom)-3) + "\r\n" + oom[1:len(oom)-2] + "\r\n"},
+	} {
+		if got := run(ev(tc.script)); got != tc.want {
+			t.Errorf("%q while out of memory = %q; want %q", tc.script, got, tc.want)
+		}
+	}
+	h.oom = false
+	if got := run(ev("return redis.call('set', 'x', 1)")); got != "+OK\r\n" {
+		t.Errorf("SET from a script with memory available = %q", got)
+	}
+
+	w := &resp.Writer{Proto: 2}
+	e.Function(w, toArgs(step{"FUNCTION", "LOAD", "#!lua name=lib\n" +
+		"redis.register_function('w', function() return 1 end)\n" +
+		"redis.register_function{function_name='ro', callback=function() return 1 end, flags={'no-writes'}}\n" +
+		"redis.register_function{function_name='oomok', callback=function() return 1 end, flags={'allow-oom'}}"}))
+	if string(w.Buf) != "$3\r\nlib\r\n" {
+		t.Fatalf("FUNCTION LOAD = %q", w.Buf)
+	}
+	for _, tc := range []struct {
+		args step
+		deny bool
+	}{
+		{ev("return 1"), false},       // no shebang
+		{ev("#!lua\nreturn 1"), true}, // flags declared, none
+		{ev("#!lua flags=no-writes\nreturn 1"), false},
+		{ev("#!lua flags=allow-oom\nreturn 1"), false},
+		{step{"EVALSHA", strings.Repeat("0", 40), "0"}, false}, // unknown script
+		{step{"FCALL", "w", "0"}, true},
+		{[]string{"FCALL_RO", "ro", "0"}, false},
+		{step{"FCALL", "oomok", "0"}, false},
+		{step{"FCALL", "nosuch", "0"}, false},
+	} {
+		if got := e.DenyOOM(toArgs(tc.args)); got != tc.deny {
+			t.Errorf("DenyOOM(%q) = %v; want %v", tc.args, got, tc.deny)
+		}
 	}
 }

@@ -109,6 +109,7 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 		host:     host,
 		proto:    2,
 		readOnly: ro || !sc.compat && sc.flags&flagNoWrites != 0,
+		allowOOM: !sc.compat && sc.flags&(flagAllowOOM|flagNoWrites) != 0,
 		eval:     true,
 		name:     sha,
 		args:     cloneArgs(args),

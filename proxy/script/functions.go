@@ -377,6 +377,7 @@ func (e *Engine) FCall(host Host, w *resp.Writer, args [][]byte) {
 		host:     host,
 		proto:    2,
 		readOnly: ro || f.flags&flagNoWrites != 0,
+		allowOOM: f.flags&(flagAllowOOM|flagNoWrites) != 0,
 		name:     f.name,
 		args:     cloneArgs(args),
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"log/slog"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -126,6 +127,7 @@ func (v *luaVM) redisCall(L *lua.LState, raise bool) int {
 	L.SetTop(0)
 	cmd, msg := v.checkCall(rc, args)
 	if msg != "" {
+		rc.host.Rejected(cmd, msg)
 		t := errorTable(L, msg, true)
 		if raise {
 			L.Error(t, 0)
@@ -160,29 +162,94 @@ func truncate(b []byte, n int) string {
 }
 
 // checkCall performs scriptCall's checks on a command a script calls and
-// returns its table entry, or the error message.
+// returns its table entry (nil if unknown) and, if it is refused, the
+// error message.
 func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string) {
 	cmd := cmdtable.LookupArgs(args)
 	if cmd == nil {
 		return nil, "Unknown Redis command called from script"
 	}
 	if !cmd.ArityOK(len(args)) {
-		return nil, "Wrong number of args calling Redis command from script"
+		return cmd, "Wrong number of args calling Redis command from script"
 	}
 	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
 	// may-replicate command (PUBLISH, ...) any more than a write, so that
 	// it can run during CLIENT PAUSE WRITE. (No such command is noscript,
 	// so checking before that flag changes no error.)
 	if rc.readOnly && mayReplicate(cmd) {
-		return nil, "Write commands are not allowed from read-only scripts."
+		return cmd, "Write commands are not allowed from read-only scripts."
 	}
 	if cmd.Is(cmdtable.FlagNoScript) {
-		return nil, "This Redis command is not allowed from script"
+		return cmd, "This Redis command is not allowed from script"
 	}
 	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
-		return nil, "Write commands are not allowed from read-only scripts."
+		return cmd, "Write commands are not allowed from read-only scripts."
+	}
+	// As scriptVerifyOOM: only before the script's first write, so that
+	// a script is never cut in half. (dirty is written by this goroutine.)
+	if cmd.Is(cmdtable.FlagDenyOOM) && !rc.allowOOM && !rc.dirty && rc.host.OutOfMemory() {
+		return cmd, ErrOOM
 	}
 	return cmd, ""
+}
+
+// ErrOOM is Redis's reply to a command that may grow memory while the
+// server is over its memory budget.
+const ErrOOM = "-OOM command not allowed when used memory > 'maxmemory'."
+
+// DenyOOM reports whether EVAL, EVALSHA, FCALL or their _RO forms (args as
+// received, arity checked) are refused while the server is out of memory,
+// as Redis's getCommandFlags says: a script that declared flags is denyoom
+// unless it declared allow-oom or no-writes; a script without a shebang,
+// or one not found, is not (its calls are checked one by one instead).
+// It waits for a running script (it reads the caches under runMu).
+func (e *Engine) DenyOOM(args [][]byte) bool {
+	if len(args) < 2 {
+		return false
+	}
+	name := strings.ToLower(string(args[0]))
+	var flags scriptFlags
+	switch {
+	case strings.HasPrefix(name, "fcall"):
+		e.runMu.Lock()
+		f := e.funcs[strings.ToLower(string(args[1]))]
+		if f != nil {
+			flags = f.flags
+		}
+		e.runMu.Unlock()
+		if f == nil {
+			return false
+		}
+	case strings.HasPrefix(name, "eval"):
+		evalsha := strings.HasPrefix(name, "evalsha")
+		if evalsha && len(args[1]) != 40 {
+			return false
+		}
+		sha := asciiLower(string(args[1]))
+		if !evalsha {
+			sha = sha1hex(args[1])
+		}
+		e.runMu.Lock()
+		sc := e.scripts[sha]
+		e.runMu.Unlock()
+		switch {
+		case sc != nil && sc.compat:
+			return false
+		case sc != nil:
+			flags = sc.flags
+		case evalsha:
+			return false
+		default:
+			f, compat, _, msg := parseShebang(args[1])
+			if msg != "" || compat {
+				return false
+			}
+			flags = f
+		}
+	default:
+		return false
+	}
+	return flags&(flagAllowOOM|flagNoWrites) == 0
 }
 
 // mayReplicate reports Redis's CMD_MAY_REPLICATE. COMMAND hides that flag

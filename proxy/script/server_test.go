@@ -167,6 +167,12 @@ func newRedisHost(t testing.TB, s *redisServer) *redisHost {
 	return &redisHost{conns: [4]*rconn{2: s.dial(t, 2), 3: s.dial(t, 3)}}
 }
 
+// OutOfMemory implements Host: the real server runs the commands, and
+// says OOM itself when it is.
+func (h *redisHost) OutOfMemory() bool { return false }
+
+func (h *redisHost) Rejected(*cmdtable.Command, string) {}
+
 func (h *redisHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -63,6 +63,9 @@ type Client struct {
 	groupMark int
 	// multi is MULTI's queue and WATCH's keys (multi.go).
 	multi multiState
+	// preOOM is the server's out-of-memory state when the current command
+	// started (scripts' calls read it: scriptHost.OutOfMemory).
+	preOOM bool
 	// fwd is the forwarding front's state of the connection (nil in
 	// embedded mode; see Forwarder).
 	fwd  ForwardConn

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,6 +170,37 @@ func (s *Server) scriptHost(c *Client) *scriptHost {
 	sc.db = c.db
 	sc.group, sc.groupErr, sc.txID = c.group, nil, c.txID
 	return &scriptHost{sc: sc, caller: c}
+}
+
+// OutOfMemory implements script.Host: the server's memory state when the
+// caller's command started.
+func (h *scriptHost) OutOfMemory() bool { return h.caller.preOOM }
+
+// Rejected implements script.Host: a call the script's checks refused
+// counts as Redis's scriptCall counts it (the command's rejected_calls,
+// the error's errorstat), and the script's error reply, which carries it,
+// is not counted again (callCounted).
+func (h *scriptHost) Rejected(cmd *cmdtable.Command, msg string) {
+	if cmd != nil {
+		h.sc.countRejected(cmd)
+	}
+	if strings.HasPrefix(msg, "-") {
+		msg = msg[1:]
+	} else {
+		msg = "ERR " + msg
+	}
+	h.sc.s.countError(msg)
+	h.caller.stat.scriptErrs++
+}
+
+// scriptDenyOOM reports whether cmd (args as received) runs a script that
+// the out-of-memory state refuses (script.Engine.DenyOOM).
+func (s *Server) scriptDenyOOM(cmd *cmdtable.Command, args [][]byte) bool {
+	switch cmd.Name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return s.scripts.DenyOOM(args)
+	}
+	return false
 }
 
 // Call implements script.Host: it runs args as the script's client and

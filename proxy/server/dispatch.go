@@ -149,6 +149,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		c.countRejected(cmd)
 		return
 	}
+	if c.preOOM = c.s.oom.Load(); c.preOOM && c.group == nil && c.rejectOOM(cmd, args) {
+		return
+	}
 	if c.multi.active && !runsInMulti(cmd) {
 		c.queueCommand(cmd, args)
 		return

@@ -71,6 +71,9 @@ type Server struct {
 	pauseAll   bool
 	paused     atomic.Bool
 
+	// oom: the memory budget cannot be met (SetOutOfMemory).
+	oom atomic.Bool
+
 	started  time.Time
 	lastSave atomic.Int64
 	stats    serverStats
@@ -426,3 +429,14 @@ func (s *Server) unpause() {
 	s.pauseCond.Broadcast()
 	s.pauseMu.Unlock()
 }
+
+// SetOutOfMemory tells the server whether its memory budget (maxmemory)
+// can be met. While it cannot, commands are refused as Redis refuses them
+// when used memory stays over maxmemory with nothing left to evict: those
+// that may grow memory (denyoom, scripts declaring neither allow-oom nor
+// no-writes, EXEC of a transaction holding one), and every command but
+// EXEC, DISCARD, QUIT and RESET inside MULTI; a script's first write
+// fails likewise. Spillway demotes to disk instead of evicting, so this
+// happens only when the budget is below what the process needs even with
+// an empty hot tier.
+func (s *Server) SetOutOfMemory(oom bool) { s.oom.Store(oom) }
