@@ -194,3 +194,26 @@ func TestSplitArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestOOMCases runs testdata/oom against Redis and a Spillway of its own
+// (the cases change maxmemory, which the shared subject of the other case
+// files must keep).
+func TestOOMCases(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "oom", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no case files in testdata/oom (err %v)", err)
+	}
+	ref := harness.StartRedis(t)
+	sub := harness.StartSpillway(t, "", "--loglevel", "warning")
+	for _, path := range files {
+		lines, err := loadCaseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, proto := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/resp%d", filepath.Base(path), proto), func(t *testing.T) {
+				runCases(t, ref.Addr(), sub.Addr(), "spillway", proto, true, true, lines)
+			})
+		}
+	}
+}
