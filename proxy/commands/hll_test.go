@@ -110,8 +110,8 @@ func TestHLLMatchesRedis(t *testing.T) {
 			l := s.NewLocal()
 			defer l.Close()
 			d := &hllDiff{t: t, rng: rand.New(rand.NewPCG(1, 2)),
-				r: &redisRunner{nc: nc, r: resp.NewReplyReader(nc)},
-				l: &localRunner{l: l, engine: e, mode: m},
+				r:    &redisRunner{nc: nc, r: resp.NewReplyReader(nc)},
+				l:    &localRunner{l: l, engine: e, mode: m},
 				keys: []string{"h0", "h1", "h2", "h3", "copy"}, seen: map[string]int{}}
 			d.do("FLUSHALL")
 			for _, limit := range []string{"3000", "200", "0", "12000"} {
