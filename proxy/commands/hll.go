@@ -215,7 +215,7 @@ func cmdPFMerge(x *server.Ctx, args [][]byte) error {
 // it converted the value). The key is looked up and checked before the
 // subcommand.
 func cmdPFDebug(x *server.Ctx, args [][]byte) error {
-	sub, key := args[1], args[2]
+	sub, key := cstr.CString(args[1]), args[2] // strcasecmp stops at a NUL
 	return x.Update(func(tx *tiering.Tx) error {
 		e, err := getHLL(x, tx, key)
 		if err != nil {
@@ -254,7 +254,7 @@ func cmdPFDebug(x *server.Ctx, args [][]byte) error {
 			}
 			x.W.Int(b2i(!dense))
 		default:
-			return resp.Err("ERR Unknown PFDEBUG subcommand '" + string(cstr.CString(sub)) + "'")
+			return resp.Err("ERR Unknown PFDEBUG subcommand '" + string(sub) + "'")
 		}
 		return nil
 	})
