@@ -122,6 +122,16 @@ func TestHLLMatchesRedis(t *testing.T) {
 				runHLLRound(d)
 			}
 			d.do("CONFIG", "SET", "hll-sparse-max-bytes", "3000")
+			// Large cardinalities: the estimator over mostly non-zero
+			// registers, and unions of very different sizes.
+			for i := range 60 {
+				d.pfadd("big", 1000)
+				d.do("PFCOUNT", "big")
+				d.do("PFCOUNT", "big", d.keys[i%4])
+				if i%10 == 9 {
+					d.do("GET", "big")
+				}
+			}
 			for _, mark := range seenMarks {
 				if d.seen[mark] == 0 {
 					t.Errorf("no reply held %q", mark)
