@@ -20,8 +20,10 @@ func Count(v []byte) (uint64, error) {
 	var h histogram
 	r := v[HeaderSize:]
 	if IsDense(v) {
-		for i := 0; i < Registers; i++ {
-			h[denseGet(r, i)]++
+		var regs [Registers]uint8
+		unpackDense(r, &regs)
+		for _, x := range regs {
+			h[x]++
 		}
 	} else if !walkSparse(r, func(_, n int, val uint8) { h[val] += n }) {
 		return 0, ErrCorrupt
@@ -89,8 +91,10 @@ type Max [Registers]uint8
 func (m *Max) Merge(v []byte) error {
 	r := v[HeaderSize:]
 	if IsDense(v) {
-		for i := range m {
-			m[i] = max(m[i], denseGet(r, i))
+		var regs [Registers]uint8
+		unpackDense(r, &regs)
+		for i, x := range regs {
+			m[i] = max(m[i], x)
 		}
 		return nil
 	}

@@ -89,6 +89,12 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("%s = %v, Redis's verdict valid=%v", name, err, valid)
 			}
 		}
+		if valid && !bytes.Equal(m[:], want) {
+			t.Fatal("Merge into empty registers differs from the reference decoding")
+		}
+		if valid && IsDense(v) && !bytes.Equal(DenseRegisters(v), want) {
+			t.Fatal("DenseRegisters differs from the reference decoding")
+		}
 		if !IsDense(v) {
 			if _, err := Decode(v); err != nil {
 				t.Fatalf("Decode: %v", err)

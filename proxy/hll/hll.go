@@ -149,6 +149,19 @@ func denseGet(r []byte, i int) uint8 {
 	return uint8((b0>>fb | b1<<(8-fb)) & regMax)
 }
 
+// unpackDense writes the registers of dense registers r (12288 bytes) to
+// out: every 3 bytes hold 4 registers.
+func unpackDense(r []byte, out *[Registers]uint8) {
+	r = r[:Registers*regBits/8]
+	for i, j := 0, 0; j+2 < len(r); i, j = i+4, j+3 {
+		b0, b1, b2 := r[j], r[j+1], r[j+2]
+		out[i] = b0 & regMax
+		out[i+1] = (b0>>6 | b1<<2) & regMax
+		out[i+2] = (b1>>4 | b2<<4) & regMax
+		out[i+3] = b2 >> 2
+	}
+}
+
 // denseSet sets register i of dense registers r to val (at most 63).
 func denseSet(r []byte, i int, val uint8) {
 	b := i * regBits / 8

@@ -65,10 +65,7 @@ func (s *Sketch) ToDense() (bool, error) {
 // DenseRegisters returns the registers of checked dense value v, in
 // order (PFDEBUG GETREG).
 func DenseRegisters(v []byte) []uint8 {
-	out := make([]uint8, Registers)
-	r := v[HeaderSize:]
-	for i := range out {
-		out[i] = denseGet(r, i)
-	}
-	return out
+	var regs [Registers]uint8
+	unpackDense(v[HeaderSize:], &regs)
+	return regs[:]
 }
