@@ -107,6 +107,10 @@ func (c *Config) ProtoMaxBulkLen() int64 { return c.mem(idxProtoMaxBulkLen) }
 // ClientQueryBufferLimit is the largest query buffer of one client.
 func (c *Config) ClientQueryBufferLimit() int64 { return c.mem(idxClientQueryBufferLimit) }
 
+// HLLSparseMaxBytes is hll-sparse-max-bytes: the size past which a sparse
+// HyperLogLog is converted to the dense encoding.
+func (c *Config) HLLSparseMaxBytes() int64 { return c.mem(idxHLLSparseMaxBytes) }
+
 // PromoteMinHits is the promote-min-hits tiering knob (its semantics belong
 // to the tiering package).
 func (c *Config) PromoteMinHits() int { return int(c.load(idxPromoteMinHits).n) }

@@ -161,7 +161,6 @@ var redisSettings = []*setting{
 	memory("cluster-link-sendbuf-limit", 0, math.MaxUint64, "0"),
 	memory("active-defrag-ignore-bytes", 1, maxInt64, "100mb"),
 	memory("stream-node-max-bytes", 0, maxInt64, "4096"),
-	memory("hll-sparse-max-bytes", 0, maxInt64, "3000"),
 	memory("auto-aof-rewrite-min-size", 0, maxInt64, "64mb"),
 	{name: "maxmemory-clients", kind: kindPercent, min: -100, umax: maxInt64, def: "0",
 		doc: "Stored, no effect: a size, or a percentage of maxmemory (`N%`)."},

@@ -95,6 +95,7 @@ const (
 	idxZsetMaxListpackEntries
 	idxZsetMaxListpackValue
 	idxClientOutputBufferLimit
+	idxHLLSparseMaxBytes
 	numKeyed
 )
 
@@ -284,6 +285,8 @@ var keyed = [numKeyed]*setting{
 			"(classes normal, replica/slave, pubsub). Applied to Pub/Sub subscribers: one whose queued " +
 			"output reaches the hard limit, or stays over the soft limit for longer than the seconds, " +
 			"is disconnected."},
+	idxHLLSparseMaxBytes: memSetting("hll-sparse-max-bytes", 0, maxInt64, "3000",
+		"Largest sparse HyperLogLog: one that would grow past it is converted to the dense encoding.").acted(),
 }
 
 // registry holds every setting: keyed (indexed by the idx constants), then
