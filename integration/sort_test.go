@@ -11,6 +11,8 @@ package integration
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -69,7 +71,7 @@ func TestSortNotifyDiff(t *testing.T) {
 			ref, spw := refs[i], spws[i]
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
-				for _, nc := range sortNotifyCases {
+				for _, nc := range append(sortNotifyCases, sortColdCase()) {
 					runNotifyDiff(t, ref, spw, nc, proto, &mu, seen)
 				}
 			})
@@ -83,4 +85,45 @@ func TestSortNotifyDiff(t *testing.T) {
 			t.Errorf("no case makes Redis send %q: the table lost coverage", name)
 		}
 	}
+}
+
+// sortColdCase sorts a list, a set and a sorted set of 1,500 elements
+// each by 4,500 weight keys and hash fields, everything demoted to disk
+// first on Spillway, with no events (the replies are what is compared).
+// The weights are distinct, so Redis's order is fully determined.
+func sortColdCase() notifyCase {
+	const n = 1500
+	rng := rand.New(rand.NewPCG(7, 21))
+	weights := rng.Perm(10 * n)
+	var steps [][]string
+	push := []string{"RPUSH", "list"}
+	add := []string{"SADD", "set"}
+	zadd := []string{"ZADD", "zset"}
+	mset := []string{"MSET"}
+	demote := []string{"@demote", "list", "set", "zset"}
+	for i := range n {
+		id := strconv.Itoa(i)
+		w := strconv.Itoa(weights[i])
+		if i%3 == 0 {
+			w += "." + strconv.Itoa(i%7) // some floats
+		}
+		push = append(push, id)
+		add = append(add, id)
+		zadd = append(zadd, strconv.Itoa(weights[n+i]), "m"+id)
+		mset = append(mset, "w_"+id, w, "w_m"+id, strconv.Itoa(weights[2*n+i]))
+		steps = append(steps, []string{"HSET", "h_" + id, "w", strconv.Itoa(weights[3*n+i]), "name", "n" + w})
+		demote = append(demote, "w_"+id, "w_m"+id, "h_"+id)
+	}
+	steps = append(steps, push, add, zadd, mset, demote,
+		[]string{"SORT", "list", "BY", "w_*", "LIMIT", "10", "20", "GET", "#", "GET", "h_*->w"},
+		[]string{"SORT", "list", "BY", "h_*->w", "DESC", "GET", "w_*"},
+		[]string{"SORT", "set", "BY", "h_*->name", "ALPHA", "LIMIT", "1400", "200"},
+		[]string{"SORT", "set", "DESC", "LIMIT", "0", "50"},
+		[]string{"SORT_RO", "zset", "BY", "w_*", "GET", "w_*", "GET", "#"},
+		[]string{"SORT", "zset", "BY", "nosort", "DESC", "LIMIT", "700", "30", "GET", "#"},
+		[]string{"SORT", "list", "BY", "nosort", "LIMIT", "1000", "10"},
+		[]string{"SORT", "list", "ALPHA", "LIMIT", "100", "5"},
+		[]string{"SORT", "set", "BY", "w_*", "GET", "h_*->name", "STORE", "out"},
+		[]string{"LRANGE", "out", "0", "-1"})
+	return notifyCase{name: "sort-cold-big", classes: "", steps: steps}
 }
