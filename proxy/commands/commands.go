@@ -24,6 +24,7 @@ func Register(t *server.Table) {
 	registerZSet(t)
 	registerMemory(t)
 	registerHLL(t)
+	registerSort(t)
 }
 
 // Table returns a table holding every command of the library.

@@ -96,6 +96,12 @@ func (x *Ctx) ColdBuffers() *tiering.ColdBuffers { return &x.c.coldBufs }
 // the lock instead) and a blocking command must not block.
 func (x *Ctx) InGroup() bool { return x.c.group != nil }
 
+// InScript reports whether the command was called by a script or a
+// function (redis.call), Redis's CLIENT_SCRIPT: SORT ... BY <constant> of
+// a set then sorts, so that the script's effects are deterministic. Call
+// it inside Update or View (the script's client is set up under the lock).
+func (x *Ctx) InScript() bool { return x.c == x.c.s.luaClient }
+
 // Update runs fn in a transaction over the keyspace, holding the engine's
 // lock for the whole call, and commits what fn wrote when it returns nil
 // or a Redis error (*resp.Error, tiering.ErrWrongType); any other error
