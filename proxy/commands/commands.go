@@ -22,6 +22,7 @@ func Register(t *server.Table) {
 	registerSet(t)
 	registerList(t)
 	registerZSet(t)
+	registerGeo(t)
 }
 
 // Table returns a table holding every command of the library.
