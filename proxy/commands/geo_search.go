@@ -225,10 +225,16 @@ func (q *geoQuery) parseBox(a [][]byte) error {
 	return nil
 }
 
+// scoreRanger is the sorted-set access a search needs: a read of a score
+// range (tiering.ZSet's, by the score index when the set is cold).
+type scoreRanger interface {
+	RangeByScore(r *tiering.ScoreRange, rev bool, offset, limit int64, fn func(member []byte, score float64) bool) error
+}
+
 // run finds the points of z in the query's shape: the covering cells'
 // score ranges in Redis's order, each read in score order, stopping once
-// COUNT points are found under ANY.
-func (q *geoQuery) run(z *tiering.ZSet) ([]geoPoint, error) {
+// COUNT points are found under ANY. Nothing else of z is read.
+func (q *geoQuery) run(z scoreRanger) ([]geoPoint, error) {
 	limit := 0
 	if q.any {
 		limit = int(q.count)
@@ -254,26 +260,31 @@ func (q *geoQuery) run(z *tiering.ZSet) ([]geoPoint, error) {
 	return pts, nil
 }
 
-// sortPoints orders the points by distance as Redis does (glibc's qsort,
-// a stable merge sort: ties keep the order they were found in).
-func (q *geoQuery) sortPoints(pts []geoPoint) {
+// sortPoints orders the points by distance as Redis does: all of them
+// with glibc's qsort (a stable merge sort: ties keep the order they were
+// found in), or the first n (fewer) with Redis's pqsort.
+func (q *geoQuery) sortPoints(pts []geoPoint, n int) {
 	if q.sort == geoUnsorted {
 		return
 	}
-	order := func(a, b float64) int {
+	order := func(a, b *geoPoint) int {
 		switch {
-		case a > b:
+		case a.dist > b.dist:
 			return 1
-		case a == b:
+		case a.dist == b.dist:
 			return 0
 		}
 		return -1
 	}
 	if q.sort == geoDesc {
-		slices.SortStableFunc(pts, func(a, b geoPoint) int { return -order(a.dist, b.dist) })
-	} else {
-		slices.SortStableFunc(pts, func(a, b geoPoint) int { return order(a.dist, b.dist) })
+		asc := order
+		order = func(a, b *geoPoint) int { return -asc(a, b) }
 	}
+	if n < len(pts) {
+		partialSort(pts, order, 0, n-1)
+		return
+	}
+	slices.SortStableFunc(pts, func(a, b geoPoint) int { return order(&a, &b) })
 }
 
 // cmdGeoSearch is every search command; flags says which.
@@ -309,9 +320,11 @@ func cmdGeoSearch(x *server.Ctx, args [][]byte, flags geoFlags) error {
 		if err != nil {
 			return err
 		}
-		q.sortPoints(pts)
 		if q.count > 0 && int64(len(pts)) > q.count {
+			q.sortPoints(pts, int(q.count))
 			pts = pts[:q.count]
+		} else {
+			q.sortPoints(pts, len(pts))
 		}
 		conv := q.shape.Conversion
 		if q.store != nil {

@@ -78,14 +78,14 @@ func squeeze(x uint64) uint32 {
 // Encode returns the geohash of step bits per coordinate of (lon, lat)
 // within the ranges, as Redis's geohashEncode: false if step is not in
 // 1..32, a range is empty, or the point is outside Redis's limits or the
-// ranges. The fixed-point offsets are truncated, so a point on a range's
+// ranges (or NaN, which Redis never passes). The fixed-point offsets are truncated, so a point on a range's
 // maximum gets the offset 2^step (one bit past the step's bits), as in
 // Redis.
 func Encode(lonR, latR Range, lon, lat float64, step uint8) (Bits, bool) {
 	if step > 32 || step == 0 || latR.isZero() || lonR.isZero() {
 		return Bits{}, false
 	}
-	if lon > LonMax || lon < LonMin || lat > LatMax || lat < LatMin {
+	if !(lon >= LonMin && lon <= LonMax && lat >= LatMin && lat <= LatMax) { // NaN too
 		return Bits{}, false
 	}
 	if lat < latR.Min || lat > latR.Max || lon < lonR.Min || lon > lonR.Max {
