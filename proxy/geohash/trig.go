@@ -63,7 +63,7 @@ func (x dd) divF(f float64) dd {
 // coefficients 1/n!; and sin and cos of j/64 for j up to 51 (past π/4),
 // computed once by the series.
 var (
-	ddPiOver2 = dd{1.5707963267948966, 6.123233995736766e-17}
+	ddPiOver2 = dd{piOver2[0], piOver2[1]}
 	invFact   [32]dd
 	sinTab    [52]dd
 	cosTab    [52]dd
@@ -120,21 +120,90 @@ func sinCosSmall(r dd) (s, c dd) {
 	return s, c
 }
 
-// reducedSinCos returns sin x and cos x in double-double for |x| up to a
-// few thousand: x less the nearest multiple of π/2, then sinCosSmall.
-func reducedSinCos(x float64) (s, c dd) {
-	k := math.Round(x / ddPiOver2.hi)
-	r := dd{x, 0}.add(ddPiOver2.mulF(k).neg())
-	s, c = sinCosSmall(r)
-	switch int64(k) & 3 {
-	case 1:
-		s, c = c, s.neg()
-	case 2:
-		s, c = s.neg(), c.neg()
-	case 3:
-		s, c = c.neg(), s
+// piOver2 is π/2 as the sum of three doubles (to about 2^-160).
+var piOver2 = [3]float64{1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33}
+
+// reduce returns x less k·π/2, k the integer nearest x/(π/2), in
+// double-double (exact products and three words of π/2, so even a result
+// near zero keeps its relative precision), and k mod 4.
+func reduce(x float64) (dd, int) {
+	if math.Abs(x) <= 0.78 {
+		return dd{x, 0}, 0
 	}
-	return s, c
+	k := math.Round(x / piOver2[0])
+	r := dd{x, 0}.add(twoProd(k, piOver2[0]).neg())
+	r = r.add(twoProd(k, piOver2[1]).neg())
+	r = r.add(dd{-k * piOver2[2], 0})
+	return r, int(int64(k) & 3)
+}
+
+// sinOrCos returns sin x (cos x if cosine) rounded to the nearest double,
+// for |x| <= trigLimit: x reduced by quadrants, then fastSinOrCos, or the
+// double-double series when the fast result is too near a rounding
+// boundary to be sure of.
+func sinOrCos(x float64, cosine bool) float64 {
+	r, k := reduce(x)
+	if cosine {
+		k++ // cos x = sin(x + π/2)
+	}
+	odd := k&1 == 1 // sin(r + π/2) = cos r
+	v, ok := fastSinOrCos(r, odd)
+	if !ok {
+		s, c := sinCosSmall(r)
+		v = s.hi
+		if odd {
+			v = c.hi
+		}
+	}
+	if k&2 != 0 {
+		v = -v
+	}
+	return v
+}
+
+// fastSinOrCos returns sin r (cos r if cosine) for |r| <= 0.8 and true
+// when it is sure of the rounding: the sum of sinCosParts rounds the same
+// with 2^-60 of the result added or taken away (false for about 1.3% of
+// arguments).
+func fastSinOrCos(r dd, cosine bool) (float64, bool) {
+	hi, tail := sinCosParts(r, cosine)
+	margin := math.Abs(hi) * 0x1p-60
+	v := hi + (tail + margin)
+	if v != hi+(tail-margin) {
+		return 0, false
+	}
+	return v, true
+}
+
+// sinCosParts returns sin r (cos r if cosine), |r| <= 0.8, as hi + tail
+// with an error under 2^-62 of the result: r = j/64 + b, the tabulated
+// sin and cos of j/64 (double-double) combined with short series in b,
+// the leading product exact and the small terms in double.
+func sinCosParts(r dd, cosine bool) (hi, tail float64) {
+	neg := r.hi < 0
+	if neg {
+		r = r.neg()
+	}
+	j := min(int(math.Round(r.hi*64)), len(sinTab)-1)
+	bh := r.hi - float64(j)/64 // exact: the two are within a factor 2
+	bl := r.lo
+	b2 := bh * bh
+	small := bl + bh*b2*(-1.0/6+b2*(1.0/120+b2*(-1.0/5040+b2*(1.0/362880)))) // sin b - bh
+	q := b2*(-0.5+b2*(1.0/24+b2*(-1.0/720+b2*(1.0/40320)))) - bh*bl          // cos b - 1
+	sa, ca := sinTab[j], cosTab[j]
+	if cosine { // cos a + cos a·q - sin a·sin b
+		prod := twoProd(sa.hi, -bh)
+		head := twoSum(ca.hi, prod.hi)
+		return head.hi, head.lo + prod.lo + ca.lo + ca.hi*q - sa.hi*small - sa.lo*bh
+	}
+	// sin a + sin a·q + cos a·sin b
+	prod := twoProd(ca.hi, bh)
+	head := twoSum(sa.hi, prod.hi)
+	hi, tail = head.hi, head.lo+prod.lo+sa.lo+sa.hi*q+ca.hi*small+ca.lo*bh
+	if neg {
+		return -hi, -tail
+	}
+	return hi, tail
 }
 
 // trigLimit bounds the arguments reduced here; beyond it (a search area
@@ -147,8 +216,7 @@ func sin(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > trigLimit {
 		return math.Sin(x)
 	}
-	s, _ := reducedSinCos(x)
-	return s.hi
+	return sinOrCos(x, false)
 }
 
 // cos is the cosine of x rounded to the nearest double.
@@ -156,8 +224,24 @@ func cos(x float64) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > trigLimit {
 		return math.Cos(x)
 	}
-	_, c := reducedSinCos(x)
-	return c.hi
+	return sinOrCos(x, true)
+}
+
+// asinNewton returns the arcsine of z in [0, 0.5] as t + corr: Go's
+// estimate t refined by one Newton step on sin (sin t from sinCosParts,
+// within 2^-62), and whether t + corr ± 2^-60·t give the same double,
+// when mult·(t + corr) added to base (π/2 - 2·asin for asin's upper
+// half, or 0 and 1) is sure to round to the result returned.
+func asinNewton(z dd, base dd, mult float64) (float64, bool) {
+	t := math.Asin(z.hi)
+	hi, tail := sinCosParts(dd{t, 0}, false)
+	corr := ((z.hi - hi) + (z.lo - tail)) / math.Cos(t)
+	margin := t * 0x1p-60
+	v := base.add(twoSum(t, corr+margin).mulF(mult)).hi
+	if v != base.add(twoSum(t, corr-margin).mulF(mult)).hi {
+		return 0, false
+	}
+	return v, true
 }
 
 // asinDD is the arcsine of z in [0, 0.5] in double-double: Go's estimate
@@ -180,6 +264,9 @@ func asin(x float64) float64 {
 	case x < 0:
 		return -asin(-x)
 	case x <= 0.5:
+		if v, ok := asinNewton(dd{x, 0}, dd{}, 1); ok {
+			return v
+		}
 		return asinDD(dd{x, 0}).hi
 	}
 	w := (1 - x) / 2 // exact
@@ -187,6 +274,9 @@ func asin(x float64) float64 {
 	z := dd{z0, 0}
 	if z0 != 0 {
 		z = quickTwoSum(z0, math.FMA(-z0, z0, w)/(2*z0))
+	}
+	if v, ok := asinNewton(z, ddPiOver2, -2); ok {
+		return v
 	}
 	return ddPiOver2.add(asinDD(z).mulF(-2)).hi
 }

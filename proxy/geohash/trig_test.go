@@ -102,3 +102,76 @@ func TestAsinCorrectlyRounded(t *testing.T) {
 		t.Error("asin(1), asin(-0.5) or asin(>1) wrong")
 	}
 }
+
+// TestFastPathAgrees: the fast sine and cosine, where sure of their
+// rounding, agree with the double-double series over the arguments the
+// distance formula and the bounding box use, and are unsure rarely.
+func TestFastPathAgrees(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	unsure := 0
+	const n = 200000
+	for i := range n {
+		x := (rng.Float64()*2 - 1) * math.Pi
+		if i%10 == 0 {
+			x = (rng.Float64()*2 - 1) * trigLimit
+		}
+		r, k := reduce(x)
+		s, c := sinCosSmall(r)
+		for _, cosine := range []bool{false, true} {
+			kk := k
+			if cosine {
+				kk++
+			}
+			want := s.hi
+			if kk&1 == 1 {
+				want = c.hi
+			}
+			if kk&2 != 0 {
+				want = -want
+			}
+			if got := sinOrCos(x, cosine); got != want {
+				t.Fatalf("sinOrCos(%v, %v) = %v; the series gives %v", x, cosine, got, want)
+			}
+			if _, ok := fastSinOrCos(r, kk&1 == 1); !ok {
+				unsure++
+			}
+		}
+	}
+	if unsure > 2*n/20 {
+		t.Errorf("the fast path was unsure %d times in %d", unsure, 2*n)
+	}
+	t.Logf("unsure %d times in %d", unsure, 2*n)
+}
+
+// TestAsinFastPathAgrees: the Newton step's result, where sure, agrees
+// with the double-double one, and is unsure rarely.
+func TestAsinFastPathAgrees(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	unsure := 0
+	const n = 200000
+	for i := range n {
+		x := rng.Float64() / 2
+		if i%2 == 1 {
+			x = 1 - x
+		}
+		var want float64
+		base, mult, z := dd{}, 1.0, dd{x, 0}
+		if x > 0.5 {
+			w := (1 - x) / 2
+			z0 := math.Sqrt(w)
+			z = quickTwoSum(z0, math.FMA(-z0, z0, w)/(2*z0))
+			base, mult = ddPiOver2, -2
+		}
+		want = base.add(asinDD(z).mulF(mult)).hi
+		if got := asin(x); got != want {
+			t.Fatalf("asin(%v) = %v; double-double gives %v", x, got, want)
+		}
+		if _, ok := asinNewton(z, base, mult); !ok {
+			unsure++
+		}
+	}
+	if unsure > n/20 {
+		t.Errorf("the Newton step was unsure %d times in %d", unsure, n)
+	}
+	t.Logf("unsure %d times in %d", unsure, n)
+}
