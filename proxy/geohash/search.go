@@ -23,9 +23,16 @@ func LatDistance(lat1, lat2 float64) float64 {
 
 // Distance is the haversine distance in meters between two points on
 // Redis's sphere (geohashGetDistance), LatDistance when the longitudes
-// are the same. The explicit conversions keep every product rounded, as
-// in C (no fused multiply-add on any architecture).
+// are the same.
 func Distance(lon1, lat1, lon2, lat2 float64) float64 {
+	return distance(lon1, lat1, lon2, lat2, math.NaN(), math.NaN())
+}
+
+// distance is Distance with the cosines of the latitudes' radians given
+// when known (NaN: compute it), as a search knows its centre's and reuses
+// a point's. The explicit conversions keep every product rounded, as in C
+// (no fused multiply-add on any architecture).
+func distance(lon1, lat1, lon2, lat2, cos1, cos2 float64) float64 {
 	lon1r := degRad(lon1)
 	lon2r := degRad(lon2)
 	v := sin((lon2r - lon1r) / 2)
@@ -34,8 +41,14 @@ func Distance(lon1, lat1, lon2, lat2 float64) float64 {
 	}
 	lat1r := degRad(lat1)
 	lat2r := degRad(lat2)
+	if cos1 != cos1 {
+		cos1 = cos(lat1r)
+	}
+	if cos2 != cos2 {
+		cos2 = cos(lat2r)
+	}
 	u := sin((lat2r - lat1r) / 2)
-	a := float64(u*u) + float64(float64(float64(cos(lat1r)*cos(lat2r))*v)*v)
+	a := float64(u*u) + float64(float64(float64(cos1*cos2)*v)*v)
 	return 2.0 * EarthRadius * asin(math.Sqrt(a))
 }
 
@@ -70,6 +83,9 @@ type Shape struct {
 	Radius        float64
 	Width, Height float64
 	Conversion    float64
+
+	cosLat   float64 // cos of Lat's radians, once cosReady (Within)
+	cosReady bool
 }
 
 // BoundingBox returns the longitudes and latitudes bounding the shape, as
@@ -186,18 +202,23 @@ func (c *Cover) Ranges() []ScoreRange {
 // (Redis's geoWithinShape), with the point and its distance in meters
 // from the centre. A box holds the points within half its height of the
 // centre's latitude and half its width of its longitude (measured along
-// the point's parallel).
+// the point's parallel). The shape keeps the cosine of its centre's
+// latitude from one call to the next: Within is for one goroutine.
 func (s *Shape) Within(score float64) (lon, lat, dist float64, ok bool) {
 	lon, lat = DecodeScore(score)
+	if !s.cosReady {
+		s.cosLat, s.cosReady = cos(degRad(s.Lat)), true
+	}
 	if !s.Box {
-		dist = Distance(s.Lon, s.Lat, lon, lat)
+		dist = distance(s.Lon, s.Lat, lon, lat, s.cosLat, math.NaN())
 		return lon, lat, dist, !(dist > s.Radius*s.Conversion)
 	}
 	if LatDistance(lat, s.Lat) > s.Height*s.Conversion/2 {
 		return lon, lat, 0, false
 	}
-	if Distance(lon, lat, s.Lon, lat) > s.Width*s.Conversion/2 {
+	cosPoint := cos(degRad(lat))
+	if distance(lon, lat, s.Lon, lat, cosPoint, cosPoint) > s.Width*s.Conversion/2 {
 		return lon, lat, 0, false
 	}
-	return lon, lat, Distance(s.Lon, s.Lat, lon, lat), true
+	return lon, lat, distance(s.Lon, s.Lat, lon, lat, s.cosLat, cosPoint), true
 }
