@@ -8,8 +8,9 @@
 //
 // Redis's sources (src/geohash.c, src/geohash_helper.c, src/geo.c) are the
 // specification; results match Redis's bit for bit where the arithmetic is
-// IEEE (encoding, decoding, cells, formats) and to the last bit of the
-// libm functions (sin, cos, asin) for distances.
+// IEEE (encoding, decoding, cells, formats). Distances use correctly
+// rounded sin, cos and asin (trig.go), which glibc's, that Redis calls,
+// are in all but about 0.15% of calls, where the two differ by an ulp.
 package geohash
 
 // The limits of the coordinates Redis encodes (EPSG:900913): latitudes
