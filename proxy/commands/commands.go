@@ -25,6 +25,7 @@ func Register(t *server.Table) {
 	registerMemory(t)
 	registerHLL(t)
 	registerSort(t)
+	registerGeo(t)
 }
 
 // Table returns a table holding every command of the library.
