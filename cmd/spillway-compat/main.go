@@ -307,7 +307,7 @@ func runUnit(cfg *config, work, unit, target string) *Run {
 	}
 	logPath := filepath.Join(dir, "runtest.log")
 	killed, rerr := runtest(cfg, work, unit, inst.port, logPath)
-	if !killed && rerr != nil && listenerBusy(logPath) {
+	for retry := 0; retry < 3 && !killed && rerr != nil && listenerBusy(logPath); retry++ {
 		// The suite's own listener lost a race for its port before any
 		// test ran: run it again on another port range.
 		killed, rerr = runtest(cfg, work, unit, inst.port, logPath)
@@ -350,7 +350,7 @@ func runtest(cfg *config, work, unit string, port int, logPath string) (killed b
 		// It also probes port+10000; both stay below the kernel's
 		// ephemeral range (32768), where outgoing connections take their
 		// local ports.
-		"--baseport", strconv.Itoa(20000 + 64*rand.IntN(40)),
+		"--baseport", strconv.Itoa(10000 + 32*rand.IntN(375)),
 		"--timeout", strconv.Itoa(int(cfg.timeout.Seconds()) + 60)}
 	if cfg.durable {
 		args = append(args, "--durable")
