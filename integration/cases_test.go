@@ -195,13 +195,14 @@ func TestSplitArgs(t *testing.T) {
 	}
 }
 
-// TestOOMCases runs testdata/oom against Redis and a Spillway of its own
-// (the cases change maxmemory, which the shared subject of the other case
-// files must keep).
-func TestOOMCases(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "oom", "*.txt"))
+// TestRefusalCases runs testdata/refusals (OOM, NOREPLICAS) against Redis
+// and a Spillway of its own (the cases change maxmemory and
+// min-replicas-to-write, which the shared subject of the other case files
+// must keep).
+func TestRefusalCases(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "refusals", "*.txt"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no case files in testdata/oom (err %v)", err)
+		t.Fatalf("no case files in testdata/refusals (err %v)", err)
 	}
 	ref := harness.StartRedis(t)
 	sub := harness.StartSpillway(t, "", "--loglevel", "warning")

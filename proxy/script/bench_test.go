@@ -14,6 +14,8 @@ func (okHost) Call(*cmdtable.Command, [][]byte, int) []byte { return []byte("+OK
 
 func (okHost) OutOfMemory() bool { return false }
 
+func (okHost) WriteRefusal() string { return "" }
+
 func (okHost) Rejected(*cmdtable.Command, string) {}
 
 func benchEval(b *testing.B, script string) {

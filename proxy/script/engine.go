@@ -24,6 +24,10 @@ type Host interface {
 	// commands that may grow memory (denyoom) then fail with OOM, unless
 	// the script declared allow-oom.
 	OutOfMemory() bool
+	// WriteRefusal returns the error ("-CODE text") every write command
+	// gets while the server refuses writes (NOREPLICAS: fewer good
+	// replicas than min-replicas-to-write), or "".
+	WriteRefusal() string
 	// Rejected records a call the script's checks refused (cmd nil for an
 	// unknown command): Redis counts it as the command's rejected call
 	// and the error (msg: "-CODE text", or a text whose code is ERR) in

@@ -16,10 +16,13 @@ type recordingHost struct {
 	mu      sync.Mutex
 	calls   []string // cmd.Name, protocol and arguments
 	replies map[string]string
-	oom     bool // OutOfMemory's answer
+	oom     bool   // OutOfMemory's answer
+	refusal string // WriteRefusal's answer
 }
 
 func (h *recordingHost) OutOfMemory() bool { return h.oom }
+
+func (h *recordingHost) WriteRefusal() string { return h.refusal }
 
 func (h *recordingHost) Rejected(*cmdtable.Command, string) {}
 

@@ -185,6 +185,11 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
 		return cmd, "Write commands are not allowed from read-only scripts."
 	}
+	if cmd.Is(cmdtable.FlagWrite) {
+		if msg := rc.host.WriteRefusal(); msg != "" {
+			return cmd, msg
+		}
+	}
 	// As scriptVerifyOOM: only before the script's first write, so that
 	// a script is never cut in half. (dirty is written by this goroutine.)
 	if cmd.Is(cmdtable.FlagDenyOOM) && !rc.allowOOM && !rc.dirty && rc.host.OutOfMemory() {
@@ -204,26 +209,38 @@ const ErrOOM = "-OOM command not allowed when used memory > 'maxmemory'."
 // or one not found, is not (its calls are checked one by one instead).
 // It waits for a running script (it reads the caches under runMu).
 func (e *Engine) DenyOOM(args [][]byte) bool {
+	flags, declared := e.declaredFlags(args)
+	return declared && flags&(flagAllowOOM|flagNoWrites) == 0
+}
+
+// MayWrite reports whether EVAL, EVALSHA, FCALL or their _RO forms count as
+// write commands before they run (Redis's getCommandFlags: a script that
+// declared flags without no-writes); others are judged by the commands
+// they call. It waits for a running script, as DenyOOM.
+func (e *Engine) MayWrite(args [][]byte) bool {
+	flags, declared := e.declaredFlags(args)
+	return declared && flags&flagNoWrites == 0
+}
+
+// declaredFlags returns the flags the script args run declared, and false
+// if it declared none (no shebang, or not found).
+func (e *Engine) declaredFlags(args [][]byte) (scriptFlags, bool) {
 	if len(args) < 2 {
-		return false
+		return 0, false
 	}
 	name := strings.ToLower(string(args[0]))
-	var flags scriptFlags
 	switch {
 	case strings.HasPrefix(name, "fcall"):
 		e.runMu.Lock()
-		f := e.funcs[strings.ToLower(string(args[1]))]
-		if f != nil {
-			flags = f.flags
+		defer e.runMu.Unlock()
+		if f := e.funcs[strings.ToLower(string(args[1]))]; f != nil {
+			return f.flags, true
 		}
-		e.runMu.Unlock()
-		if f == nil {
-			return false
-		}
+		return 0, false
 	case strings.HasPrefix(name, "eval"):
 		evalsha := strings.HasPrefix(name, "evalsha")
 		if evalsha && len(args[1]) != 40 {
-			return false
+			return 0, false
 		}
 		sha := asciiLower(string(args[1]))
 		if !evalsha {
@@ -233,23 +250,15 @@ func (e *Engine) DenyOOM(args [][]byte) bool {
 		sc := e.scripts[sha]
 		e.runMu.Unlock()
 		switch {
-		case sc != nil && sc.compat:
-			return false
 		case sc != nil:
-			flags = sc.flags
+			return sc.flags, !sc.compat
 		case evalsha:
-			return false
-		default:
-			f, compat, _, msg := parseShebang(args[1])
-			if msg != "" || compat {
-				return false
-			}
-			flags = f
+			return 0, false
 		}
-	default:
-		return false
+		f, compat, _, msg := parseShebang(args[1])
+		return f, msg == "" && !compat
 	}
-	return flags&(flagAllowOOM|flagNoWrites) == 0
+	return 0, false
 }
 
 // mayReplicate reports Redis's CMD_MAY_REPLICATE. COMMAND hides that flag

@@ -171,6 +171,8 @@ func newRedisHost(t testing.TB, s *redisServer) *redisHost {
 // says OOM itself when it is.
 func (h *redisHost) OutOfMemory() bool { return false }
 
+func (h *redisHost) WriteRefusal() string { return "" }
+
 func (h *redisHost) Rejected(*cmdtable.Command, string) {}
 
 func (h *redisHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) []byte {

@@ -193,14 +193,13 @@ func (h *scriptHost) Rejected(cmd *cmdtable.Command, msg string) {
 	h.caller.stat.scriptErrs++
 }
 
-// scriptDenyOOM reports whether cmd (args as received) runs a script that
-// the out-of-memory state refuses (script.Engine.DenyOOM).
-func (s *Server) scriptDenyOOM(cmd *cmdtable.Command, args [][]byte) bool {
-	switch cmd.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-		return s.scripts.DenyOOM(args)
+// WriteRefusal implements script.Host: NOREPLICAS while min-replicas-to-write
+// cannot be met.
+func (h *scriptHost) WriteRefusal() string {
+	if h.sc.s.noReplicas.Load() {
+		return errNoReplicas
 	}
-	return false
+	return ""
 }
 
 // Call implements script.Host: it runs args as the script's client and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/script"
 )
 
 // registerBuiltins adds the server's own commands to t: connection state,
@@ -149,7 +150,10 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		c.countRejected(cmd)
 		return
 	}
-	if c.preOOM = c.s.oom.Load(); c.preOOM && c.group == nil && c.rejectOOM(cmd, args) {
+	if c.preOOM = c.s.oom.Load(); c.preOOM && c.group == nil && c.refuse(cmd, args, oomRule) {
+		return
+	}
+	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
 	if c.multi.active && !runsInMulti(cmd) {
@@ -209,6 +213,82 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 // authentication, a busy script...): INFO commandstats' rejected_calls.
 func (c *Client) countRejected(cmd *cmdtable.Command) {
 	c.s.info.cmds[cmd.ID()].rejected.Add(1)
+}
+
+// A refusalRule is one of the checks Redis's processCommand makes before
+// running (or queueing) a command while the server refuses some work.
+type refusalRule struct {
+	msg string // the error reply, without "-"
+	// applies reports whether the rule refuses cmd (args as received), a
+	// queued command included (EXEC is refused when one applies).
+	applies func(s *Server, cmd *cmdtable.Command, args [][]byte) bool
+	// inMulti: every command but EXEC, DISCARD, QUIT and RESET is refused
+	// inside MULTI (queueing takes memory).
+	inMulti bool
+}
+
+// oomRule: the memory budget cannot be met (Server.SetOutOfMemory):
+// commands that may grow memory, and scripts that declared flags without
+// allow-oom or no-writes.
+var oomRule = refusalRule{msg: script.ErrOOM[1:], inMulti: true,
+	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
+		return cmd.Is(cmdtable.FlagDenyOOM) || isScriptCommand(cmd) && s.scripts.DenyOOM(args)
+	}}
+
+// noReplicasRule: min-replicas-to-write asks for more good replicas than
+// there are (Spillway has none): write commands, and scripts that
+// declared flags without no-writes.
+var noReplicasRule = refusalRule{msg: errNoReplicas[1:],
+	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
+		return cmd.Is(cmdtable.FlagWrite) || isScriptCommand(cmd) && s.scripts.MayWrite(args)
+	}}
+
+// errNoReplicas is Redis's reply to a write without enough good replicas.
+const errNoReplicas = "-NOREPLICAS Not enough good replicas to write."
+
+// refuse applies rule to cmd and reports whether it refused it, as Redis's
+// rejectCommand does: EXEC of a transaction holding a refused command
+// answers EXECABORT and drops it; any other refusal inside MULTI fails the
+// transaction.
+func (c *Client) refuse(cmd *cmdtable.Command, args [][]byte, rule refusalRule) bool {
+	deny := rule.applies(c.s, cmd, args)
+	switch cmd.Name {
+	case "exec":
+		for _, q := range c.multi.queue {
+			deny = deny || rule.applies(c.s, q.cmd, q.args)
+		}
+	case "discard", "quit", "reset":
+	default:
+		deny = deny || rule.inMulti && c.multi.active
+	}
+	if !deny {
+		return false
+	}
+	c.countRejected(cmd)
+	if cmd.Name == "exec" {
+		c.abortExec(rule.msg)
+	} else {
+		c.rejectInMulti(rule.msg)
+	}
+	return true
+}
+
+// isScriptCommand reports whether cmd runs a script.
+func isScriptCommand(cmd *cmdtable.Command) bool {
+	switch cmd.Name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
+// updateNoReplicas follows min-replicas-to-write and min-replicas-max-lag:
+// with no replicas, any demand for good replicas refuses writes (Redis's
+// checkGoodReplicasStatus; a max lag of 0 turns the check off).
+func (s *Server) updateNoReplicas(string) {
+	n, _ := s.cfg.Value("min-replicas-to-write")
+	lag, _ := s.cfg.Value("min-replicas-max-lag")
+	s.noReplicas.Store(n != "0" && lag != "0")
 }
 
 // err writes an error reply and counts it (INFO errorstats,

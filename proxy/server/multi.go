@@ -5,7 +5,6 @@ import (
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/resp"
-	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -216,34 +215,6 @@ func (c *Client) abortExec(reason string) {
 	c.discardMulti()
 	c.dropWatches()
 	c.err("EXECABORT Transaction discarded because of: " + reason)
-}
-
-// rejectOOM refuses cmd while the server is out of memory (SetOutOfMemory)
-// as Redis's processCommand does, and reports whether it did: a command
-// that may grow memory, a script that may (script.Engine.DenyOOM), EXEC
-// of a transaction that holds one (EXECABORT), and inside MULTI every
-// command but EXEC, DISCARD, QUIT and RESET (queueing takes memory).
-func (c *Client) rejectOOM(cmd *cmdtable.Command, args [][]byte) bool {
-	deny := cmd.Is(cmdtable.FlagDenyOOM) || c.s.scriptDenyOOM(cmd, args)
-	switch cmd.Name {
-	case "exec":
-		for _, q := range c.multi.queue {
-			deny = deny || q.cmd.Is(cmdtable.FlagDenyOOM) || c.s.scriptDenyOOM(q.cmd, q.args)
-		}
-	case "discard", "quit", "reset":
-	default:
-		deny = deny || c.multi.active
-	}
-	if !deny {
-		return false
-	}
-	c.countRejected(cmd)
-	if cmd.Name == "exec" {
-		c.abortExec(script.ErrOOM[1:])
-	} else {
-		c.rejectInMulti(script.ErrOOM[1:])
-	}
-	return true
 }
 
 // failMulti fails the open transaction (if any) after a rejected command.

@@ -73,6 +73,8 @@ type Server struct {
 
 	// oom: the memory budget cannot be met (SetOutOfMemory).
 	oom atomic.Bool
+	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas).
+	noReplicas atomic.Bool
 
 	started  time.Time
 	lastSave atomic.Int64
@@ -119,6 +121,9 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initKeyEvents()
 	s.initInfo()
 	s.scripts = script.New(script.Options{Logger: log})
+	s.updateNoReplicas("")
+	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
+	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
 	return s
 }
 
