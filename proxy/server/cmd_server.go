@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
@@ -25,6 +26,23 @@ func registerAdmin(t *Table) {
 	t.Register("config|resetstat", cmdConfigResetStat)
 	t.Register("config|rewrite", cmdConfigRewrite)
 	t.Register("config|help", HelpHandler(configHelp))
+	registerClusterDisabled(t)
+}
+
+// registerClusterDisabled answers CLUSTER (every subcommand, HELP
+// included), READONLY, READWRITE and ASKING as a redis-server 7.0 started
+// without cluster-enabled does, so that clients and tools probing for a
+// cluster learn that this is not one.
+func registerClusterDisabled(t *Table) {
+	disabled := func(*Ctx, [][]byte) error {
+		return resp.Err("ERR This instance has cluster support disabled")
+	}
+	for _, sub := range cmdtable.Lookup([]byte("cluster")).Subcommands {
+		t.Register(sub.Name, disabled)
+	}
+	for _, name := range []string{"readonly", "readwrite", "asking"} {
+		t.Register(name, disabled)
+	}
 }
 
 // replyError writes the reply for a failed engine operation.
