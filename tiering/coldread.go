@@ -50,7 +50,7 @@ func (tx *Tx) GetOrProbe(db int, key []byte) (*Entry, ColdProbe, error) {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
 	if e, ok := tx.e.hot.get(tx.hk); ok {
-		e, err := tx.hotHit(pdb, key, e)
+		e, err := tx.hotHit(pdb, key, e, true)
 		return e, ColdProbe{}, err
 	}
 	if tx.allHot(pdb) {

@@ -45,7 +45,7 @@ type Coll struct {
 // empty structure that is stored on Close if anything was added. A key of
 // another type yields ErrWrongType.
 func (tx *Tx) OpenColl(db int, key []byte, t codec.Type, create bool) (*Coll, error) {
-	e, err := tx.lookup(db, key, t)
+	e, err := tx.lookup(db, key, t, true)
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ type List struct {
 // stored on Close if anything was pushed. A key of another type yields
 // ErrWrongType.
 func (tx *Tx) OpenList(db int, key []byte, create bool) (*List, error) {
-	e, err := tx.lookup(db, key, codec.TypeList)
+	e, err := tx.lookup(db, key, codec.TypeList, true)
 	if err != nil {
 		return nil, err
 	}

@@ -208,23 +208,30 @@ func entryOfMeta(m *codec.Meta) *Entry {
 // marked recently used; a cold one is promoted if the policy admits it,
 // otherwise it is served from disk and counted as a cold read.
 func (tx *Tx) Get(db int, key []byte) (*Entry, error) {
-	return tx.lookup(db, key, codec.TypeString)
+	return tx.lookup(db, key, codec.TypeString, true)
 }
 
 // Peek is Get for commands that need only metadata (TYPE, TTL, EXISTS...):
 // a cold key is answered from its meta record and never promoted.
 func (tx *Tx) Peek(db int, key []byte) (*Entry, error) {
-	return tx.lookup(db, key, codec.TypeNone)
+	return tx.lookup(db, key, codec.TypeNone, true)
+}
+
+// PeekNoTouch is Peek that leaves a hot key's access time alone (Redis's
+// LOOKUP_NOTOUCH): TYPE, TTL, EXISTS and OBJECT look at a key without
+// making it recently used, for OBJECT IDLETIME and for demotion alike.
+func (tx *Tx) PeekNoTouch(db int, key []byte) (*Entry, error) {
+	return tx.lookup(db, key, codec.TypeNone, false)
 }
 
 // lookup finds key's live entry. A cold key of type promote (TypeNone: none)
 // is promoted if the policy admits it; a command that finds another type
 // only needs the type (for WRONGTYPE), so that key stays cold.
-func (tx *Tx) lookup(db int, key []byte, promote codec.Type) (*Entry, error) {
+func (tx *Tx) lookup(db int, key []byte, promote codec.Type, touch bool) (*Entry, error) {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
 	if e, ok := tx.e.hot.get(tx.hk); ok {
-		return tx.hotHit(pdb, key, e)
+		return tx.hotHit(pdb, key, e, touch)
 	}
 	e, err := tx.loadCold(pdb, key)
 	if err != nil || e == nil {
@@ -273,13 +280,15 @@ func (tx *Tx) promote(e *Entry) {
 
 // hotHit accounts a lookup that found e in the hot tier (tx.hk): an
 // expired entry is deleted and reported absent.
-func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry) (*Entry, error) {
+func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error) {
 	if tx.expired(e) {
 		tx.e.Stats.KeyspaceMisses.Add(1)
 		return nil, tx.expire(pdb, key, e, true)
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
-	e.access = tx.now
+	if touch {
+		e.access = tx.now
+	}
 	if e.loading != nil {
 		tx.e.Stats.ColdReads.Add(1)
 	}

@@ -93,7 +93,7 @@ type ZSet struct {
 // if the promotion policy admits it. A missing key yields nil unless create
 // is set; another type yields ErrWrongType.
 func (tx *Tx) OpenZSet(db int, key []byte, create bool) (*ZSet, error) {
-	e, err := tx.lookup(db, key, codec.TypeZSet)
+	e, err := tx.lookup(db, key, codec.TypeZSet, true)
 	if err != nil {
 		return nil, err
 	}

@@ -68,11 +68,15 @@ func cmdDel(x *server.Ctx, args [][]byte) error {
 
 // countLive counts the live keys among keys (EXISTS, TOUCH) from metadata
 // only: a cold key is not promoted. A missing key is a read miss.
-func countLive(x *server.Ctx, keys [][]byte) error {
+func countLive(x *server.Ctx, keys [][]byte, touch bool) error {
 	return x.View(func(tx *tiering.Tx) error {
 		var n int64
 		for _, k := range keys {
-			e, err := tx.Peek(x.DB(), k)
+			peek := tx.PeekNoTouch
+			if touch {
+				peek = tx.Peek
+			}
+			e, err := peek(x.DB(), k)
 			if err != nil {
 				return err
 			}
@@ -88,17 +92,17 @@ func countLive(x *server.Ctx, keys [][]byte) error {
 }
 
 // cmdExists is EXISTS key...: how many of the keys exist (a key named
-// twice counts twice).
-func cmdExists(x *server.Ctx, args [][]byte) error { return countLive(x, args[1:]) }
+// twice counts twice). It leaves their access times alone, as Redis does.
+func cmdExists(x *server.Ctx, args [][]byte) error { return countLive(x, args[1:], false) }
 
-// cmdTouch is TOUCH key...: as EXISTS (access times are not tracked apart
-// from reads).
-func cmdTouch(x *server.Ctx, args [][]byte) error { return countLive(x, args[1:]) }
+// cmdTouch is TOUCH key...: as EXISTS, and the keys found are marked
+// recently used.
+func cmdTouch(x *server.Ctx, args [][]byte) error { return countLive(x, args[1:], true) }
 
 // cmdType is TYPE key: the type's name, or "none" (a read miss).
 func cmdType(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
-		e, err := tx.Peek(x.DB(), args[1])
+		e, err := tx.PeekNoTouch(x.DB(), args[1])
 		if err != nil {
 			return err
 		}

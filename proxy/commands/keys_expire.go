@@ -71,7 +71,7 @@ func expireGeneric(x *server.Ctx, args [][]byte, seconds, absolute bool, name st
 // for a missing key (a read miss), -1 for a key without expiry.
 func ttlGeneric(x *server.Ctx, args [][]byte, ms, absolute bool) error {
 	return x.View(func(tx *tiering.Tx) error {
-		e, err := tx.Peek(x.DB(), args[1])
+		e, err := tx.PeekNoTouch(x.DB(), args[1])
 		if err != nil {
 			return err
 		}

@@ -31,10 +31,10 @@ var objectHelp = []string{
 	"    Prints this help.",
 }
 
-// objectLookup finds key for OBJECT subcommands without promoting it; for a
-// missing key it replies a null and returns nil.
+// objectLookup finds key for OBJECT subcommands without promoting or
+// touching it; for a missing key it replies a null and returns nil.
 func objectLookup(x *server.Ctx, tx *tiering.Tx, key []byte) (*tiering.Entry, error) {
-	e, err := tx.Peek(x.DB(), key)
+	e, err := tx.PeekNoTouch(x.DB(), key)
 	if err != nil {
 		return nil, err
 	}
