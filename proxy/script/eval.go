@@ -118,6 +118,50 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 	e.run(e.evm, rc, sc.fn, keys, argv, w)
 }
 
+// DeclaredWrites answers Redis's getCommandFlags for EVAL, EVALSHA, their
+// _RO forms, FCALL and FCALL_RO (args as received): declared reports
+// whether the script or function declares its flags (a shebang, or any
+// function), and then mayWrite whether it may write (no no-writes flag).
+// An undeclared script (no shebang, an EVALSHA of an unknown script, an
+// unknown function) keeps the command's own flags. CLIENT PAUSE WRITE
+// holds the commands that may write.
+func (e *Engine) DeclaredWrites(args [][]byte) (declared, mayWrite bool) {
+	if len(args) < 2 {
+		return false, false
+	}
+	name := asciiLower(string(args[0]))
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if strings.HasPrefix(name, "fcall") {
+		f := e.funcs[asciiLower(cstr.CString(string(args[1])))]
+		if f == nil {
+			return false, false
+		}
+		return true, f.flags&flagNoWrites == 0
+	}
+	var flags scriptFlags
+	var compat bool
+	if strings.HasPrefix(name, "evalsha") {
+		sc := e.scripts[asciiLower(string(args[1]))]
+		if sc == nil {
+			return false, false
+		}
+		flags, compat = sc.flags, sc.compat
+	} else if sc := e.scripts[sha1hex(args[1])]; sc != nil {
+		flags, compat = sc.flags, sc.compat
+	} else {
+		var msg string
+		flags, compat, _, msg = parseShebang(args[1])
+		if msg != "" {
+			return false, false
+		}
+	}
+	if compat {
+		return false, false
+	}
+	return true, flags&flagNoWrites == 0
+}
+
 // cloneArgs copies the caller's command for FUNCTION STATS.
 func cloneArgs(args [][]byte) [][]byte {
 	out := make([][]byte, len(args))

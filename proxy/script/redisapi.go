@@ -172,7 +172,9 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	if cmd.Is(cmdtable.FlagNoScript) {
 		return nil, "This Redis command is not allowed from script"
 	}
-	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
+	// As Redis, may-replicate commands (PUBLISH...) count as writes here,
+	// so that read-only scripts may run during CLIENT PAUSE WRITE.
+	if (cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate)) && rc.readOnly {
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
 	return cmd, ""

@@ -91,7 +91,9 @@ type Client struct {
 	coldBufs tiering.ColdBuffers
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool
-	blocked  atomic.Bool // waiting in a blocking pop
+	blocked  atomic.Bool // waiting in a blocking pop or for a pause to end
+	// monitoring: the client is in MONITOR mode (monitor.go).
+	monitoring atomic.Bool
 	dbShown  atomic.Int32
 	protoVer atomic.Int32
 
@@ -146,6 +148,7 @@ func (c *Client) serve() {
 	}
 	defer c.waitPending()
 	defer c.endPubSub()
+	defer c.stopMonitor() // before its output queue closes
 	deadline := false
 	for {
 		// Idle clients are closed after `timeout` seconds, as in Redis;
@@ -238,4 +241,71 @@ func (c *Client) flush() bool {
 func (c *Client) kill() {
 	c.killed.Store(true)
 	c.nc.Close()
+}
+
+// postponeIfPaused waits while CLIENT PAUSE holds the command about to run
+// (mayWrite: it may write or replicate), as Redis postpones the client:
+// the replies before it are sent first, the client counts as blocked
+// (CLIENT LIST's b flag, INFO's blocked_clients), and a client that
+// disconnects meanwhile never runs the command. It reports false if the
+// connection is gone. Monitors are never paused, as in Redis.
+func (c *Client) postponeIfPaused(mayWrite bool) bool {
+	ended, ok := c.s.pausedFor(mayWrite)
+	if !ok || c.monitoring.Load() {
+		return true
+	}
+	if !c.flush() {
+		return false
+	}
+	c.mark = c.w.Len()
+	c.blocked.Store(true)
+	c.s.postponed.Add(1)
+	defer func() {
+		c.s.postponed.Add(-1)
+		c.blocked.Store(false)
+	}()
+	var gone chan struct{}
+	if !c.noBlock {
+		g, exited := make(chan struct{}), make(chan struct{})
+		gone = g
+		c.nc.SetReadDeadline(time.Time{})
+		go c.watchConn(g, exited)
+		defer func() {
+			c.nc.SetReadDeadline(time.Now()) // stops the watcher
+			<-exited
+			c.nc.SetReadDeadline(time.Time{})
+		}()
+	}
+	for ok {
+		select {
+		case <-ended:
+		case <-gone:
+			c.quit = true
+			return false
+		}
+		ended, ok = c.s.pausedFor(mayWrite)
+	}
+	return true
+}
+
+// mayWrite reports whether a command may write or replicate, as Redis's
+// processCommand decides for CLIENT PAUSE WRITE: the command's write and
+// may_replicate flags, a script's or function's declared flags for EVAL,
+// EVALSHA and FCALL (getCommandFlags), and for EXEC those of the commands
+// queued.
+func (c *Client) mayWrite(cmd *cmdtable.Command, args [][]byte) bool {
+	if cmd.Name == "exec" && c.multi.active {
+		for _, q := range c.multi.queue {
+			if c.mayWrite(q.cmd, q.args) {
+				return true
+			}
+		}
+		return false
+	}
+	if isScriptCall(cmd) && c.fwd == nil {
+		if declared, w := c.s.scripts.DeclaredWrites(args); declared {
+			return w
+		}
+	}
+	return cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate)
 }

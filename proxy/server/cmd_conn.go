@@ -30,6 +30,7 @@ func registerConn(t *Table) {
 	t.Register("client|help", HelpHandler(clientHelp))
 	t.Register("client|no-evict", cmdClientOnOff)
 	t.Register("client|unblock", cmdClientUnblock)
+	t.Register("monitor", cmdMonitor)
 	t.Register("client|getredir", func(x *Ctx, _ [][]byte) error { x.W.Int(-1); return nil })
 }
 
@@ -86,6 +87,7 @@ func cmdReset(x *Ctx, _ [][]byte) error {
 	c.discardMulti()
 	c.unwatchAll()
 	c.resetPubSub()
+	c.stopMonitor()
 	c.db = 0
 	c.dbShown.Store(0)
 	c.setProto(2)

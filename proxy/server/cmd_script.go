@@ -181,6 +181,7 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 	}()
 	sc.lastCmd.Store(cmd)
 	sc.call(handler, args)
+	sc.feedMonitorsAfter(cmd, args)
 	return sc.w.Buf
 }
 

@@ -142,19 +142,21 @@ func (c *Client) dispatch(args [][]byte) {
 	if c.fwd == nil && c.group == nil && !c.busyCheck(cmd) {
 		return
 	}
+	// As Redis, CLIENT PAUSE holds a command before MULTI queues it.
+	if c.s.paused.Load() && !c.postponeIfPaused(c.mayWrite(cmd, args)) {
+		return
+	}
 	if c.multi.active && !runsInMulti(cmd) {
 		c.queueCommand(cmd, args)
 		return
 	}
-	if c.s.paused.Load() {
-		c.s.waitIfPaused(cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate))
-	}
 	c.lastCmd.Store(cmd)
 	if c.fwd != nil {
 		c.fwd.Dispatch(cmd, args)
+		c.feedMonitorsAfter(cmd, args)
 		return
 	}
-	c.call(h, args)
+	c.monitoredCall(cmd, h, args)
 }
 
 // err writes an error reply and counts it.

@@ -112,7 +112,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		InfoField(sb, "connected_clients", n)
 		InfoField(sb, "cluster_connections", 0)
 		InfoField(sb, "maxclients", s.cfg.MaxClients())
-		InfoField(sb, "blocked_clients", s.blocking.count())
+		InfoField(sb, "blocked_clients", s.blocking.count()+int(s.postponed.Load()))
 		InfoField(sb, "tracking_clients", 0)
 	case "memory":
 		sb.WriteString("# Memory\r\n")

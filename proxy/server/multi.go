@@ -231,13 +231,6 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		c.unwatchAll()
 		return resp.Err("EXECABORT Transaction discarded because of previous errors.")
 	}
-	if c.s.paused.Load() {
-		write := false
-		for _, q := range queue {
-			write = write || q.cmd.Is(cmdtable.FlagWrite) || q.cmd.Is(cmdtable.FlagMayReplicate)
-		}
-		c.s.waitIfPaused(write)
-	}
 	start := c.w.Len()
 	err := c.runGroup(func(tx *tiering.Tx) error {
 		if err := c.checkWatchedExpired(tx); err != nil {
@@ -254,7 +247,7 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 			c.s.stats.commands.Add(1)
 			c.mark = c.w.Len()
 			c.lastCmd.Store(q.cmd)
-			c.call(c.s.table.Handler(q.cmd), q.args)
+			c.monitoredCall(q.cmd, c.s.table.Handler(q.cmd), q.args)
 			if c.groupErr != nil {
 				break
 			}
