@@ -94,8 +94,8 @@ type Client struct {
 	blocked  atomic.Bool // waiting in a blocking pop or for a pause to end
 	// monitoring: the client is in MONITOR mode (monitor.go).
 	monitoring atomic.Bool
-	dbShown  atomic.Int32
-	protoVer atomic.Int32
+	dbShown    atomic.Int32
+	protoVer   atomic.Int32
 
 	// nSub, nPSub and nSSub count the client's channels, patterns and
 	// shard channels (CLIENT LIST's sub=, psub=, ssub=); only the
