@@ -167,6 +167,17 @@ func (r *Reader) Limits() Limits { return r.lim }
 // be only part of a command (see Ready).
 func (r *Reader) Buffered() int { return r.w - r.r }
 
+// QueryBuf reports the query buffer as Redis's CLIENT LIST shows it: used
+// is the bytes buffered from the start of the command being parsed or run
+// (and any pipelined after it), free the room left after them.
+func (r *Reader) QueryBuf() (used, free int) {
+	start := r.r
+	if r.returned || r.st != stIdle {
+		start = r.start
+	}
+	return r.w - start, len(r.buf) - r.w
+}
+
 // Inline reports whether the last command returned came in the inline format.
 func (r *Reader) Inline() bool { return r.inline }
 

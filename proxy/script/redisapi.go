@@ -174,7 +174,7 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	}
 	// As Redis, may-replicate commands (PUBLISH...) count as writes here,
 	// so that read-only scripts may run during CLIENT PAUSE WRITE.
-	if (cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate)) && rc.readOnly {
+	if (cmd.Is(cmdtable.FlagWrite) || cmd.MayReplicate()) && rc.readOnly {
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
 	return cmd, ""

@@ -104,6 +104,14 @@ type Client struct {
 	// multiLen is 1 + the number of commands MULTI queued, 0 outside MULTI
 	// (CLIENT LIST's multi=, which is -1 then).
 	multiLen atomic.Int32
+	// multiMem is the memory of MULTI's queue as Redis counts it
+	// (CLIENT LIST's multi-mem): argument bytes plus a pointer each.
+	multiMem atomic.Int64
+	// qbufUsed and qbufFree are the query buffer's use as of the client's
+	// last wait for input (CLIENT LIST's qbuf and qbuf-free of others).
+	qbufUsed, qbufFree atomic.Int32
+	// noEvict is CLIENT NO-EVICT's state (CLIENT LIST's e flag).
+	noEvict atomic.Bool
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
@@ -128,6 +136,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 		c.fwd = s.fwd.NewConn((*Conn)(c))
 	}
 	c.applyLimits()
+	c.publishQueryBuf()
 	c.lastIO.Store(time.Now().UnixMilli())
 	return c
 }
@@ -180,6 +189,7 @@ func (c *Client) serve() {
 		// A client with an output queue hands over every command's reply
 		// at once, so messages delivered meanwhile keep their place.
 		if c.out != nil || c.w.Len() >= flushThreshold || !c.rd.Ready() {
+			c.publishQueryBuf()
 			if !c.flush() {
 				return
 			}
@@ -307,5 +317,12 @@ func (c *Client) mayWrite(cmd *cmdtable.Command, args [][]byte) bool {
 			return w
 		}
 	}
-	return cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate)
+	return cmd.Is(cmdtable.FlagWrite) || cmd.MayReplicate()
+}
+
+// publishQueryBuf records the query buffer's use for CLIENT LIST.
+func (c *Client) publishQueryBuf() {
+	used, free := c.rd.QueryBuf()
+	c.qbufUsed.Store(int32(used))
+	c.qbufFree.Store(int32(free))
 }

@@ -142,7 +142,9 @@ func (c *Client) dispatch(args [][]byte) {
 	if c.fwd == nil && c.group == nil && !c.busyCheck(cmd) {
 		return
 	}
-	// As Redis, CLIENT PAUSE holds a command before MULTI queues it.
+	// As Redis, CLIENT PAUSE holds a command before MULTI queues it, and
+	// CLIENT LIST shows the command a postponed or queueing client sent.
+	c.lastCmd.Store(cmd)
 	if c.s.paused.Load() && !c.postponeIfPaused(c.mayWrite(cmd, args)) {
 		return
 	}
@@ -150,7 +152,6 @@ func (c *Client) dispatch(args [][]byte) {
 		c.queueCommand(cmd, args)
 		return
 	}
-	c.lastCmd.Store(cmd)
 	if c.fwd != nil {
 		c.fwd.Dispatch(cmd, args)
 		c.feedMonitorsAfter(cmd, args)

@@ -172,6 +172,7 @@ func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
 			q.args[i] = append([]byte(nil), a...)
 		}
 		c.multi.queue = append(c.multi.queue, q)
+		c.multiMem.Add(argvMem(args) + 8*int64(len(args)))
 	}
 	c.multiLen.Add(1)
 	c.w.Simple("QUEUED")
@@ -337,6 +338,7 @@ func (c *Client) discardMulti() {
 	c.multi.active, c.multi.failed = false, false
 	c.multi.queue = nil // EXEC may still be running the old queue
 	c.multiLen.Store(0)
+	c.multiMem.Store(0)
 }
 
 // unwatchAll forgets the client's WATCHed keys and clears its dirty flag.
