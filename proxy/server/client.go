@@ -326,3 +326,13 @@ func (c *Client) publishQueryBuf() {
 	c.qbufUsed.Store(int32(used))
 	c.qbufFree.Store(int32(free))
 }
+
+// keepExpiredIfReading keeps the expired keys the current command meets
+// while clients are paused, as Redis does, if the command writes nothing
+// (a write deletes them as usual: it cannot run under PAUSE WRITE unless
+// it was already running, and a write over a kept key would be wrong).
+func (c *Client) keepExpiredIfReading(tx *tiering.Tx) {
+	if cmd := c.lastCmd.Load(); cmd != nil && !cmd.Is(cmdtable.FlagWrite) && !cmd.MayReplicate() {
+		tx.KeepExpired()
+	}
+}

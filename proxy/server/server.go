@@ -259,6 +259,9 @@ func (s *Server) pause(d time.Duration, all bool) {
 		s.pauseAll = all
 		s.pauseTimer = time.AfterFunc(d, s.endPauseIfDue)
 		s.paused.Store(true)
+		if s.engine != nil {
+			s.engine.SetExpiryPaused(true)
+		}
 		return
 	}
 	s.pauseAll = s.pauseAll || all
@@ -298,4 +301,7 @@ func (s *Server) endPauseLocked() {
 	s.pauseEnded, s.pauseTimer = nil, nil
 	s.pauseUntil, s.pauseAll = time.Time{}, false
 	s.paused.Store(false)
+	if s.engine != nil {
+		s.engine.SetExpiryPaused(false)
+	}
 }
