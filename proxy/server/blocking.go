@@ -264,6 +264,7 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	c.nc.SetReadDeadline(time.Now()) // stops the watcher
 	<-exited
 	c.nc.SetReadDeadline(time.Time{})
+	c.in.armed = false // serve sets the idle deadline again
 	c.w.Raw(w.reply)
 	return alive
 }

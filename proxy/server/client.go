@@ -40,7 +40,9 @@ type Client struct {
 	// src feeds rd: the socket, after what arrived while blocked.
 	src *connSource
 	rd  *resp.Reader
-	w   resp.Writer
+	// in is the state of the reads' deadline (conn.go).
+	in inputState
+	w  resp.Writer
 
 	db        int
 	authed    bool
@@ -123,10 +125,10 @@ func newClient(s *Server, nc net.Conn) *Client {
 		id:      s.nextID.Add(1),
 		nc:      nc,
 		src:     src,
-		rd:      resp.NewReader(src, 16<<10),
 		created: time.Now(),
 		user:    "default",
 	}
+	c.rd = resp.NewReader(clientInput{c}, 16<<10)
 	c.w.Proto = 2
 	c.protoVer.Store(2)
 	c.authed = s.cfg.RequirePass() == ""
@@ -158,18 +160,19 @@ func (c *Client) serve() {
 	defer c.waitPending()
 	defer c.endPubSub()
 	defer c.stopMonitor() // before its output queue closes
-	deadline := false
 	for {
-		// Idle clients are closed after `timeout` seconds, as in Redis;
-		// Pub/Sub subscribers are exempt, as in Redis.
-		if t := c.s.cfg.Timeout(); t > 0 && !c.subscribed {
-			c.nc.SetReadDeadline(time.Now().Add(t))
-			deadline = true
-		} else if deadline {
-			c.nc.SetReadDeadline(time.Time{})
-			deadline = false
+		if !c.in.armed {
+			c.armDeadline(time.Now()) // conn.go: idle release and timeout
 		}
 		args, err := c.rd.ReadCommand()
+		if errors.Is(err, resp.ErrWait) {
+			// Idle: the reader freed its buffers; wait without them.
+			c.publishQueryBuf()
+			if !c.waitInput() {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
@@ -189,6 +192,10 @@ func (c *Client) serve() {
 		// A client with an output queue hands over every command's reply
 		// at once, so messages delivered meanwhile keep their place.
 		if c.out != nil || c.w.Len() >= flushThreshold || !c.rd.Ready() {
+			if now := c.lastIO.Load(); now-c.in.lastTrim >= trimInterval.Milliseconds() {
+				c.rd.TrimSpare()
+				c.in.lastTrim = now
+			}
 			c.publishQueryBuf()
 			if !c.flush() {
 				return
@@ -284,6 +291,7 @@ func (c *Client) postponeIfPaused(mayWrite bool) bool {
 			c.nc.SetReadDeadline(time.Now()) // stops the watcher
 			<-exited
 			c.nc.SetReadDeadline(time.Time{})
+			c.in.armed = false
 		}()
 	}
 	for ok {
