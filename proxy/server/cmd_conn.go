@@ -556,7 +556,7 @@ func cmdClientPause(x *Ctx, args [][]byte) error {
 			return resp.Err("ERR CLIENT PAUSE mode must be WRITE or ALL")
 		}
 	} else if len(args) > 4 {
-		return resp.Err("ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.")
+		return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + cstr.ErrArg(args[1]) + "'. Try CLIENT HELP.")
 	}
 	ms, ok := cstr.ParseInt(args[2])
 	if !ok {
