@@ -153,8 +153,7 @@ func (c *Client) dispatch(args [][]byte) {
 		return
 	}
 	if c.fwd != nil {
-		c.fwd.Dispatch(cmd, args)
-		c.feedMonitorsAfter(cmd, args)
+		c.fwd.Dispatch(cmd, args) // upstream mode forwards MONITOR itself
 		return
 	}
 	c.monitoredCall(cmd, h, args)
