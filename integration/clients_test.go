@@ -53,6 +53,11 @@ var monitorScript = [][]string{
 	{"AUTH", "user", "not-a-password"},
 	{"HELLO", "2", "AUTH", "user", "pass"},
 	{"HELLO", "2", "SETNAME", "n"},
+	{"AUTH", "a", "b", "c"},          // syntax error: shown as sent
+	{"HELLO", "4", "AUTH", "u", "p"}, // NOPROTO: shown as sent
+	{"HELLO", "2", "AUTH", "u"},      // syntax error: shown as sent
+	{"EVALSHA", "0123456789012345678901234567890123456789", "0"},
+	{"FCALL", "nosuchfunction", "0"},
 	{"CONFIG", "GET", "maxmemory"}, // admin: not shown
 	{"CLIENT", "PAUSE", "0"},       // admin: not shown
 	{"PING"},
@@ -232,6 +237,26 @@ func pauseObservations(t *testing.T, srv *harness.Server) []string {
 	note("EVAL " + e.Read().String())
 	note("read-only script may not PUBLISH: " + r.Do("EVAL_RO", "return redis.call('publish','ch','m')", "0").String()[:60])
 
+	// A postponed client that disconnects never runs its command.
+	gone := srv.Conn(t)
+	gone.Do("CLIENT", "SETNAME", "gone")
+	r.Do("CLIENT", "PAUSE", "100000", "WRITE")
+	gone.Send("SET", "gone", "1")
+	gone.Flush()
+	waitFor(t, "the postponed client", func() bool { return info("blocked_clients") == "1" })
+	gone.Close()
+	waitFor(t, "the client gone", func() bool { return clientLine(t, r, "gone") == "" })
+	r.Do("CLIENT", "UNPAUSE")
+	note("disconnected while postponed, its SET ran: " + r.Do("EXISTS", "gone").String())
+
+	// PAUSE ALL holds every command (CLIENT UNPAUSE and INFO too) until
+	// it times out; the reply then comes.
+	rd := srv.Conn(t)
+	r.Do("CLIENT", "PAUSE", "300", "ALL")
+	rd.Send("GET", "ro")
+	rd.Flush()
+	note("GET under PAUSE ALL " + rd.Read().String())
+
 	// Expiry is suspended while paused.
 	base := info("expired_keys")
 	r.Do("MULTI")
@@ -263,6 +288,7 @@ func TestClientPauseMatchesRedis(t *testing.T) {
 	var want []string
 	for _, tg := range clientTargets(t) {
 		got := pauseObservations(t, tg.srv)
+		t.Logf("%s: %q", tg.name, got)
 		if want == nil {
 			want = got
 			continue
