@@ -42,6 +42,7 @@ var monitorPrefix = regexp.MustCompile(`^[0-9]+\.[0-9]{6} \[([0-9]+) ([^\]]+)\] 
 // closes it.
 var monitorScript = [][]string{
 	{"SET", "k", "a \"quoted\"\n\tvalue\x01\xff"},
+	{"SET", "allbytes", allBytes()},
 	{"GET", "k"},
 	{"SELECT", "3"},
 	{"SET", "k3", "v"},
@@ -62,6 +63,15 @@ var monitorScript = [][]string{
 	{"CLIENT", "PAUSE", "0"},       // admin: not shown
 	{"PING"},
 	{"ECHO", "end"},
+}
+
+// allBytes is every byte value once, for sdscatrepr's quoting.
+func allBytes() string {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return string(b)
 }
 
 // monitorLines runs monitorScript on srv under MONITOR and returns the
