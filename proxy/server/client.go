@@ -310,7 +310,8 @@ func (c *Client) postponeIfPaused(mayWrite bool) bool {
 // processCommand decides for CLIENT PAUSE WRITE: the command's write and
 // may_replicate flags, a script's or function's declared flags for EVAL,
 // EVALSHA and FCALL (getCommandFlags), and for EXEC those of the commands
-// queued.
+// queued. In upstream mode an EVALSHA or FCALL of a script Spillway has
+// not seen is taken as not writing.
 func (c *Client) mayWrite(cmd *cmdtable.Command, args [][]byte) bool {
 	if cmd.Name == "exec" && c.multi.active {
 		for _, q := range c.multi.queue {
@@ -320,9 +321,14 @@ func (c *Client) mayWrite(cmd *cmdtable.Command, args [][]byte) bool {
 		}
 		return false
 	}
-	if isScriptCall(cmd) && c.fwd == nil {
+	if isScriptCall(cmd) {
 		if declared, w := c.s.scripts.DeclaredWrites(args); declared {
 			return w
+		}
+		if c.fwd != nil && cmd.Name != "eval" {
+			// Upstream mode: the upstream holds the scripts and functions,
+			// whose flags Spillway does not know; it does not hold them.
+			return false
 		}
 	}
 	return cmd.Is(cmdtable.FlagWrite) || cmd.MayReplicate()

@@ -246,6 +246,10 @@ func (s *Server) pausedFor(mayWrite bool) (chan struct{}, bool) {
 	return s.pauseEnded, true
 }
 
+// PostponedClients returns how many clients wait for a CLIENT PAUSE to end
+// (upstream mode adds them to the upstream's blocked_clients).
+func (s *Server) PostponedClients() int { return int(s.postponed.Load()) }
+
 // pause pauses clients for d: all commands, or only those that may write.
 // As Redis's pauseClients, a pause in progress is extended, never
 // shortened, and ALL wins over WRITE.
