@@ -79,6 +79,9 @@ type Client struct {
 	// subscribed: the client subscribes to a channel, pattern or shard
 	// channel (Redis's CLIENT_PUBSUB flag).
 	subscribed bool
+	// fwdTxWrites: upstream mode's front queued a command that may write
+	// in the client's MULTI (dispatch).
+	fwdTxWrites bool
 
 	mu      sync.Mutex
 	name    string
@@ -313,6 +316,9 @@ func (c *Client) postponeIfPaused(mayWrite bool) bool {
 // queued. In upstream mode an EVALSHA or FCALL of a script Spillway has
 // not seen is taken as not writing.
 func (c *Client) mayWrite(cmd *cmdtable.Command, args [][]byte) bool {
+	if cmd.Name == "exec" && c.fwd != nil {
+		return c.fwdTxWrites
+	}
 	if cmd.Name == "exec" && c.multi.active {
 		for _, q := range c.multi.queue {
 			if c.mayWrite(q.cmd, q.args) {

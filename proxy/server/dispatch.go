@@ -153,7 +153,16 @@ func (c *Client) dispatch(args [][]byte) {
 		return
 	}
 	if c.fwd != nil {
+		// The front keeps MULTI's queue: note whether it holds a write,
+		// for CLIENT PAUSE WRITE to hold its EXEC (mayWrite).
+		inTx := c.fwd.InTransaction()
+		if inTx && cmd.Name != "exec" && !c.fwdTxWrites && c.mayWrite(cmd, args) {
+			c.fwdTxWrites = true
+		}
 		c.fwd.Dispatch(cmd, args) // upstream mode forwards MONITOR itself
+		if inTx && c.fwdTxWrites && !c.fwd.InTransaction() {
+			c.fwdTxWrites = false
+		}
 		return
 	}
 	c.monitoredCall(cmd, h, args)
