@@ -88,6 +88,8 @@ type Engine struct {
 	// blockedClients is how many clients wait for a list or a sorted set (see
 	// SetBlockedClients).
 	blockedClients atomic.Int64
+	// expiryPaused suspends the expiry sweeper (SetExpiryPaused).
+	expiryPaused atomic.Bool
 	// held is the open transaction's number (0 when none), so that a
 	// goroutine can tell whether it holds the lock (Engine.HeldBy).
 	held  atomic.Uint64
@@ -338,8 +340,13 @@ func (e *Engine) begin() *Tx {
 	tx.now = time.Now().UnixMilli()
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed = 0, 0, 0
 	tx.ready = tx.ready[:0]
+	tx.keepExpired = false
 	return tx
 }
+
+// SetExpiryPaused suspends (on) or resumes the expiry sweeper: while
+// clients are paused (CLIENT PAUSE) Redis expires nothing.
+func (e *Engine) SetExpiryPaused(on bool) { e.expiryPaused.Store(on) }
 
 // TxID is the number of the transaction tx (valid while it is open).
 func (tx *Tx) TxID() uint64 { return tx.e.txSeq }

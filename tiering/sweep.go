@@ -20,7 +20,7 @@ func (e *Engine) sweepLoop() {
 		case <-e.stop:
 			return
 		case <-t.C:
-			for {
+			for !e.expiryPaused.Load() {
 				n, err := e.SweepExpired(e.opts.SweepPerTick)
 				if err != nil {
 					e.opts.Logger.Error("expiry sweep failed", "err", err)

@@ -14,12 +14,15 @@ import (
 // Entries returned by a Tx may be shared with the hot tier: callers must not
 // modify them and must not keep them after the transaction ends.
 type Tx struct {
-	e     *Engine
-	now   int64
-	batch *coldstore.Batch
-	hk    []byte
-	mbuf  []byte
-	meta  codec.Meta
+	e   *Engine
+	now int64
+	// keepExpired: expired keys met are reported absent, not deleted
+	// (KeepExpired).
+	keepExpired bool
+	batch       *coldstore.Batch
+	hk          []byte
+	mbuf        []byte
+	meta        codec.Meta
 	// deltas to the per-database counters, applied on commit
 	keyDelta map[uint8]int64
 	expDelta map[uint8]int64
@@ -295,8 +298,18 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	return e, nil
 }
 
-// expire deletes an expired key found by a lookup.
+// KeepExpired makes the rest of the transaction report the expired keys
+// it meets absent without deleting or counting them, as Redis leaves the
+// dataset alone while clients are paused (CLIENT PAUSE): the server calls
+// it for a command that writes nothing. A transaction that writes must
+// not call it (a write over a kept key would count the key twice).
+func (tx *Tx) KeepExpired() { tx.keepExpired = true }
+
+// expire deletes an expired key found by a lookup (unless KeepExpired).
 func (tx *Tx) expire(pdb uint8, key []byte, e *Entry, wasHot bool) error {
+	if tx.keepExpired {
+		return nil
+	}
 	tx.e.Stats.ExpiredKeys.Add(1)
 	if !wasHot {
 		tx.e.Stats.ExpiredColdKeys.Add(1)

@@ -89,3 +89,19 @@ func (f KeyFlag) Names(dst []string) []string {
 	}
 	return dst
 }
+
+// MayReplicate reports Redis's may_replicate flag (CMD_MAY_REPLICATE),
+// which Redis 7.0's COMMAND reply does not show, so the table generated
+// from it never sets FlagMayReplicate: Redis's command definitions give it
+// to PUBLISH, SPUBLISH, PFCOUNT, EVAL, EVALSHA and FCALL. CLIENT PAUSE
+// WRITE holds these commands and read-only scripts may not call them.
+func (c *Command) MayReplicate() bool {
+	if c.bits&FlagMayReplicate != 0 {
+		return true
+	}
+	switch c.Name {
+	case "publish", "spublish", "pfcount", "eval", "evalsha", "fcall":
+		return true
+	}
+	return false
+}

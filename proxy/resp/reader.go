@@ -136,7 +136,9 @@ type Reader struct {
 	descs    []argDesc
 	bigs     [][]byte
 	spare    [][]byte
-	args     [][]byte
+	// spareUsed: a spare buffer was kept or reused since TrimSpare.
+	spareUsed bool
+	args      [][]byte
 }
 
 // NewReader returns a Reader on rd with a buffer of size bytes (16 KB if
@@ -166,6 +168,46 @@ func (r *Reader) Limits() Limits { return r.lim }
 // ReadCommand will read from the underlying reader; a nonzero count may still
 // be only part of a command (see Ready).
 func (r *Reader) Buffered() int { return r.w - r.r }
+
+// QueryBuf reports the query buffer as Redis's CLIENT LIST shows it: used
+// is the bytes buffered from the start of the command being parsed or run
+// (and any pipelined after it), free the room left after them plus the
+// big-argument buffers kept for reuse.
+func (r *Reader) QueryBuf() (used, free int) {
+	start := r.r
+	if r.returned || r.st != stIdle {
+		start = r.start
+	}
+	return r.w - start, len(r.buf) - r.w + r.spareBytes()
+}
+
+// ErrWait, returned by the underlying reader with no bytes, asks the
+// Reader to return at once: ReadCommand returns ErrWait (not sticky; the
+// next call resumes where parsing stopped), after freeing its buffers if
+// it holds no part of a command (Release).
+var ErrWait = errors.New("resp: no input yet")
+
+// Release frees the Reader's buffers if it holds no part of a command (an
+// idle client); the next read allocates a fresh one. It reports whether it
+// did.
+func (r *Reader) Release() bool {
+	if r.st != stIdle || r.returned || r.done || r.r != r.w || r.big != nil {
+		return false
+	}
+	r.buf, r.spare = nil, nil
+	r.r, r.w = 0, 0
+	return true
+}
+
+// TrimSpare drops the big-argument buffers kept for reuse unless one was
+// reused or kept since the last call, as Redis shrinks a query buffer
+// larger than its recent peak.
+func (r *Reader) TrimSpare() {
+	if !r.spareUsed {
+		r.spare = nil
+	}
+	r.spareUsed = false
+}
 
 // Inline reports whether the last command returned came in the inline format.
 func (r *Reader) Inline() bool { return r.inline }
@@ -227,6 +269,10 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 				continue
 			}
 			if err := r.fill(); err != nil {
+				if errors.Is(err, ErrWait) {
+					r.Release()
+					return nil, err
+				}
 				r.err = err
 				return nil, err
 			}
@@ -247,6 +293,7 @@ func (r *Reader) endCommand() {
 	for i, b := range r.bigs {
 		if len(r.spare) < 4 && cap(b) <= spareLimit-r.spareBytes() {
 			r.spare = append(r.spare, b[:cap(b)])
+			r.spareUsed = true
 		}
 		r.bigs[i] = nil
 	}

@@ -119,6 +119,18 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 	e.run(e.evm, rc, sc.fn, keys, argv, w)
 }
 
+// DeclaredWrites answers Redis's getCommandFlags for EVAL, EVALSHA, their
+// _RO forms, FCALL and FCALL_RO (args as received): declared reports
+// whether the script or function declares its flags (a shebang, or any
+// function), and then mayWrite whether it may write (no no-writes flag).
+// An undeclared script (no shebang, an EVALSHA of an unknown script, an
+// unknown function) keeps the command's own flags. CLIENT PAUSE WRITE
+// holds the commands that may write.
+func (e *Engine) DeclaredWrites(args [][]byte) (declared, mayWrite bool) {
+	flags, declared := e.declaredFlags(args)
+	return declared, declared && flags&flagNoWrites == 0
+}
+
 // cloneArgs copies the caller's command for FUNCTION STATS.
 func cloneArgs(args [][]byte) [][]byte {
 	out := make([][]byte, len(args))

@@ -176,7 +176,7 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	// may-replicate command (PUBLISH, ...) any more than a write, so that
 	// it can run during CLIENT PAUSE WRITE. (No such command is noscript,
 	// so checking before that flag changes no error.)
-	if rc.readOnly && mayReplicate(cmd) {
+	if rc.readOnly && cmd.MayReplicate() {
 		return cmd, "Write commands are not allowed from read-only scripts."
 	}
 	if cmd.Is(cmdtable.FlagNoScript) {
@@ -213,27 +213,18 @@ func (e *Engine) DenyOOM(args [][]byte) bool {
 	return declared && flags&(flagAllowOOM|flagNoWrites) == 0
 }
 
-// MayWrite reports whether EVAL, EVALSHA, FCALL or their _RO forms count as
-// write commands before they run (Redis's getCommandFlags: a script that
-// declared flags without no-writes); others are judged by the commands
-// they call. It waits for a running script, as DenyOOM.
-func (e *Engine) MayWrite(args [][]byte) bool {
-	flags, declared := e.declaredFlags(args)
-	return declared && flags&flagNoWrites == 0
-}
-
 // declaredFlags returns the flags the script args run declared, and false
 // if it declared none (no shebang, or not found).
 func (e *Engine) declaredFlags(args [][]byte) (scriptFlags, bool) {
 	if len(args) < 2 {
 		return 0, false
 	}
-	name := strings.ToLower(string(args[0]))
+	name := asciiLower(string(args[0]))
 	switch {
 	case strings.HasPrefix(name, "fcall"):
 		e.runMu.Lock()
 		defer e.runMu.Unlock()
-		if f := e.funcs[strings.ToLower(string(args[1]))]; f != nil {
+		if f := e.funcs[asciiLower(cstr.CString(string(args[1])))]; f != nil {
 			return f.flags, true
 		}
 		return 0, false
@@ -259,20 +250,6 @@ func (e *Engine) declaredFlags(args [][]byte) (scriptFlags, bool) {
 		return f, msg == "" && !compat
 	}
 	return 0, false
-}
-
-// mayReplicate reports Redis's CMD_MAY_REPLICATE. COMMAND hides that flag
-// (so the generated table lacks it); the commands a script can call that
-// carry it are PUBLISH, SPUBLISH and PFCOUNT (src/commands/*.json).
-func mayReplicate(cmd *cmdtable.Command) bool {
-	if cmd.Is(cmdtable.FlagMayReplicate) {
-		return true
-	}
-	switch cmd.Name {
-	case "publish", "spublish", "pfcount":
-		return true
-	}
-	return false
 }
 
 // redisLog is redis.log(level, message...).

@@ -268,6 +268,7 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	c.nc.SetReadDeadline(time.Time{})
 	c.stat.blocked += time.Since(blockedAt) // not the command's own time
 	c.countRawError(w.reply)
+	c.in.armed = false // serve sets the idle deadline again
 	c.w.Raw(w.reply)
 	return alive
 }

@@ -40,7 +40,9 @@ type Client struct {
 	// src feeds rd: the socket, after what arrived while blocked.
 	src *connSource
 	rd  *resp.Reader
-	w   resp.Writer
+	// in is the state of the reads' deadline (conn.go).
+	in inputState
+	w  resp.Writer
 
 	db        int
 	authed    bool
@@ -82,6 +84,9 @@ type Client struct {
 	// subscribed: the client subscribes to a channel, pattern or shard
 	// channel (Redis's CLIENT_PUBSUB flag).
 	subscribed bool
+	// fwdTxWrites: upstream mode's front queued a command that may write
+	// in the client's MULTI (dispatch).
+	fwdTxWrites bool
 
 	mu      sync.Mutex
 	name    string
@@ -96,9 +101,11 @@ type Client struct {
 	coldBufs tiering.ColdBuffers
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool
-	blocked  atomic.Bool // waiting in a blocking pop
-	dbShown  atomic.Int32
-	protoVer atomic.Int32
+	blocked  atomic.Bool // waiting in a blocking pop or for a pause to end
+	// monitoring: the client is in MONITOR mode (monitor.go).
+	monitoring atomic.Bool
+	dbShown    atomic.Int32
+	protoVer   atomic.Int32
 
 	// nSub, nPSub and nSSub count the client's channels, patterns and
 	// shard channels (CLIENT LIST's sub=, psub=, ssub=); only the
@@ -107,6 +114,14 @@ type Client struct {
 	// multiLen is 1 + the number of commands MULTI queued, 0 outside MULTI
 	// (CLIENT LIST's multi=, which is -1 then).
 	multiLen atomic.Int32
+	// multiMem is the memory of MULTI's queue as Redis counts it
+	// (CLIENT LIST's multi-mem): argument bytes plus a pointer each.
+	multiMem atomic.Int64
+	// qbufUsed and qbufFree are the query buffer's use as of the client's
+	// last wait for input (CLIENT LIST's qbuf and qbuf-free of others).
+	qbufUsed, qbufFree atomic.Int32
+	// noEvict is CLIENT NO-EVICT's state (CLIENT LIST's e flag).
+	noEvict atomic.Bool
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
@@ -118,10 +133,10 @@ func newClient(s *Server, nc net.Conn) *Client {
 		id:      s.nextID.Add(1),
 		nc:      nc,
 		src:     src,
-		rd:      resp.NewReader(src, 16<<10),
 		created: time.Now(),
 		user:    "default",
 	}
+	c.rd = resp.NewReader(clientInput{c}, 16<<10)
 	c.w.Proto = 2
 	c.protoVer.Store(2)
 	c.authed = s.cfg.RequirePass() == ""
@@ -131,6 +146,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 		c.fwd = s.fwd.NewConn((*Conn)(c))
 	}
 	c.applyLimits()
+	c.publishQueryBuf()
 	c.lastIO.Store(time.Now().UnixMilli())
 	return c
 }
@@ -151,18 +167,20 @@ func (c *Client) serve() {
 	}
 	defer c.waitPending()
 	defer c.endPubSub()
-	deadline := false
+	defer c.stopMonitor() // before its output queue closes
 	for {
-		// Idle clients are closed after `timeout` seconds, as in Redis;
-		// Pub/Sub subscribers are exempt, as in Redis.
-		if t := c.s.cfg.Timeout(); t > 0 && !c.subscribed {
-			c.nc.SetReadDeadline(time.Now().Add(t))
-			deadline = true
-		} else if deadline {
-			c.nc.SetReadDeadline(time.Time{})
-			deadline = false
+		if !c.in.armed {
+			c.armDeadline(time.Now()) // conn.go: idle release and timeout
 		}
 		args, err := c.rd.ReadCommand()
+		if errors.Is(err, resp.ErrWait) {
+			// Idle: the reader freed its buffers; wait without them.
+			c.publishQueryBuf()
+			if !c.waitInput() {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
@@ -182,6 +200,11 @@ func (c *Client) serve() {
 		// A client with an output queue hands over every command's reply
 		// at once, so messages delivered meanwhile keep their place.
 		if c.out != nil || c.w.Len() >= flushThreshold || !c.rd.Ready() {
+			if now := c.lastIO.Load(); now-c.in.lastTrim >= trimInterval.Milliseconds() {
+				c.rd.TrimSpare()
+				c.in.lastTrim = now
+			}
+			c.publishQueryBuf()
 			if !c.flush() {
 				return
 			}
@@ -243,4 +266,98 @@ func (c *Client) flush() bool {
 func (c *Client) kill() {
 	c.killed.Store(true)
 	c.nc.Close()
+}
+
+// postponeIfPaused waits while CLIENT PAUSE holds the command about to run
+// (mayWrite: it may write or replicate), as Redis postpones the client:
+// the replies before it are sent first, the client counts as blocked
+// (CLIENT LIST's b flag, INFO's blocked_clients), and a client that
+// disconnects meanwhile never runs the command. It reports false if the
+// connection is gone. Monitors are never paused, as in Redis.
+func (c *Client) postponeIfPaused(mayWrite bool) bool {
+	ended, ok := c.s.pausedFor(mayWrite)
+	if !ok || c.monitoring.Load() {
+		return true
+	}
+	if !c.flush() {
+		return false
+	}
+	c.mark = c.w.Len()
+	c.blocked.Store(true)
+	c.s.postponed.Add(1)
+	defer func() {
+		c.s.postponed.Add(-1)
+		c.blocked.Store(false)
+	}()
+	var gone chan struct{}
+	if !c.noBlock {
+		g, exited := make(chan struct{}), make(chan struct{})
+		gone = g
+		c.nc.SetReadDeadline(time.Time{})
+		go c.watchConn(g, exited)
+		defer func() {
+			c.nc.SetReadDeadline(time.Now()) // stops the watcher
+			<-exited
+			c.nc.SetReadDeadline(time.Time{})
+			c.in.armed = false
+		}()
+	}
+	for ok {
+		select {
+		case <-ended:
+		case <-gone:
+			c.quit = true
+			return false
+		}
+		ended, ok = c.s.pausedFor(mayWrite)
+	}
+	return true
+}
+
+// mayWrite reports whether a command may write or replicate, as Redis's
+// processCommand decides for CLIENT PAUSE WRITE: the command's write and
+// may_replicate flags, a script's or function's declared flags for EVAL,
+// EVALSHA and FCALL (getCommandFlags), and for EXEC those of the commands
+// queued. In upstream mode an EVALSHA or FCALL of a script Spillway has
+// not seen is taken as not writing.
+func (c *Client) mayWrite(cmd *cmdtable.Command, args [][]byte) bool {
+	if cmd.Name == "exec" && c.fwd != nil {
+		return c.fwdTxWrites
+	}
+	if cmd.Name == "exec" && c.multi.active {
+		for _, q := range c.multi.queue {
+			if c.mayWrite(q.cmd, q.args) {
+				return true
+			}
+		}
+		return false
+	}
+	if isScriptCall(cmd) {
+		if declared, w := c.s.scripts.DeclaredWrites(args); declared {
+			return w
+		}
+		if c.fwd != nil && cmd.Name != "eval" {
+			// Upstream mode: the upstream holds the scripts and functions,
+			// whose flags Spillway does not know; it does not hold them.
+			return false
+		}
+	}
+	return cmd.Is(cmdtable.FlagWrite) || cmd.MayReplicate()
+}
+
+// publishQueryBuf records the query buffer's use for CLIENT LIST.
+func (c *Client) publishQueryBuf() {
+	used, free := c.rd.QueryBuf()
+	c.qbufUsed.Store(int32(used))
+	c.qbufFree.Store(int32(free))
+}
+
+// keepExpiredIfReading keeps the expired keys the current command meets
+// while clients are paused, as Redis does, if the command writes nothing
+// (a write deletes them as usual: it cannot run under PAUSE WRITE unless
+// it was already running, and a write over a kept key would be wrong).
+func (c *Client) keepExpiredIfReading(tx *tiering.Tx) {
+	if cmd := c.lastCmd.Load(); cmd != nil && !cmd.Is(cmdtable.FlagWrite) && !cmd.MayReplicate() {
+		tx.KeepExpired()
+	}
 }

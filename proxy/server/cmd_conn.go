@@ -1,9 +1,13 @@
 package server
 
 import (
+	"cmp"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
@@ -28,8 +32,9 @@ func registerConn(t *Table) {
 	t.Register("client|unpause", cmdClientUnpause)
 	t.Register("client|reply", cmdClientReply)
 	t.Register("client|help", HelpHandler(clientHelp))
-	t.Register("client|no-evict", cmdClientOnOff)
+	t.Register("client|no-evict", cmdClientNoEvict)
 	t.Register("client|unblock", cmdClientUnblock)
+	t.Register("monitor", cmdMonitor)
 	t.Register("client|getredir", func(x *Ctx, _ [][]byte) error { x.W.Int(-1); return nil })
 }
 
@@ -86,6 +91,7 @@ func cmdReset(x *Ctx, _ [][]byte) error {
 	c.discardMulti()
 	c.dropWatches() // RESET runs during a busy script: no wait for its lock
 	c.resetPubSub()
+	c.stopMonitor()
 	c.db = 0
 	c.dbShown.Store(0)
 	c.setProto(2)
@@ -262,9 +268,15 @@ func cmdClientGetName(x *Ctx, _ [][]byte) error {
 	return nil
 }
 
-// describe formats one CLIENT LIST line as Redis 7.0 does. Fields Spillway
-// has no equivalent for carry Redis's idle values.
-func (c *Client) describe(sb *strings.Builder, now time.Time) {
+// describe formats one CLIENT LIST line as Redis 7.0's catClientInfoString
+// does, with Spillway's values: the query buffer is the request reader's
+// (the calling client's as it stands, another's as of its last wait for
+// input), argv-mem the current command's argument bytes (the caller's;
+// another client is between commands), omem what waits in a Pub/Sub or
+// MONITOR client's output queue, tot-mem the sum of those with the
+// client's fixed part. rbs and rbp carry Redis's values for an idle reply
+// buffer: Spillway's reply buffer is a growable slice with no static part.
+func (c *Client) describe(sb *strings.Builder, self *Client, args [][]byte, now time.Time) {
 	c.mu.Lock()
 	name, user := c.name, c.user
 	c.mu.Unlock()
@@ -274,16 +286,11 @@ func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	}
 	age := int64(now.Sub(c.created) / time.Second)
 	idle := (now.UnixMilli() - c.lastIO.Load()) / 1000
-	laddr := c.nc.LocalAddr().String()
-	sb.WriteString("id=" + strconv.FormatInt(c.id, 10))
-	sb.WriteString(" addr=" + c.nc.RemoteAddr().String())
-	sb.WriteString(" laddr=" + laddr)
-	sb.WriteString(" fd=" + strconv.FormatInt(c.id+7, 10))
-	sb.WriteString(" name=" + name)
-	sb.WriteString(" age=" + strconv.FormatInt(age, 10))
-	sb.WriteString(" idle=" + strconv.FormatInt(idle, 10))
 	sub, psub, ssub := c.nSub.Load(), c.nPSub.Load(), c.nSSub.Load()
-	flags := " flags="
+	flags := ""
+	if c.monitoring.Load() {
+		flags += "O"
+	}
 	if sub+psub+ssub > 0 {
 		flags += "P"
 	}
@@ -294,20 +301,90 @@ func (c *Client) describe(sb *strings.Builder, now time.Time) {
 	if c.blocked.Load() {
 		flags += "b"
 	}
-	if flags == " flags=" {
-		flags += "N"
+	if c.noEvict.Load() {
+		flags += "e"
 	}
-	sb.WriteString(flags + " db=" + strconv.Itoa(int(c.dbShown.Load())))
-	sb.WriteString(" sub=" + strconv.Itoa(int(sub)) + " psub=" + strconv.Itoa(int(psub)) + " ssub=" + strconv.Itoa(int(ssub)))
-	sb.WriteString(" multi=" + strconv.Itoa(int(multi)) + " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
-	sb.WriteString(" cmd=" + cmd)
-	sb.WriteString(" user=" + user)
-	sb.WriteString(" redir=-1 resp=" + strconv.Itoa(int(c.protoVer.Load())))
-	sb.WriteByte('\n')
+	if flags == "" {
+		flags = "N"
+	}
+	qbuf, qfree := int64(c.qbufUsed.Load()), int64(c.qbufFree.Load())
+	var argv int64
+	if c == self {
+		u, f := c.rd.QueryBuf()
+		qbuf, qfree = int64(u), int64(f)
+		argv = argvMem(args)
+	}
+	multiMem := c.multiMem.Load()
+	var omem int64
+	// c.out is set before the monitoring flag and the subscription
+	// counters are (atomics): another client reads it only after them.
+	if c == self || c.monitoring.Load() || sub+psub+ssub > 0 {
+		if q := c.out; q != nil {
+			q.mu.Lock()
+			omem = int64(len(q.buf) + len(q.held) + q.writing)
+			q.mu.Unlock()
+		}
+	}
+	const rbs = 16384
+	tot := int64(unsafe.Sizeof(*c)) + qbuf + qfree + argv + multiMem + omem + rbs
+	b := make([]byte, 0, 320)
+	b = append(b, "id="...)
+	b = strconv.AppendInt(b, c.id, 10)
+	b = append(b, " addr="...)
+	b = append(b, c.nc.RemoteAddr().String()...)
+	b = append(b, " laddr="...)
+	b = append(b, c.nc.LocalAddr().String()...)
+	b = append(b, " fd="...)
+	b = strconv.AppendInt(b, c.id+7, 10)
+	b = append(b, " name="...)
+	b = append(b, name...)
+	for _, f := range []struct {
+		k string
+		v int64
+	}{{"age", age}, {"idle", idle}} {
+		b = append(b, ' ')
+		b = append(b, f.k...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, f.v, 10)
+	}
+	b = append(b, " flags="...)
+	b = append(b, flags...)
+	for _, f := range []struct {
+		k string
+		v int64
+	}{
+		{"db", int64(c.dbShown.Load())}, {"sub", int64(sub)}, {"psub", int64(psub)}, {"ssub", int64(ssub)},
+		{"multi", int64(multi)}, {"qbuf", qbuf}, {"qbuf-free", qfree}, {"argv-mem", argv},
+		{"multi-mem", multiMem}, {"rbs", rbs}, {"rbp", 0}, {"obl", 0}, {"oll", 0},
+		{"omem", omem}, {"tot-mem", tot},
+	} {
+		b = append(b, ' ')
+		b = append(b, f.k...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, f.v, 10)
+	}
+	b = append(b, " events=r cmd="...)
+	b = append(b, cmd...)
+	b = append(b, " user="...)
+	b = append(b, user...)
+	b = append(b, " redir=-1 resp="...)
+	b = strconv.AppendInt(b, int64(c.protoVer.Load()), 10)
+	b = append(b, '\n')
+	sb.Write(b)
+}
+
+// argvMem is Redis's argv_len_sum: the bytes of a command's arguments.
+func argvMem(args [][]byte) int64 {
+	var n int64
+	for _, a := range args {
+		n += int64(len(a))
+	}
+	return n
 }
 
 // clientType is the client's type for CLIENT LIST/KILL TYPE: "pubsub"
-// while it subscribes to anything, else "normal".
+// while it subscribes to anything, else "normal" (monitors included, as
+// Redis shows them).
 func (c *Client) clientType() string {
 	if c.nSub.Load()+c.nPSub.Load()+c.nSSub.Load() > 0 {
 		return "pubsub"
@@ -315,62 +392,71 @@ func (c *Client) clientType() string {
 	return "normal"
 }
 
+// clientTypeByName is Redis's getClientTypeByName: "" for an unknown name;
+// "slave" is "replica".
+func clientTypeByName(name []byte) string {
+	switch t := strings.ToLower(string(name)); t {
+	case "normal", "master", "replica", "pubsub":
+		return t
+	case "slave":
+		return "replica"
+	}
+	return ""
+}
+
+// cmdClientList is CLIENT LIST [TYPE type | ID id...]: the clients in id
+// order, or those of the IDs given, in their order (as Redis, an ID
+// given twice is listed twice).
 func cmdClientList(x *Ctx, args [][]byte) error {
 	c := x.c
-	var ids map[int64]bool
-	typeFilter := ""
-	for i := 2; i < len(args); i++ {
-		switch {
-		case cstr.EqualFold(args[i], "type") && i+1 < len(args):
-			t := strings.ToLower(string(args[i+1]))
-			switch t {
-			case "normal", "master", "replica", "slave", "pubsub":
-			default:
-				return resp.Err("ERR Unknown client type '" + cstr.ErrArg(args[i+1]) + "'")
-			}
-			typeFilter = t
-			i++
-		case cstr.EqualFold(args[i], "id") && i+1 < len(args):
-			ids = map[int64]bool{}
-			for i++; i < len(args); i++ {
-				id, ok := cstr.ParseInt(args[i])
-				if !ok || id <= 0 {
-					return resp.Err("ERR Invalid client ID")
-				}
-				ids[id] = true
-			}
-		default:
-			return resp.Err("ERR syntax error")
+	typ := ""
+	var ids []int64
+	switch {
+	case len(args) == 4 && cstr.EqualFold(args[2], "type"):
+		if typ = clientTypeByName(args[3]); typ == "" {
+			return resp.Err("ERR Unknown client type '" + cstr.ErrArg(args[3]) + "'")
 		}
+	case len(args) > 3 && cstr.EqualFold(args[2], "id"):
+		for _, a := range args[3:] {
+			id, ok := cstr.ParseInt(a)
+			if !ok {
+				return resp.Err("ERR Invalid client ID")
+			}
+			ids = append(ids, id)
+		}
+	case len(args) != 2:
+		return resp.Err("ERR syntax error")
 	}
 	clients := c.s.clientList()
 	sortClients(clients)
 	var sb strings.Builder
 	now := time.Now()
-	for _, cl := range clients {
-		if ids != nil && !ids[cl.id] {
-			continue
+	if ids != nil {
+		for _, id := range ids {
+			for _, cl := range clients {
+				if cl.id == id {
+					cl.describe(&sb, c, args, now)
+				}
+			}
 		}
-		if typeFilter != "" && typeFilter != cl.clientType() {
-			continue
+	} else {
+		for _, cl := range clients {
+			if typ == "" || typ == cl.clientType() {
+				cl.describe(&sb, c, args, now)
+			}
 		}
-		cl.describe(&sb, now)
 	}
 	c.w.Verbatim("txt", []byte(sb.String()))
 	return nil
 }
 
 func sortClients(cl []*Client) {
-	for i := 1; i < len(cl); i++ {
-		for j := i; j > 0 && cl[j].id < cl[j-1].id; j-- {
-			cl[j], cl[j-1] = cl[j-1], cl[j]
-		}
-	}
+	slices.SortFunc(cl, func(a, b *Client) int { return cmp.Compare(a.id, b.id) })
 }
 
-func cmdClientInfo(x *Ctx, _ [][]byte) error {
+func cmdClientInfo(x *Ctx, args [][]byte) error {
 	var sb strings.Builder
-	x.c.describe(&sb, time.Now())
+	x.c.describe(&sb, x.c, args, time.Now())
 	x.W.Verbatim("txt", []byte(sb.String()))
 	return nil
 }
@@ -406,10 +492,7 @@ func cmdClientKill(x *Ctx, args [][]byte) error {
 			}
 			id = n
 		case cstr.EqualFold(args[i], "type"):
-			typ = strings.ToLower(string(v))
-			switch typ {
-			case "normal", "master", "replica", "slave", "pubsub":
-			default:
+			if typ = clientTypeByName(v); typ == "" {
 				return resp.Err("ERR Unknown client type '" + cstr.ErrArg(v) + "'")
 			}
 		case cstr.EqualFold(args[i], "addr"):
@@ -460,14 +543,9 @@ func (c *Client) killClient(cl *Client) {
 	cl.kill()
 }
 
+// cmdClientPause is CLIENT PAUSE timeout [WRITE|ALL] (the mode is checked
+// first, as in Redis). A timeout of 0 pauses nothing that lasts.
 func cmdClientPause(x *Ctx, args [][]byte) error {
-	ms, ok := cstr.ParseInt(args[2])
-	if !ok {
-		return resp.Err("ERR timeout is not an integer or out of range")
-	}
-	if ms < 0 {
-		return resp.Err("ERR timeout is negative")
-	}
 	all := true
 	if len(args) == 4 {
 		switch {
@@ -475,12 +553,25 @@ func cmdClientPause(x *Ctx, args [][]byte) error {
 			all = false
 		case cstr.EqualFold(args[3], "all"):
 		default:
-			return resp.Err("ERR syntax error")
+			return resp.Err("ERR CLIENT PAUSE mode must be WRITE or ALL")
 		}
 	} else if len(args) > 4 {
-		return resp.Err("ERR syntax error")
+		return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + cstr.ErrArg(args[1]) + "'. Try CLIENT HELP.")
 	}
-	x.c.s.pause(time.Duration(ms)*time.Millisecond, all)
+	ms, ok := cstr.ParseInt(args[2])
+	if !ok {
+		return resp.Err("ERR timeout is not an integer or out of range")
+	}
+	if ms < 0 {
+		return resp.Err("ERR timeout is negative")
+	}
+	// Beyond what a time.Duration holds (292 years), the pause is as good
+	// as endless.
+	d := time.Duration(math.MaxInt64)
+	if ms < math.MaxInt64/int64(time.Millisecond) {
+		d = time.Duration(ms) * time.Millisecond
+	}
+	x.c.s.pause(d, all)
 	x.W.OK()
 	return nil
 }
@@ -512,12 +603,20 @@ func cmdClientReply(x *Ctx, args [][]byte) error {
 	return nil
 }
 
-func cmdClientOnOff(x *Ctx, args [][]byte) error {
-	if cstr.EqualFold(args[2], "on") || cstr.EqualFold(args[2], "off") {
-		x.W.OK()
-		return nil
+// cmdClientNoEvict is CLIENT NO-EVICT ON|OFF: the client's e flag.
+// Spillway does not evict clients (maxmemory-clients), so the flag
+// changes nothing else.
+func cmdClientNoEvict(x *Ctx, args [][]byte) error {
+	switch {
+	case cstr.EqualFold(args[2], "on"):
+		x.c.noEvict.Store(true)
+	case cstr.EqualFold(args[2], "off"):
+		x.c.noEvict.Store(false)
+	default:
+		return resp.Err("ERR syntax error")
 	}
-	return resp.Err("ERR syntax error")
+	x.W.OK()
+	return nil
 }
 
 func cmdClientUnblock(x *Ctx, args [][]byte) error {

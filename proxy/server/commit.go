@@ -26,6 +26,9 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	var served []*waiter
 	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
 		c.txID = tx.TxID()
+		if c.s.paused.Load() {
+			c.keepExpiredIfReading(tx) // client.go
+		}
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
 			return ferr // aborted

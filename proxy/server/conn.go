@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"os"
 	"time"
 
 	"github.com/spillway/spillway/proxy/resp"
@@ -102,6 +104,110 @@ func (c *Conn) Block() (gone <-chan struct{}, unblock func(disconnected bool)) {
 		cl.nc.SetReadDeadline(time.Now()) // stops the watcher
 		<-exited
 		cl.nc.SetReadDeadline(time.Time{})
+		cl.in.armed = false
 		cl.blocked.Store(false)
+	}
+}
+
+// idleRelease is how long a client may stay idle before its request
+// reader's buffers are freed, as Redis frees the query buffer of a client
+// idle for more than 2 seconds (clientsCronResizeQueryBuffer).
+const idleRelease = 2 * time.Second
+
+// trimInterval is how often a client drops the big-argument buffers its
+// reader kept but did not reuse (as Redis shrinks a query buffer larger
+// than its recent peak).
+const trimInterval = 250 * time.Millisecond
+
+// inputState is a connection's read deadline, which serves two ends: the
+// timeout setting (an idle client is closed, as Redis's maxidletime) and
+// the release of an idle client's query buffer. It is set once and moved
+// only when it passes, so a busy client pays for it once per idleRelease,
+// not per command. Only the client's goroutine uses it.
+type inputState struct {
+	armed    bool  // a deadline is set, or none is needed
+	released bool  // the reader was asked to free its buffers
+	inputAt  int64 // unix ms of the input that ended a release
+	lastTrim int64 // unix ms of the last TrimSpare
+	one      [1]byte
+}
+
+// clientInput is what a client's request reader reads: the connection
+// (connSource), the deadline handled.
+type clientInput struct{ c *Client }
+
+// Read reads the connection. When the deadline passes it closes an idle
+// client under the timeout setting (the error is returned), asks the
+// reader to free its buffers once the client has been idle for
+// idleRelease (resp.ErrWait), or sets the next deadline and reads on.
+func (in clientInput) Read(p []byte) (int, error) {
+	c := in.c
+	for {
+		n, err := c.src.Read(p)
+		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		now := time.Now()
+		if c.timedOut(now) {
+			return 0, err
+		}
+		if !c.in.released && now.Sub(c.idleSince()) >= idleRelease {
+			c.in.released = true
+			c.in.armed = false
+			return 0, resp.ErrWait
+		}
+		c.armDeadline(now)
+	}
+}
+
+// idleSince is when the client last sent a command or, after a release,
+// input.
+func (c *Client) idleSince() time.Time {
+	return time.UnixMilli(max(c.lastIO.Load(), c.in.inputAt))
+}
+
+// timedOut reports whether the timeout setting closes the client now
+// (Pub/Sub subscribers are exempt, as in Redis).
+func (c *Client) timedOut(now time.Time) bool {
+	t := c.s.cfg.Timeout()
+	return t > 0 && !c.subscribed && now.Sub(c.idleSince()) >= t
+}
+
+// armDeadline sets the read deadline to the next of the idle release (if
+// the reader holds buffers) and the timeout, or clears it.
+func (c *Client) armDeadline(now time.Time) {
+	var d time.Time
+	since := c.idleSince()
+	if !c.in.released {
+		d = since.Add(idleRelease)
+	}
+	if t := c.s.cfg.Timeout(); t > 0 && !c.subscribed {
+		if td := since.Add(t); d.IsZero() || td.Before(d) {
+			d = td
+		}
+	}
+	c.nc.SetReadDeadline(d)
+	c.in.armed = true
+}
+
+// waitInput waits, holding no query buffer, until an idle client sends
+// something (kept for the reader) and reports whether it did; false if the
+// connection failed or the timeout setting closed it.
+func (c *Client) waitInput() bool {
+	for {
+		c.armDeadline(time.Now())
+		n, err := c.src.Read(c.in.one[:])
+		if n > 0 {
+			c.src.pending = c.in.one[:n]
+			c.in.released, c.in.armed = false, false
+			c.in.inputAt = time.Now().UnixMilli()
+			return true
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || c.timedOut(time.Now()) {
+			return false
+		}
 	}
 }

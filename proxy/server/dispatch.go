@@ -156,23 +156,35 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
+	// As Redis, CLIENT PAUSE holds a command before MULTI queues it, and
+	// CLIENT LIST shows the command a postponed or queueing client sent.
+	c.lastCmd.Store(cmd)
+	if c.s.paused.Load() && !c.postponeIfPaused(c.mayWrite(cmd, args)) {
+		return
+	}
 	if c.multi.active && !runsInMulti(cmd) {
 		c.queueCommand(cmd, args)
 		return
 	}
-	if c.s.paused.Load() {
-		c.s.waitIfPaused(cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagMayReplicate))
-	}
-	c.lastCmd.Store(cmd)
 	if c.fwd != nil {
 		c.s.stats.commands.Add(1)
-		c.fwd.Dispatch(cmd, args)
+		// The front keeps MULTI's queue: note whether it holds a write,
+		// for CLIENT PAUSE WRITE to hold its EXEC (mayWrite).
+		inTx := c.fwd.InTransaction()
+		if inTx && cmd.Name != "exec" && !c.fwdTxWrites && c.mayWrite(cmd, args) {
+			c.fwdTxWrites = true
+		}
+		c.fwd.Dispatch(cmd, args) // upstream mode forwards MONITOR itself
+		if inTx && c.fwdTxWrites && !c.fwd.InTransaction() {
+			c.fwdTxWrites = false
+		}
 		return
 	}
 	c.callCounted(cmd, h, args, start)
 }
 
-// callCounted runs h for cmd, as call does, and counts it as Redis's
+// callCounted runs h for cmd, as call does (shown to monitors:
+// monitoredCall), and counts it as Redis's
 // call() does (INFO commandstats, total_commands_processed): one call, its
 // duration since start less the time it was blocked, and a failure if it
 // replied an error of its own. Errors of the commands it ran inside
@@ -184,7 +196,7 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	c.stat.blocked, c.stat.evKey = 0, nil
 	scriptErrs := c.stat.scriptErrs
 	mark := c.mark // EXEC's queued commands move c.mark
-	c.call(h, args)
+	c.monitoredCall(cmd, h, args)
 	st := &c.s.info.cmds[cmd.ID()]
 	d := time.Since(start) - c.stat.blocked
 	st.nanos.Add(int64(d))
@@ -232,7 +244,7 @@ type refusalRule struct {
 // allow-oom or no-writes.
 var oomRule = refusalRule{msg: script.ErrOOM[1:], inMulti: true,
 	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
-		return cmd.Is(cmdtable.FlagDenyOOM) || isScriptCommand(cmd) && s.scripts.DenyOOM(args)
+		return cmd.Is(cmdtable.FlagDenyOOM) || isScriptCall(cmd) && s.scripts.DenyOOM(args)
 	}}
 
 // noReplicasRule: min-replicas-to-write asks for more good replicas than
@@ -240,7 +252,11 @@ var oomRule = refusalRule{msg: script.ErrOOM[1:], inMulti: true,
 // declared flags without no-writes.
 var noReplicasRule = refusalRule{msg: errNoReplicas[1:],
 	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
-		return cmd.Is(cmdtable.FlagWrite) || isScriptCommand(cmd) && s.scripts.MayWrite(args)
+		if isScriptCall(cmd) {
+			_, w := s.scripts.DeclaredWrites(args)
+			return w
+		}
+		return cmd.Is(cmdtable.FlagWrite)
 	}}
 
 // errNoReplicas is Redis's reply to a write without enough good replicas.
@@ -271,15 +287,6 @@ func (c *Client) refuse(cmd *cmdtable.Command, args [][]byte, rule refusalRule) 
 		c.rejectInMulti(rule.msg)
 	}
 	return true
-}
-
-// isScriptCommand reports whether cmd runs a script.
-func isScriptCommand(cmd *cmdtable.Command) bool {
-	switch cmd.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-		return true
-	}
-	return false
 }
 
 // updateNoReplicas follows min-replicas-to-write and min-replicas-max-lag:

@@ -432,7 +432,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		InfoField(sb, "cluster_connections", 0)
 		InfoField(sb, "maxclients", s.cfg.MaxClients())
 		sb.WriteString(fixedClientRecentMaxInputBuffer)
-		InfoField(sb, "blocked_clients", s.blocking.count())
+		InfoField(sb, "blocked_clients", s.blocking.count()+int(s.postponed.Load()))
 		sb.WriteString(fixedTrackingClients)
 	case "memory":
 		s.infoMemory(sb)

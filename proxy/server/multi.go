@@ -192,6 +192,7 @@ func (c *Client) queueCommand(cmd *cmdtable.Command, args [][]byte) {
 			q.args[i] = append([]byte(nil), a...)
 		}
 		c.multi.queue = append(c.multi.queue, q)
+		c.multiMem.Add(argvMem(args) + 8*int64(len(args)))
 	}
 	c.multiLen.Add(1)
 	c.w.Simple("QUEUED")
@@ -261,13 +262,6 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 	if failed {
 		c.unwatchAll()
 		return resp.Err("EXECABORT Transaction discarded because of previous errors.")
-	}
-	if c.s.paused.Load() {
-		write := false
-		for _, q := range queue {
-			write = write || q.cmd.Is(cmdtable.FlagWrite) || q.cmd.Is(cmdtable.FlagMayReplicate)
-		}
-		c.s.waitIfPaused(write)
 	}
 	start := c.w.Len()
 	err := c.runGroup(func(tx *tiering.Tx) error {
@@ -383,6 +377,7 @@ func (c *Client) discardMulti() {
 	c.multi.active, c.multi.failed = false, false
 	c.multi.queue = nil // EXEC may still be running the old queue
 	c.multiLen.Store(0)
+	c.multiMem.Store(0)
 }
 
 // unwatchAll forgets the client's WATCHed keys and clears its dirty flag.

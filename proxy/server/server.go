@@ -64,12 +64,23 @@ type Server struct {
 	done      chan struct{}
 	wg        sync.WaitGroup
 
-	// pause state (CLIENT PAUSE)
+	// CLIENT PAUSE's state: until when and what is paused, the timer
+	// that ends the pause, and ended, closed when it ends. paused is the
+	// one atomic load dispatch makes per command.
 	pauseMu    sync.Mutex
-	pauseCond  *sync.Cond
 	pauseUntil time.Time
 	pauseAll   bool
+	pauseTimer *time.Timer
+	pauseEnded chan struct{}
 	paused     atomic.Bool
+	// postponed counts the clients waiting for a pause to end (INFO's
+	// blocked_clients counts them, as Redis counts BLOCKED_POSTPONE).
+	postponed atomic.Int64
+	// monitors are the clients in MONITOR mode (monitor.go); nMonitors
+	// is their count, the one atomic load the command path makes.
+	monitorMu sync.Mutex
+	monitors  []*Client
+	nMonitors atomic.Int32
 
 	// oom: the memory budget cannot be met (SetOutOfMemory).
 	oom atomic.Bool
@@ -116,7 +127,6 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		blocking:    newBlockRegistry(engine),
 		pubsub:      pubsub.New(),
 	}
-	s.pauseCond = sync.NewCond(&s.pauseMu)
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
 	s.initInfo()
@@ -390,49 +400,80 @@ func (s *Server) clientList() []*Client {
 	return out
 }
 
-// waitIfPaused blocks while CLIENT PAUSE applies to a command.
-func (s *Server) waitIfPaused(write bool) {
+// pausedFor reports whether the current pause holds a command: any
+// command under PAUSE ALL, one that may write or replicate (mayWrite)
+// under PAUSE WRITE. It returns the channel closed when the pause ends.
+func (s *Server) pausedFor(mayWrite bool) (chan struct{}, bool) {
 	s.pauseMu.Lock()
 	defer s.pauseMu.Unlock()
-	for !s.pauseUntil.IsZero() && (s.pauseAll || write) {
-		d := time.Until(s.pauseUntil)
-		if d <= 0 {
-			s.pauseUntil = time.Time{}
-			s.pauseAll = false
-			s.paused.Store(false)
-			s.pauseCond.Broadcast()
-			return
-		}
-		t := time.AfterFunc(d, func() {
-			s.pauseMu.Lock()
-			s.pauseCond.Broadcast()
-			s.pauseMu.Unlock()
-		})
-		s.pauseCond.Wait()
-		t.Stop()
+	if s.pauseEnded == nil || !(s.pauseAll || mayWrite) {
+		return nil, false
 	}
+	return s.pauseEnded, true
 }
 
+// PostponedClients returns how many clients wait for a CLIENT PAUSE to end
+// (upstream mode adds them to the upstream's blocked_clients).
+func (s *Server) PostponedClients() int { return int(s.postponed.Load()) }
+
+// pause pauses clients for d: all commands, or only those that may write.
+// As Redis's pauseClients, a pause in progress is extended, never
+// shortened, and ALL wins over WRITE.
 func (s *Server) pause(d time.Duration, all bool) {
 	s.pauseMu.Lock()
 	defer s.pauseMu.Unlock()
 	until := time.Now().Add(d)
-	// As Redis: a new pause can extend but never shorten an ongoing one,
-	// and ALL wins over WRITE.
-	if s.pauseUntil.IsZero() || until.After(s.pauseUntil) {
+	if s.pauseEnded == nil {
+		s.pauseEnded = make(chan struct{})
 		s.pauseUntil = until
+		s.pauseAll = all
+		s.pauseTimer = time.AfterFunc(d, s.endPauseIfDue)
+		s.paused.Store(true)
+		if s.engine != nil {
+			s.engine.SetExpiryPaused(true)
+		}
+		return
 	}
 	s.pauseAll = s.pauseAll || all
-	s.paused.Store(true)
+	if until.After(s.pauseUntil) {
+		s.pauseUntil = until
+		s.pauseTimer.Reset(d)
+	}
 }
 
+// endPauseIfDue ends the pause once its time has come (the pause timer
+// calls it; an extended pause resets the timer).
+func (s *Server) endPauseIfDue() {
+	s.pauseMu.Lock()
+	defer s.pauseMu.Unlock()
+	if s.pauseEnded == nil {
+		return
+	}
+	if d := time.Until(s.pauseUntil); d > 0 {
+		s.pauseTimer.Reset(d)
+		return
+	}
+	s.endPauseLocked()
+}
+
+// unpause ends the pause now (CLIENT UNPAUSE, Close).
 func (s *Server) unpause() {
 	s.pauseMu.Lock()
-	s.pauseUntil = time.Time{}
-	s.pauseAll = false
+	defer s.pauseMu.Unlock()
+	if s.pauseEnded != nil {
+		s.pauseTimer.Stop()
+		s.endPauseLocked()
+	}
+}
+
+func (s *Server) endPauseLocked() {
+	close(s.pauseEnded)
+	s.pauseEnded, s.pauseTimer = nil, nil
+	s.pauseUntil, s.pauseAll = time.Time{}, false
 	s.paused.Store(false)
-	s.pauseCond.Broadcast()
-	s.pauseMu.Unlock()
+	if s.engine != nil {
+		s.engine.SetExpiryPaused(false)
+	}
 }
 
 // SetOutOfMemory tells the server whether its memory budget (maxmemory)

@@ -524,6 +524,7 @@ func upInfo(c *client, args [][]byte) {
 	if want {
 		c.f.writeTiering(&tiering)
 	}
+	body = addBlockedClients(body, c.f.srv.PostponedClients())
 	ks := strings.Index(body, "# Keyspace\r\n")
 	if ks >= 0 {
 		if tiering.Len() > 0 {
@@ -603,4 +604,25 @@ func (f *Front) writeTiering(sb *strings.Builder) {
 	rs := f.engine.Cold().ReadStats()
 	server.InfoField(sb, "cold_store_gets", rs.Gets)
 	server.InfoField(sb, "cold_store_iter_steps", rs.IterSteps)
+}
+
+// addBlockedClients adds n, the clients Spillway postpones under CLIENT
+// PAUSE (which upstream mode runs itself), to the upstream's
+// blocked_clients, as Redis counts paused clients there.
+func addBlockedClients(body string, n int) string {
+	const field = "\r\nblocked_clients:"
+	i := strings.Index(body, field)
+	if n == 0 || i < 0 {
+		return body
+	}
+	start := i + len(field)
+	end := start + strings.IndexByte(body[start:], '\r')
+	if end < start {
+		return body
+	}
+	v, err := strconv.Atoi(body[start:end])
+	if err != nil {
+		return body
+	}
+	return body[:start] + strconv.Itoa(v+n) + body[end:]
 }
