@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
@@ -250,8 +251,65 @@ func (c *Client) endPubSub() {
 	c.out.close()
 }
 
+// Publishing waits for subscribers' earlier commands. Redis runs
+// commands one at a time, in the order their bytes reach it: a client
+// that sends UNSUBSCRIBE on one connection and then PUBLISH on another
+// gets 0 from the PUBLISH. Here each connection runs in its own
+// goroutine, and the PUBLISH could run before the UNSUBSCRIBE, whose bytes
+// arrived first, has been read. So before delivering, PUBLISH and
+// SPUBLISH wait (up to publishWaitMax, checking up to publishWaitCheck
+// recipients) until no recipient has input it has not run: sent and not
+// read yet, or read and being run (a recipient itself waiting to publish
+// excepted). Subscribers seldom send anything, so this costs a peek at
+// each recipient's socket and no wait; a subscriber running a slow
+// command delays publishes to it (as in Redis, where it delays every
+// command), at most publishWaitMax.
+const (
+	publishWaitMax   = 50 * time.Millisecond
+	publishWaitCheck = 32
+	publishWaitPoll  = 50 * time.Microsecond
+)
+
+// awaitSubscribers waits, as described above, before c publishes to
+// channel in space sp. Inside MULTI/EXEC or a script (the engine's lock
+// held) it does not wait.
+func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
+	if c.group != nil {
+		return
+	}
+	if c.out != nil {
+		// Two subscribers publishing to each other do not wait for each
+		// other: what each sent before has been run.
+		c.out.publishing.Store(true)
+		defer c.out.publishing.Store(false)
+	}
+	var deadline time.Time
+	for {
+		busy, n := false, 0
+		c.s.pubsub.Recipients(sp, channel, func(s pubsub.Subscriber) bool {
+			if n++; n > publishWaitCheck {
+				return false
+			}
+			q, ok := s.(*pushOut)
+			busy = ok && q != c.out && q.inputPending()
+			return !busy
+		})
+		if !busy {
+			return
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(publishWaitMax)
+		} else if now.After(deadline) {
+			return
+		}
+		time.Sleep(publishWaitPoll)
+	}
+}
+
 func cmdPublish(x *Ctx, args [][]byte) error {
 	c := x.c
+	c.awaitSubscribers(pubsub.Channels, args[1])
 	var n int
 	if c.out != nil {
 		n = c.s.pubsub.PublishFrom(c.out, args[1], args[2])
@@ -264,6 +322,7 @@ func cmdPublish(x *Ctx, args [][]byte) error {
 
 func cmdSPublish(x *Ctx, args [][]byte) error {
 	c := x.c
+	c.awaitSubscribers(pubsub.Shard, args[1])
 	var n int
 	if c.out != nil {
 		n = c.s.pubsub.SPublishFrom(c.out, args[1], args[2])
