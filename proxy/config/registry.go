@@ -79,6 +79,7 @@ const (
 	idxLazyfreeLazyUserDel
 	idxLazyfreeLazyUserFlush
 	idxListMaxListpackSize
+	idxListCompressDepth
 	idxHashMaxListpackEntries
 	idxHashMaxListpackValue
 	idxSetMaxIntsetEntries
@@ -232,6 +233,7 @@ var registry = [numSettings]*setting{
 	idxLazyfreeLazyUserFlush: boolSetting("lazyfree-lazy-user-flush", "no", "Accepted for compatibility."),
 	idxListMaxListpackSize: intSetting("list-max-listpack-size", math.MinInt32, maxInt32, "-2",
 		"Accepted for compatibility.").withAlias("list-max-ziplist-size"),
+	idxListCompressDepth: intSetting("list-compress-depth", 0, maxInt32, "0", "Accepted for compatibility."),
 	idxHashMaxListpackEntries: intSetting("hash-max-listpack-entries", 0, maxInt64, "512",
 		"Accepted for compatibility.").withAlias("hash-max-ziplist-entries"),
 	idxHashMaxListpackValue: memSetting("hash-max-listpack-value", 0, maxInt64, "64",
