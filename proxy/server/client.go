@@ -106,7 +106,7 @@ type Client struct {
 
 func newClient(s *Server, nc net.Conn) *Client {
 	raw := rawio.New(nc)
-	src := &connSource{nc: nc, raw: raw}
+	src := newConnSource(nc, raw)
 	c := &Client{
 		s:       s,
 		raw:     raw,

@@ -251,38 +251,18 @@ func (c *Client) endPubSub() {
 	c.out.close()
 }
 
-// Publishing waits for subscribers' earlier commands. Redis runs
-// commands one at a time, in the order their bytes reach it: a client
-// that sends UNSUBSCRIBE on one connection and then PUBLISH on another
-// gets 0 from the PUBLISH. Here each connection runs in its own
-// goroutine, and the PUBLISH could run before the UNSUBSCRIBE, whose bytes
-// arrived first, has been read. So before delivering, PUBLISH and
-// SPUBLISH wait (up to publishWaitMax, checking up to publishWaitCheck
-// recipients) until no recipient has input it has not run: sent and not
-// read yet, or read and being run (a recipient itself waiting to publish
-// excepted). Subscribers seldom send anything, so this costs a peek at
-// each recipient's socket and no wait; a subscriber running a slow
-// command delays publishes to it (as in Redis, where it delays every
-// command), at most publishWaitMax.
-const (
-	publishWaitMax   = 50 * time.Millisecond
-	publishWaitCheck = 32
-	publishWaitPoll  = 50 * time.Microsecond
-)
-
-// awaitSubscribers waits, as described above, before c publishes to
-// channel in space sp. Inside MULTI/EXEC or a script (the engine's lock
-// held) it does not wait.
+// awaitSubscribers waits, before c publishes to channel in space sp,
+// until none of the first publishWaitCheck recipients has input it has not
+// run (see "Ordering across connections" in blocking.go): an UNSUBSCRIBE
+// sent before the PUBLISH is run first. Subscribers seldom send anything,
+// so this costs a peek at each recipient's socket and no wait. Inside
+// MULTI/EXEC or a script (the engine's lock held) it does not wait.
 func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
 	if c.group != nil {
 		return
 	}
-	if c.out != nil {
-		// Two subscribers publishing to each other do not wait for each
-		// other: what each sent before has been run.
-		c.out.publishing.Store(true)
-		defer c.out.publishing.Store(false)
-	}
+	ticket := c.src.await()
+	defer c.src.done()
 	var deadline time.Time
 	for {
 		busy, n := false, 0
@@ -291,21 +271,17 @@ func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
 				return false
 			}
 			q, ok := s.(*pushOut)
-			busy = ok && q != c.out && q.inputPending()
+			busy = ok && q != c.out && q.c.inputPending(ticket)
 			return !busy
 		})
-		if !busy {
+		if !busy || !orderWait(&deadline) {
 			return
 		}
-		now := time.Now()
-		if deadline.IsZero() {
-			deadline = now.Add(publishWaitMax)
-		} else if now.After(deadline) {
-			return
-		}
-		time.Sleep(publishWaitPoll)
 	}
 }
+
+// publishWaitCheck is the most recipients a publish waits for.
+const publishWaitCheck = 32
 
 func cmdPublish(x *Ctx, args [][]byte) error {
 	c := x.c

@@ -2,10 +2,7 @@ package server
 
 import (
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/pubsub"
@@ -56,16 +53,6 @@ type pushOut struct {
 	// the writer sends what is queued and exits.
 	closed, draining bool
 	done             chan struct{} // closed when the writer exits
-
-	// rc peeks at the socket for input not read yet (nil: no descriptor);
-	// peekMu guards peekFn's result and buffer.
-	rc      syscall.RawConn
-	peekFn  func(fd uintptr)
-	peekMu  sync.Mutex
-	peeked  bool
-	peekBuf [1]byte
-	// publishing: the client waits in awaitSubscribers.
-	publishing atomic.Bool
 }
 
 // maxSpareBuf bounds the buffer the writer keeps for reuse.
@@ -83,12 +70,6 @@ func (c *Client) ensurePushOut() *pushOut {
 	}
 	q := &pushOut{c: c, proto: c.w.Proto, done: make(chan struct{})}
 	q.cond.L = &q.mu
-	if sc, ok := c.nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			q.rc = rc
-			q.peekFn = q.peek
-		}
-	}
 	c.out = q
 	go q.run()
 	return q
@@ -142,41 +123,6 @@ func (q *pushOut) run() {
 			spare = nil
 		}
 	}
-}
-
-// peek is rc.Control's function: it sets peeked if the socket holds
-// input the client has not read.
-func (q *pushOut) peek(fd uintptr) {
-	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&q.peekBuf[0])), 1,
-		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-	q.peeked = e == 0 && n > 0
-}
-
-// inputPending reports whether the client has sent commands it has not
-// run yet: it is not waiting for input (it is running what it read; a
-// blocked client, or one itself waiting to publish, excepted), or its
-// socket holds input it has not read. Without a raw connection (a pipe in
-// a test) it reports false.
-func (q *pushOut) inputPending() bool {
-	c := q.c
-	if c.raw == nil || q.rc == nil || c.blocked.Load() || c.killed.Load() || q.publishing.Load() {
-		return false
-	}
-	reads, waiting := c.raw.ReadState()
-	if !waiting {
-		return true
-	}
-	q.peekMu.Lock()
-	q.peeked = false
-	q.rc.Control(q.peekFn)
-	p := q.peeked
-	q.peekMu.Unlock()
-	if p {
-		return true
-	}
-	// Read between the two looks: what it read has not been run.
-	again, waiting := c.raw.ReadState()
-	return again != reads || !waiting
 }
 
 // put hands the client's buffered replies (w's buffer, left empty) to the
