@@ -281,7 +281,7 @@ func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
 }
 
 // publishWaitCheck is the most recipients a publish waits for.
-const publishWaitCheck = 32
+const publishWaitCheck = 8
 
 func cmdPublish(x *Ctx, args [][]byte) error {
 	c := x.c
