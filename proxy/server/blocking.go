@@ -307,19 +307,22 @@ type connSource struct {
 	peekMu  sync.Mutex
 	peeked  bool
 	peekBuf [1]byte
+	// readAt is when the last read returned input (nanoseconds on the
+	// monotonic clock since epoch; the client's goroutine only).
+	readAt int64
 	// ticket is nonzero while the client waits for others' input
-	// (awaitOthers, awaitSubscribers): its place in line among the clients
-	// waiting so (see inputPending).
-	ticket atomic.Uint64
+	// (awaitOthers, awaitSubscribers): readAt+1, when its command was read,
+	// its place in line among the clients waiting so (see inputPending).
+	ticket atomic.Int64
 }
 
-// tickets numbers the waits for others' input.
-var tickets atomic.Uint64
+// epoch is the origin of readAt.
+var epoch = time.Now()
 
 // await starts a wait for others' input and returns its ticket; done ends
 // it.
-func (s *connSource) await() uint64 {
-	t := tickets.Add(1)
+func (s *connSource) await() int64 {
+	t := s.readAt + 1
 	s.ticket.Store(t)
 	return t
 }
@@ -369,11 +372,11 @@ const (
 // inputPending reports whether the client has sent commands it has not
 // run yet, for a client waiting with ticket: it is not waiting for input
 // (it is running what it read), or its socket holds input it has not
-// read. A client waiting for others itself counts if it started waiting
-// first (its command goes first), not otherwise (no two clients wait for
-// each other). A blocked client and a connection without a descriptor (a
+// read. A client waiting for others itself counts if its command was read
+// first (it goes first), not otherwise (no two clients wait for each
+// other). A blocked client and a connection without a descriptor (a
 // pipe in a test) report false.
-func (c *Client) inputPending(ticket uint64) bool {
+func (c *Client) inputPending(ticket int64) bool {
 	s := c.src
 	if s.rc == nil || c.blocked.Load() || c.killed.Load() {
 		return false
@@ -446,8 +449,15 @@ func (s *connSource) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
+	var n int
+	var err error
 	if s.raw != nil {
-		return s.raw.Read(p)
+		n, err = s.raw.Read(p)
+	} else {
+		n, err = s.nc.Read(p)
 	}
-	return s.nc.Read(p)
+	if n > 0 {
+		s.readAt = int64(time.Since(epoch))
+	}
+	return n, err
 }
