@@ -258,7 +258,7 @@ func (c *Client) endPubSub() {
 // so this costs a peek at each recipient's socket and no wait. Inside
 // MULTI/EXEC or a script (the engine's lock held) it does not wait.
 func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
-	if c.group != nil {
+	if c.group != nil || sp == pubsub.Channels && !c.s.pubsub.Active() {
 		return
 	}
 	ticket := c.src.await()
