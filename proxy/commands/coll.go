@@ -99,6 +99,11 @@ func cmdCollScan(x *server.Ctx, args [][]byte, t codec.Type, pairs bool) error {
 		if err != nil {
 			return err
 		}
+		if t == codec.TypeSet {
+			if done, err := scanIntset(x.W, coll, o.match); done || err != nil {
+				return err
+			}
+		}
 		var out [][]byte
 		next, err := coll.Scan(cursor, o.count, func(f, v []byte) {
 			if o.match != nil && !o.match(f) {

@@ -3,6 +3,8 @@ package commands
 import (
 	"bytes"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cstr"
@@ -19,9 +21,7 @@ import (
 func registerSet(t *server.Table) {
 	t.Register("sadd", cmdSAdd)
 	t.Register("srem", func(x *server.Ctx, a [][]byte) error { return cmdCollDel(x, a, codec.TypeSet) })
-	t.Register("smembers", func(x *server.Ctx, a [][]byte) error {
-		return cmdCollAll(x, a, codec.TypeSet, replySet, true, false)
-	})
+	t.Register("smembers", cmdSMembers)
 	t.Register("sismember", func(x *server.Ctx, a [][]byte) error { return cmdCollHas(x, a, codec.TypeSet) })
 	t.Register("smismember", cmdSMIsMember)
 	t.Register("scard", func(x *server.Ctx, a [][]byte) error { return cmdCollLen(x, a, codec.TypeSet) })
@@ -62,6 +62,149 @@ func cmdSAdd(x *server.Ctx, args [][]byte) error {
 	})
 }
 
+// cmdSMembers is SMEMBERS key: every member, as a set reply. A set Redis
+// would hold as an intset (at most intsetMax members, all integers) is
+// answered in ascending numeric order, as Redis enumerates an intset;
+// any other set in the order the store keeps.
+func cmdSMembers(x *server.Ctx, args [][]byte) error {
+	return x.View(func(tx *tiering.Tx) error {
+		s, err := tx.OpenColl(x.DB(), args[1], codec.TypeSet, false)
+		if err != nil || s == nil {
+			if s == nil && err == nil {
+				x.NotifyKeyMiss(args[1])
+				x.W.Set(0)
+			}
+			return err
+		}
+		n := s.Len()
+		if n <= intsetMax {
+			if done, err := writeIntset(x.W, s); done || err != nil {
+				return err
+			}
+		}
+		x.W.Set(int(n))
+		var got int64
+		err = s.Each(func(m, _ []byte) bool {
+			x.W.Bulk(m)
+			got++
+			return true
+		})
+		return streamed(args[1], n, got, err)
+	})
+}
+
+// intsetMax is the most members Redis 7.0 keeps in an intset (the default
+// set-max-intset-entries, which OBJECT ENCODING assumes too).
+const intsetMax = 512
+
+// intsPool recycles sortedIntset's buffers.
+var intsPool = sync.Pool{New: func() any { return new([]int64) }}
+
+// sortedIntset returns s's members in ascending numeric order, and true,
+// if s is a set Redis keeps as an intset: at most intsetMax members, all
+// integers (string2ll). Otherwise it returns false; a set whose first
+// member is not an integer costs one member's parse. The slice is the
+// pool's: the caller hands it back with putInts.
+func sortedIntset(s *tiering.Coll) (*[]int64, bool, error) {
+	if s.Len() > intsetMax {
+		return nil, false, nil
+	}
+	bp := intsPool.Get().(*[]int64)
+	ints, all := (*bp)[:0], true
+	err := s.Each(func(m, _ []byte) bool {
+		v, ok := cstr.ParseInt(m)
+		all = all && ok
+		ints = append(ints, v)
+		return ok
+	})
+	*bp = ints
+	if err != nil || !all || int64(len(ints)) != s.Len() {
+		putInts(bp)
+		return nil, false, err
+	}
+	slices.Sort(ints)
+	return bp, true, nil
+}
+
+// putInts hands a sortedIntset slice back to the pool.
+func putInts(bp *[]int64) {
+	*bp = (*bp)[:0]
+	intsPool.Put(bp)
+}
+
+// writeIntset writes s as a set reply in ascending numeric order if it is
+// an intset (sortedIntset), and reports whether it did; it writes nothing
+// otherwise.
+func writeIntset(w *resp.Writer, s *tiering.Coll) (bool, error) {
+	bp, ok, err := sortedIntset(s)
+	if !ok {
+		return false, err
+	}
+	w.Set(len(*bp))
+	for _, v := range *bp {
+		w.BulkInt(v)
+	}
+	putInts(bp)
+	return true, nil
+}
+
+// scanIntset answers SSCAN for a set Redis keeps as an intset, which
+// Redis returns whole whatever the cursor and COUNT, in order, with the
+// cursor 0. It reports false, having written nothing, for another set.
+func scanIntset(w *resp.Writer, s *tiering.Coll, match func([]byte) bool) (bool, error) {
+	bp, ok, err := sortedIntset(s)
+	if !ok {
+		return false, err
+	}
+	out := make([][]byte, 0, len(*bp))
+	for _, v := range *bp {
+		m := strconv.AppendInt(nil, v, 10)
+		if match == nil || match(m) {
+			out = append(out, m)
+		}
+	}
+	putInts(bp)
+	WriteScanReply(w, 0, out)
+	return true, nil
+}
+
+// sortIntset puts members in ascending numeric order if they are at most
+// intsetMax integers (string2ll), the order in which Redis enumerates an
+// intset; otherwise it leaves them as they are. It neither parses in its
+// comparisons nor allocates: canonical decimal integers compare by sign,
+// then length, then bytes.
+func sortIntset(members [][]byte) {
+	if len(members) > intsetMax || len(members) < 2 {
+		return
+	}
+	for _, m := range members {
+		if _, ok := cstr.ParseInt(m); !ok {
+			return
+		}
+	}
+	slices.SortFunc(members, compareCanonicalInts)
+}
+
+// compareCanonicalInts orders two string2ll-canonical integers by value.
+func compareCanonicalInts(a, b []byte) int {
+	an, bn := a[0] == '-', b[0] == '-'
+	switch {
+	case an != bn:
+		if an {
+			return -1
+		}
+		return 1
+	case len(a) != len(b):
+		if (len(a) < len(b)) != an {
+			return -1
+		}
+		return 1
+	case an:
+		return bytes.Compare(b, a)
+	}
+	return bytes.Compare(a, b)
+}
+
 // cmdSMIsMember is SMISMEMBER key member...: 1 or 0 for each member.
 func cmdSMIsMember(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
@@ -96,6 +239,11 @@ func takeMembers(s *tiering.Coll, n int64, distinct bool) ([][]byte, error) {
 	return out, err
 }
 
+// spopMoveMul is Redis's SPOP_MOVE_STRATEGY_MUL: SPOP with a count that
+// leaves remaining members with remaining*spopMoveMul <= count pops the
+// remaining ones into a new set and replies the old one in its order.
+const spopMoveMul = 5
+
 // cmdSPop is SPOP key [count]: it removes and replies random members (a
 // bulk without count, a set with it), deleting the key once empty.
 func cmdSPop(x *server.Ctx, args [][]byte) error {
@@ -123,7 +271,13 @@ func cmdSPop(x *server.Ctx, args [][]byte) error {
 			}
 			return nil
 		}
-		members, err := takeMembers(s, min(n, s.Len()), true)
+		size := s.Len()
+		members, err := takeMembers(s, min(n, size), true)
+		if len(args) == 3 && (n >= size || (size-n)*spopMoveMul <= n) {
+			// Redis returns the whole set, or pops the few members it
+			// keeps and replies the rest: in an intset's order.
+			sortIntset(members)
+		}
 		for _, m := range members {
 			if err != nil {
 				break
@@ -187,6 +341,19 @@ func cmdSRandMember(x *server.Ctx, args [][]byte) error {
 			n = min(n, s.Len())
 		} else if n > maxRandomCount {
 			return errRandomCount
+		}
+		if distinct && n == s.Len() {
+			// The whole set, as Redis iterates it: an intset in order.
+			members, err := takeMembers(s, n, true)
+			if err != nil {
+				return err
+			}
+			sortIntset(members)
+			x.W.Array(len(members))
+			for _, m := range members {
+				x.W.Bulk(m)
+			}
+			return nil
 		}
 		x.W.Array(int(n))
 		var got int64
@@ -372,6 +539,10 @@ func cmdSetAlgebra(x *server.Ctx, keys [][]byte, dst []byte, op setOp) error {
 			return err
 		}
 		if dst == nil {
+			// Redis builds SUNION's and SDIFF's result as an intset while
+			// it can, and SINTER walks its smallest set: small integer
+			// results come in order.
+			sortIntset(members)
 			x.W.Set(len(members))
 			for _, m := range members {
 				x.W.Bulk(m)

@@ -33,6 +33,7 @@ func TestGetRedisDefaults(t *testing.T) {
 		"latency-tracking": "yes", "activedefrag": "no", "lazyfree-lazy-eviction": "no",
 		"lazyfree-lazy-expire": "no", "lazyfree-lazy-server-del": "no", "lazyfree-lazy-user-del": "no",
 		"lazyfree-lazy-user-flush": "no", "list-max-listpack-size": "-2", "list-max-ziplist-size": "-2",
+		"list-compress-depth":       "0",
 		"hash-max-listpack-entries": "512", "hash-max-ziplist-entries": "512",
 		"hash-max-listpack-value": "64", "hash-max-ziplist-value": "64", "set-max-intset-entries": "512",
 		"zset-max-listpack-entries": "128", "zset-max-ziplist-entries": "128",

@@ -436,6 +436,36 @@ func (h *Hub) publish(sender Subscriber, channel, message []byte) int {
 	return n
 }
 
+// Recipients calls fn with each subscriber that a Publish of channel (sp
+// Channels: the channel's subscribers, then those of every matching
+// pattern) or an SPublish (sp Shard) would deliver to now, once per
+// delivery, and stops when fn returns false. fn runs under the Hub's read
+// lock: it must not block or call into the Hub.
+func (h *Hub) Recipients(sp Space, channel []byte, fn func(Subscriber) bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if g := h.table(sp)[string(channel)]; g != nil {
+		for _, s := range g.members {
+			if !fn(s) {
+				return
+			}
+		}
+	}
+	if sp != Channels {
+		return
+	}
+	for _, g := range h.patList {
+		if !cstr.Match(g.name, channel, false) {
+			continue
+		}
+		for _, s := range g.members {
+			if !fn(s) {
+				return
+			}
+		}
+	}
+}
+
 // SPublish delivers message to the subscribers of shard channel channel
 // and returns their number: SPUBLISH's reply. Like Publish, it never
 // blocks.

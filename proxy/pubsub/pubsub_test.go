@@ -409,3 +409,44 @@ func TestPublishAllocs(t *testing.T) {
 type nopSub struct{}
 
 func (nopSub) Deliver(*Message) {}
+
+// TestRecipients checks that Recipients names the subscribers a publish
+// would reach, once per delivery, as Publish counts them, and stops when
+// told to.
+func TestRecipients(t *testing.T) {
+	h := New()
+	a, b, c := &recorder{name: "a"}, &recorder{name: "b"}, &recorder{name: "c"}
+	h.Subscribe(a, Channels, []byte("news"))
+	h.Subscribe(b, Patterns, []byte("n*"))
+	h.Subscribe(b, Patterns, []byte("*s"))
+	h.Subscribe(c, Shard, []byte("news"))
+	h.Subscribe(c, Channels, []byte("other"))
+	names := func(sp Space, ch string, limit int) []string {
+		var out []string
+		h.Recipients(sp, []byte(ch), func(s Subscriber) bool {
+			out = append(out, s.(*recorder).name)
+			return len(out) < limit
+		})
+		return out
+	}
+	if got, want := names(Channels, "news", 10), []string{"a", "b", "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("news: %v, want %v", got, want)
+	}
+	if n := h.Publish([]byte("news"), []byte("x")); n != 3 {
+		t.Errorf("Publish news reached %d, want 3", n)
+	}
+	if got := names(Channels, "news", 1); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Errorf("stopped after one: %v", got)
+	}
+	if got := names(Shard, "news", 10); !reflect.DeepEqual(got, []string{"c"}) {
+		t.Errorf("shard news: %v", got)
+	}
+	if got := names(Channels, "zzz", 10); got != nil {
+		t.Errorf("zzz: %v", got)
+	}
+	h.Unsubscribe(a, Channels, []byte("news"))
+	h.UnsubscribeAll(b, Patterns, nil)
+	if got := names(Channels, "news", 10); got != nil {
+		t.Errorf("after unsubscribing: %v", got)
+	}
+}

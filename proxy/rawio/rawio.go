@@ -12,6 +12,7 @@ package rawio
 import (
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -25,6 +26,10 @@ type Conn struct {
 	rn   int
 	rerr error
 	rfn  func(fd uintptr) bool
+	// reads counts read attempts, each before its system call; waiting is
+	// set while Read waits in the poller for input (ReadState).
+	reads   atomic.Uint64
+	waiting atomic.Bool
 
 	wbuf []byte
 	wn   int
@@ -52,6 +57,7 @@ func New(nc net.Conn) *Conn {
 
 func (c *Conn) readOnce(fd uintptr) bool {
 	for {
+		c.reads.Add(1)
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.rbuf))), uintptr(len(c.rbuf)))
 		switch e {
 		case 0:
@@ -63,6 +69,7 @@ func (c *Conn) readOnce(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			c.waiting.Store(true)
 			return false // wait until readable
 		default:
 			c.rerr = e
@@ -79,10 +86,20 @@ func (c *Conn) Read(p []byte) (int, error) {
 	c.rbuf, c.rn, c.rerr = p, 0, nil
 	err := c.rc.Read(c.rfn)
 	c.rbuf = nil
+	c.waiting.Store(false)
 	if err != nil {
 		return c.rn, err
 	}
 	return c.rn, c.rerr
+}
+
+// ReadState tells another goroutine where the reader is: waiting is true
+// while it waits in Read for input, having consumed all that had arrived;
+// reads changes before every read system call. A caller that sees waiting,
+// then finds the socket empty, then sees the same reads and still waiting,
+// knows the reader had consumed everything sent before its look.
+func (c *Conn) ReadState() (reads uint64, waiting bool) {
+	return c.reads.Load(), c.waiting.Load()
 }
 
 func (c *Conn) writeSome(fd uintptr) bool {

@@ -7,7 +7,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
@@ -302,6 +304,145 @@ type connSource struct {
 	raw     *rawio.Conn // nc's raw reads (nil: read nc)
 	pending []byte
 	in      *atomic.Int64 // counts the bytes read (INFO total_net_input_bytes)
+
+	// rc peeks at the socket for input not read yet (nil: no descriptor);
+	// peekMu guards peekFn's result and buffer.
+	rc      syscall.RawConn
+	peekFn  func(fd uintptr)
+	peekMu  sync.Mutex
+	peeked  bool
+	peekBuf [1]byte
+	// readAt is when the last read returned input (nanoseconds on the
+	// monotonic clock since epoch; the client's goroutine only).
+	readAt int64
+	// ticket is nonzero while the client waits for others' input
+	// (awaitOthers, awaitSubscribers): readAt+1, when its command was read,
+	// its place in line among the clients waiting so (see inputPending).
+	ticket atomic.Int64
+}
+
+// epoch is the origin of readAt.
+var epoch = time.Now()
+
+// await starts a wait for others' input and returns its ticket; done ends
+// it.
+func (s *connSource) await() int64 {
+	t := s.readAt + 1
+	s.ticket.Store(t)
+	return t
+}
+
+func (s *connSource) done() { s.ticket.Store(0) }
+
+// newConnSource returns the source of a connection (raw nil: read nc).
+func newConnSource(nc net.Conn, raw *rawio.Conn) *connSource {
+	s := &connSource{nc: nc, raw: raw}
+	if sc, ok := nc.(syscall.Conn); ok && raw != nil {
+		if rc, err := sc.SyscallConn(); err == nil {
+			s.rc = rc
+			s.peekFn = s.peek
+		}
+	}
+	return s
+}
+
+// peek is rc.Control's function: it sets peeked if the socket holds
+// input the client has not read.
+func (s *connSource) peek(fd uintptr) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&s.peekBuf[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	s.peeked = e == 0 && n > 0
+}
+
+// Ordering across connections. Redis runs commands one at a time, in the
+// order their bytes reach it: a client that sends UNSUBSCRIBE on one
+// connection, then PUBLISH on another, reaches nobody; two BLPOPs sent one
+// after the other on two connections are served in that order. Here each
+// connection runs in its own goroutine, and a command can run before
+// another whose bytes arrived first has even been read. So the commands
+// whose outcome depends on that order wait, before they act, until the
+// clients concerned have run the input they have: a PUBLISH waits for its
+// recipients (awaitSubscribers), a client about to block for the other
+// clients (awaitOthers). Each wait is bounded by orderWaitMax; a client
+// running a slow command delays them (as in Redis, where it delays every
+// command).
+const (
+	orderWaitMax  = 50 * time.Millisecond
+	orderWaitPoll = 50 * time.Microsecond
+	// orderWaitClients is the most clients a blocking client waits for:
+	// with more connected, it does not wait.
+	orderWaitClients = 64
+)
+
+// inputPending reports whether the client has sent commands it has not
+// run yet, for a client waiting with ticket: it is not waiting for input
+// (it is running what it read), or its socket holds input it has not
+// read. A client waiting for others itself counts if its command was read
+// first (it goes first), not otherwise (no two clients wait for each
+// other). A blocked client and a connection without a descriptor (a
+// pipe in a test) report false.
+func (c *Client) inputPending(ticket int64) bool {
+	s := c.src
+	if s.rc == nil || c.blocked.Load() || c.killed.Load() {
+		return false
+	}
+	if t := s.ticket.Load(); t != 0 {
+		return t < ticket
+	}
+	reads, waiting := s.raw.ReadState()
+	if !waiting {
+		return true
+	}
+	s.peekMu.Lock()
+	s.peeked = false
+	s.rc.Control(s.peekFn)
+	p := s.peeked
+	s.peekMu.Unlock()
+	if p {
+		return true
+	}
+	// Read between the two looks: what it read has not been run.
+	again, waiting := s.raw.ReadState()
+	return again != reads || !waiting
+}
+
+// awaitOthers waits, before c blocks, until no other client has input it
+// has not run (see inputPending), so that a blocking command sent earlier
+// on another connection blocks (or pops) first, as in Redis. It does not
+// wait with more than orderWaitClients clients connected.
+func (c *Client) awaitOthers() {
+	clients := c.s.clientList()
+	if len(clients) > orderWaitClients {
+		return
+	}
+	ticket := c.src.await()
+	defer c.src.done()
+	var deadline time.Time
+	for {
+		busy := false
+		for _, o := range clients {
+			if o != c && o.inputPending(ticket) {
+				busy = true
+				break
+			}
+		}
+		if !busy || !orderWait(&deadline) {
+			return
+		}
+	}
+}
+
+// orderWait sleeps a poll interval, and reports false instead once
+// orderWaitMax has passed since the first call (deadline zero).
+func orderWait(deadline *time.Time) bool {
+	now := time.Now()
+	if deadline.IsZero() {
+		*deadline = now.Add(orderWaitMax)
+	} else if now.After(*deadline) {
+		return false
+	}
+	time.Sleep(orderWaitPoll)
+	return true
 }
 
 func (s *connSource) Read(p []byte) (int, error) {
@@ -323,8 +464,11 @@ func (s *connSource) Read(p []byte) (int, error) {
 	} else {
 		n, err = s.nc.Read(p)
 	}
-	if n > 0 && s.in != nil {
-		s.in.Add(int64(n))
+	if n > 0 {
+		s.readAt = int64(time.Since(epoch))
+		if s.in != nil {
+			s.in.Add(int64(n))
+		}
 	}
 	return n, err
 }

@@ -126,7 +126,8 @@ type Client struct {
 
 func newClient(s *Server, nc net.Conn) *Client {
 	raw := rawio.New(nc)
-	src := &connSource{nc: nc, raw: raw, in: &s.stats.netIn}
+	src := newConnSource(nc, raw)
+	src.in = &s.stats.netIn
 	c := &Client{
 		s:       s,
 		raw:     raw,

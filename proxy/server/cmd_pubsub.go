@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
@@ -250,8 +251,41 @@ func (c *Client) endPubSub() {
 	c.out.close()
 }
 
+// awaitSubscribers waits, before c publishes to channel in space sp,
+// until none of the first publishWaitCheck recipients has input it has not
+// run (see "Ordering across connections" in blocking.go): an UNSUBSCRIBE
+// sent before the PUBLISH is run first. Subscribers seldom send anything,
+// so this costs a peek at each recipient's socket and no wait. Inside
+// MULTI/EXEC or a script (the engine's lock held) it does not wait.
+func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
+	if c.group != nil || sp == pubsub.Channels && !c.s.pubsub.Active() {
+		return
+	}
+	ticket := c.src.await()
+	defer c.src.done()
+	var deadline time.Time
+	for {
+		busy, n := false, 0
+		c.s.pubsub.Recipients(sp, channel, func(s pubsub.Subscriber) bool {
+			if n++; n > publishWaitCheck {
+				return false
+			}
+			q, ok := s.(*pushOut)
+			busy = ok && q != c.out && q.c.inputPending(ticket)
+			return !busy
+		})
+		if !busy || !orderWait(&deadline) {
+			return
+		}
+	}
+}
+
+// publishWaitCheck is the most recipients a publish waits for.
+const publishWaitCheck = 8
+
 func cmdPublish(x *Ctx, args [][]byte) error {
 	c := x.c
+	c.awaitSubscribers(pubsub.Channels, args[1])
 	var n int
 	if c.out != nil {
 		n = c.s.pubsub.PublishFrom(c.out, args[1], args[2])
@@ -264,6 +298,7 @@ func cmdPublish(x *Ctx, args [][]byte) error {
 
 func cmdSPublish(x *Ctx, args [][]byte) error {
 	c := x.c
+	c.awaitSubscribers(pubsub.Shard, args[1])
 	var n int
 	if c.out != nil {
 		n = c.s.pubsub.SPublishFrom(c.out, args[1], args[2])

@@ -82,12 +82,15 @@ func KeyIsMissing(tx *tiering.Tx, db int, key []byte) (bool, error) {
 // until a push serves it, it times out (a null reply), it is unblocked or
 // it disconnects. Inside a group it does not block: it replies a null at
 // once, as Redis does (a null bulk when nullBulk is set: BLMOVE,
-// BRPOPLPUSH). op must not alias the request's buffers: a blocked
-// client's op outlives them.
+// BRPOPLPUSH). Before it blocks, the client waits for the other clients'
+// earlier input (awaitOthers), then tries again: a blocking command sent
+// earlier on another connection blocks first, as in Redis. op must not
+// alias the request's buffers: a blocked client's op outlives them.
 func (x *Ctx) PopOrBlock(op PopOp, keys [][]byte, timeoutMs int64, nullBulk bool) error {
 	c := x.c
 	var w *waiter
-	err := x.Update(func(tx *tiering.Tx) error {
+	awaited, wouldBlock := false, false
+	fn := func(tx *tiering.Tx) error {
 		done, err := runPop(x, tx, op, keys)
 		if done || err != nil {
 			return err
@@ -98,6 +101,11 @@ func (x *Ctx) PopOrBlock(op PopOp, keys [][]byte, timeoutMs int64, nullBulk bool
 			} else {
 				x.W.NullArray()
 			}
+			return nil
+		}
+		if !awaited {
+			// Others' earlier commands first (awaitOthers), then again.
+			wouldBlock = true
 			return nil
 		}
 		w = &waiter{c: c, db: c.db, op: op, proto: c.w.Proto, done: make(chan struct{})}
@@ -112,7 +120,13 @@ func (x *Ctx) PopOrBlock(op PopOp, keys [][]byte, timeoutMs int64, nullBulk bool
 		}
 		c.s.blocking.add(w)
 		return nil
-	})
+	}
+	err := x.Update(fn)
+	if err == nil && wouldBlock {
+		c.awaitOthers()
+		awaited = true
+		err = x.Update(fn)
+	}
 	if err != nil {
 		if w != nil {
 			c.s.blocking.cancel(w, nil)
