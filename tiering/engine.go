@@ -51,6 +51,7 @@ type Stats struct {
 	SteppedPromotions atomic.Int64
 	ColdReads         atomic.Int64
 	ExpiredKeys       atomic.Int64
+	EvictedKeys       atomic.Int64 // Tx.Evict
 	ExpiredColdKeys   atomic.Int64
 	KeyspaceHits      atomic.Int64
 	KeyspaceMisses    atomic.Int64
@@ -65,6 +66,7 @@ func (s *Stats) ResetStats() {
 	s.ColdReads.Store(0)
 	s.ExpiredKeys.Store(0)
 	s.ExpiredColdKeys.Store(0)
+	s.EvictedKeys.Store(0)
 	s.KeyspaceHits.Store(0)
 	s.KeyspaceMisses.Store(0)
 }

@@ -15,6 +15,8 @@ const (
 	// KeyExpired: the key was deleted because its time to live had passed
 	// (a lookup found it expired, or the sweeper did, hot or cold).
 	KeyExpired
+	// KeyEvicted: the key was deleted by an eviction (Tx.Evict).
+	KeyEvicted
 )
 
 // Observer is told of every key a transaction modifies, deletes or

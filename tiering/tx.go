@@ -354,6 +354,23 @@ func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
 	return tx.batch.DropVersion(pdb, key, old.Version, uint64(old.Count))
 }
 
+// Evict removes key as Redis's eviction does, when the memory budget
+// cannot be met and maxmemory-policy asks for it (the caller applies the
+// policy: volatile keeps keys without an expiry): the key is gone from
+// both tiers, observed as KeyEvicted and counted in Stats.EvictedKeys. It
+// reports whether a live key was removed. Demotion is not eviction; this
+// is the only way a key is evicted.
+func (tx *Tx) Evict(db int, key []byte) (bool, error) {
+	pdb := tx.pdb(db)
+	old, _, err := tx.live(pdb, key)
+	if err != nil || old == nil {
+		return false, err
+	}
+	tx.e.Stats.EvictedKeys.Add(1)
+	tx.observe(pdb, key, KeyEvicted)
+	return true, tx.drop(pdb, key, old)
+}
+
 // Delete removes key; it reports whether a live key was removed.
 func (tx *Tx) Delete(db int, key []byte) (bool, error) {
 	pdb := tx.pdb(db)

@@ -176,6 +176,7 @@ func run(args []string) error {
 		oom("")
 		cfg.OnChange("maxmemory", oom)
 		cfg.OnChange("block-cache", oom)
+		cfg.OnChange("maxmemory-policy", oom)
 	}
 	mode := "embedded"
 	// front is upstream mode's front (nil in embedded mode): the server

@@ -150,8 +150,17 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		c.countRejected(cmd)
 		return
 	}
-	if c.preOOM = c.s.oom.Load(); c.preOOM && c.group == nil && c.refuse(cmd, args, oomRule) {
-		return
+	if c.preOOM = c.s.oom.Load(); c.preOOM && c.group == nil {
+		if c.s.evictPending.Load() {
+			// Not during a busy script, which holds the engine's lock
+			// (Redis skips eviction then too).
+			if _, _, busy := c.s.scripts.Busy(); !busy {
+				c.s.evictIfPending()
+			}
+		}
+		if c.refuse(cmd, args, oomRule) {
+			return
+		}
 	}
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return

@@ -614,8 +614,9 @@ func (s *Server) infoStats(sb *strings.Builder) {
 	sb.WriteString(fixedSyncFull)
 	InfoField(sb, "expired_keys", st.ExpiredKeys.Load())
 	sb.WriteString(fixedExpiredStalePerc)
-	// Demotion moves a key to disk; it is not an eviction.
-	sb.WriteString(fixedEvictedKeys)
+	// Demotion moves a key to disk; it is not an eviction (Tx.Evict is).
+	InfoField(sb, "evicted_keys", st.EvictedKeys.Load())
+	sb.WriteString(fixedEvictedClients)
 	InfoField(sb, "keyspace_hits", st.KeyspaceHits.Load())
 	InfoField(sb, "keyspace_misses", st.KeyspaceMisses.Load())
 	InfoField(sb, "pubsub_channels", s.pubsub.Len(pubsub.Channels))
@@ -778,7 +779,7 @@ var (
 	fixedSyncFull         = infoFixed("sync_full:0 sync_partial_ok:0 sync_partial_err:0")
 	fixedExpiredStalePerc = infoFixed("expired_stale_perc:0.00 expired_time_cap_reached_count:0 " +
 		"expire_cycle_cpu_milliseconds:0")
-	fixedEvictedKeys = infoFixed("evicted_keys:0 evicted_clients:0 total_eviction_exceeded_time:0 " +
+	fixedEvictedClients = infoFixed("evicted_clients:0 total_eviction_exceeded_time:0 " +
 		"current_eviction_exceeded_time:0")
 	fixedLatestForkUsec = infoFixed("latest_fork_usec:0 total_forks:0 migrate_cached_sockets:0 " +
 		"slave_expires_tracked_keys:0 active_defrag_hits:0 active_defrag_misses:0 " +

@@ -82,8 +82,11 @@ func (s *Server) initKeyEvents() {
 // keyEvent is the engine's observer (under the engine's lock): it feeds
 // WATCH and the expired keyspace events.
 func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
-	if ev == tiering.KeyExpired {
+	switch ev {
+	case tiering.KeyExpired:
 		s.notifyExpired(db, key)
+	case tiering.KeyEvicted:
+		s.publishKeyEvent(nil, db, NotifyEvicted, "evicted", key)
 	}
 	if s.watches.busy.n.Load() > 0 {
 		s.watches.busy.touched(db, key)

@@ -14,8 +14,10 @@ import (
 // and "__keyevent@<db>__:<event>" with the key as the message (class E),
 // in that order, if the event's class is enabled. Handlers call notify
 // where Redis calls notifyKeyspaceEvent, in the same order; expired keys
-// are reported by the tiering engine's observer (NotifyExpired). Demoting
-// a key to disk is not an eviction: no "evicted" event is ever sent.
+// and evicted keys are reported by the tiering engine's observer
+// (keyEvent). Demoting a key to disk is not an eviction: "evicted" is sent
+// only when the memory budget cannot be met and maxmemory-policy evicts
+// (Server.SetOutOfMemory).
 //
 // Cost: with notifications off a call is one atomic load (the setting)
 // and returns; with them on but nobody subscribed, one more atomic load
@@ -106,7 +108,7 @@ func (s *Server) notifyExpired(db int, key []byte) {
 // engine's key events must be observed (see updateObserving).
 func (s *Server) notifyWantsExpired() bool {
 	f := s.notifyFlags()
-	return f&NotifyExpired != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.fwd == nil
+	return f&(NotifyExpired|NotifyEvicted) != 0 && f&(NotifyKeyspace|NotifyKeyevent) != 0 && s.fwd == nil
 }
 
 // initNotify hooks notifications to the configuration: after CONFIG SET

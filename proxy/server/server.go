@@ -82,8 +82,11 @@ type Server struct {
 	monitors  []*Client
 	nMonitors atomic.Int32
 
-	// oom: the memory budget cannot be met (SetOutOfMemory).
-	oom atomic.Bool
+	// oom: the memory budget cannot be met (SetOutOfMemory);
+	// evictPending: its eviction has not run yet (evictIfPending).
+	oom          atomic.Bool
+	evictPending atomic.Bool
+	evictMu      sync.Mutex
 	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas).
 	noReplicas atomic.Bool
 
@@ -482,7 +485,78 @@ func (s *Server) endPauseLocked() {
 // that may grow memory (denyoom, scripts declaring neither allow-oom nor
 // no-writes, EXEC of a transaction holding one), and every command but
 // EXEC, DISCARD, QUIT and RESET inside MULTI; a script's first write
-// fails likewise. Spillway demotes to disk instead of evicting, so this
-// happens only when the budget is below what the process needs even with
-// an empty hot tier.
-func (s *Server) SetOutOfMemory(oom bool) { s.oom.Store(oom) }
+// fails likewise. And as Redis would, it evicts what maxmemory-policy
+// allows (every key for allkeys-*, those with an expiry for volatile-*;
+// "evicted" events, INFO evicted_keys), in the background. Spillway
+// demotes to disk instead of evicting, so this happens only when the
+// budget is below what the process needs even with an empty hot tier.
+// Call it again when maxmemory-policy changes.
+func (s *Server) SetOutOfMemory(oom bool) {
+	s.oom.Store(oom)
+	if oom && s.fwd == nil && s.engine != nil {
+		if policy, _ := s.cfg.Value("maxmemory-policy"); policy != "noeviction" {
+			// The next command evicts first, as Redis's processCommand
+			// does; the goroutine covers a server with no next command.
+			// (SetOutOfMemory may run under the engine's lock: CONFIG SET
+			// inside EXEC.)
+			s.evictPending.Store(true)
+			go s.evictIfPending()
+		}
+	}
+}
+
+// evictIfPending runs the eviction SetOutOfMemory asked for, if it is
+// still pending, and returns once it is done (by this call or another).
+func (s *Server) evictIfPending() {
+	s.evictMu.Lock()
+	defer s.evictMu.Unlock()
+	if !s.evictPending.Load() {
+		return
+	}
+	policy, _ := s.cfg.Value("maxmemory-policy")
+	if policy != "noeviction" {
+		s.evictAll(strings.HasPrefix(policy, "volatile-"))
+	}
+	s.evictPending.Store(false)
+}
+
+// evictAll evicts every key (volatile: every key with an expiry) of every
+// database, a batch per engine transaction, while the server stays out of
+// memory.
+func (s *Server) evictAll(volatile bool) {
+	const batch = 256
+	for db := 0; db < s.engine.Databases(); db++ {
+		var cursor uint64
+		for s.oom.Load() {
+			_, err := s.engine.Update(func(tx *tiering.Tx) error {
+				keys, next, err := tx.Scan(db, cursor, tiering.ScanOptions{Count: batch}, nil)
+				if err != nil {
+					return err
+				}
+				cursor = next
+				for _, k := range keys {
+					if volatile {
+						e, err := tx.PeekNoTouch(db, k)
+						if err != nil {
+							return err
+						}
+						if e == nil || e.ExpireAt == 0 {
+							continue
+						}
+					}
+					if _, err := tx.Evict(db, k); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				s.log.Error("eviction failed", "db", db, "err", err)
+				return
+			}
+			if cursor == 0 {
+				break
+			}
+		}
+	}
+}
