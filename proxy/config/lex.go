@@ -21,36 +21,8 @@ func splitArgs(line string) ([]string, error) {
 	return args, nil
 }
 
-// repr quotes s as Redis's sdscatrepr does: always in double quotes, with
-// \\ \" \n \r \t \a \b escapes and \xHH for other non-printable bytes.
-func repr(s string) string {
-	const hex = "0123456789abcdef"
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if c >= 0x20 && c < 0x7f {
-				b = append(b, c)
-			} else {
-				b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
-			}
-		}
-	}
-	return string(append(b, '"'))
-}
+// repr quotes s as Redis's sdscatrepr does (cstr.AppendRepr).
+func repr(s string) string { return string(cstr.AppendRepr(make([]byte, 0, len(s)+2), []byte(s))) }
 
 // bareOrRepr returns s unquoted when splitArgs would read it back as one
 // argument unchanged, else repr(s).

@@ -134,3 +134,34 @@ func hexVal(c byte) byte {
 	}
 	return 0
 }
+
+// AppendRepr appends s quoted as Redis's sdscatrepr quotes it: in double
+// quotes, with \\ \" \n \r \t \a \b escapes and \xHH for the other bytes
+// outside printable ASCII. SplitArgs reads it back as s.
+func AppendRepr(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, c := range s {
+		switch c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		default:
+			if c >= 0x20 && c < 0x7f {
+				b = append(b, c)
+			} else {
+				b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+			}
+		}
+	}
+	return append(b, '"')
+}

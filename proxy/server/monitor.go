@@ -139,7 +139,7 @@ func (c *Client) monitorLine(now time.Time, args [][]byte) []byte {
 		if i < 64 && redacted&(1<<i) != 0 {
 			a = []byte("(redacted)")
 		}
-		b = appendRepr(b, a)
+		b = cstr.AppendRepr(b, a)
 	}
 	return append(b, '\r', '\n')
 }
@@ -201,35 +201,6 @@ func redactedArgs(args [][]byte) uint64 {
 		}
 	}
 	return set
-}
-
-// appendRepr appends a quoted as Redis's sdscatrepr does.
-func appendRepr(b, a []byte) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, ch := range a {
-		switch ch {
-		case '\\', '"':
-			b = append(b, '\\', ch)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if ch >= 0x20 && ch < 0x7f {
-				b = append(b, ch)
-			} else {
-				b = append(b, '\\', 'x', hex[ch>>4], hex[ch&15])
-			}
-		}
-	}
-	return append(b, '"')
 }
 
 // deliverRaw queues line, already encoded, for a monitor: like a Pub/Sub
