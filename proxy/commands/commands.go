@@ -23,6 +23,7 @@ func Register(t *server.Table) {
 	registerList(t)
 	registerZSet(t)
 	registerMemory(t)
+	registerDump(t)
 }
 
 // Table returns a table holding every command of the library.
