@@ -97,19 +97,17 @@ func (o *Object) Len() int {
 // rdbLoadObject), validating compact encodings as deeply as Redis with
 // sanitize-dump-payload yes: ziplists, listpacks and intsets must be
 // well-formed with consistent headers, hashes and sets free of duplicates,
-// scores not NaN, collections not empty. Bytes after the value (before the
-// footer) are ignored, as Redis ignores them. It never panics: any input
+// scores not NaN, collections not empty. Like Redis, it reads the value
+// from the whole payload, footer included, and ignores what follows it. It never panics: any input
 // gives an Object or an error (ErrChecksum, or one matching ErrBadFormat).
 func Decode(payload []byte) (*Object, error) {
 	if !FooterOK(payload, Version) {
 		return nil, ErrChecksum
 	}
-	body := payload[:len(payload)-10]
-	if len(body) == 0 {
-		return nil, ErrBadFormat
-	}
-	c := &cursor{b: body[1:]}
-	o, err := c.object(body[0])
+	// Redis reads the value from the whole buffer: a value running past
+	// its end into the footer is read from the footer's bytes.
+	c := &cursor{b: payload[1:]}
+	o, err := c.object(payload[0])
 	if err != nil {
 		if !errors.Is(err, ErrBadFormat) {
 			err = wrapBad(err.Error())
