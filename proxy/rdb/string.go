@@ -163,7 +163,10 @@ func ReadString(b []byte) ([]byte, int, error) {
 			return nil, 0, err
 		}
 		start := s1 + s2
-		if cenc || uenc || clen > uint64(len(p)-start) || ulen > MaxStringLen {
+		// A back reference (3 bytes at most) expands to 264 bytes at most,
+		// so a plain length over 88 times the compressed one cannot be
+		// right: refuse it before allocating.
+		if cenc || uenc || clen > uint64(len(p)-start) || ulen > MaxStringLen || ulen > 88*clen {
 			return nil, 0, ErrTruncated
 		}
 		out, err := LZFDecompress(p[start:start+int(clen)], int(ulen))
