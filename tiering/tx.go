@@ -280,6 +280,7 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry) (*Entry, error) {
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
 	e.access = tx.now
+	e.lfu.touch(tx.now)
 	if e.loading != nil {
 		tx.e.Stats.ColdReads.Add(1)
 	}
@@ -351,6 +352,7 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 		return err
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
+	e.inherit(old, tx.now)
 	return tx.write(pdb, key, old, e)
 }
 

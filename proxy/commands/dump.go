@@ -160,9 +160,9 @@ func parseRestoreOpts(args [][]byte) (restoreOpts, error) {
 // (0 for none; a unix time in ms with ABSTTL). Checks come in Redis's
 // order: options, an existing key (BUSYKEY unless REPLACE), the TTL, the
 // payload's footer, its value. A TTL already past deletes a replaced key
-// and replies OK without creating it. IDLETIME backdates a hot key's
-// access time (OBJECT IDLETIME); FREQ is checked and ignored, as Spillway
-// keeps no LFU counters.
+// and replies OK without creating it. Under an LFU maxmemory policy FREQ
+// sets a hot key's LFU counter (OBJECT FREQ), otherwise IDLETIME backdates
+// its access time (OBJECT IDLETIME); the other one is ignored, as in Redis.
 //
 // The value is written in the command's one transaction, so RESTORE stays
 // atomic as in Redis: a big structure is decoded whole (the payload is in
@@ -217,10 +217,15 @@ func cmdRestore(x *server.Ctx, args [][]byte) error {
 		if err := restoreValue(tx, x.DB(), key, obj, expireAt); err != nil {
 			return err
 		}
-		if o.idle >= 0 {
-			if _, err := tx.SetIdleMillis(x.DB(), key, o.idle*1000); err != nil {
-				return err
-			}
+		// objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME otherwise.
+		switch lfu := lfuPolicy(x); {
+		case lfu && o.freq >= 0:
+			_, err = tx.SetFreq(x.DB(), key, uint8(o.freq))
+		case !lfu && o.idle >= 0:
+			_, err = tx.SetIdleMillis(x.DB(), key, o.idle*1000)
+		}
+		if err != nil {
+			return err
 		}
 		x.Notify(server.NotifyNew, "new", key)
 		x.Notify(server.NotifyGeneric, "restore", key)
