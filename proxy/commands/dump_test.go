@@ -244,3 +244,35 @@ func TestRestoreFreqAndIdle(t *testing.T) {
 		t.Errorf("%.60v: got %q, want %q", st.args, got, want)
 	}
 }
+
+// TestDumpColdStreams checks that DUMP of a structure too big for the hot
+// tier reads it from the store without promoting it (reading the list
+// whole with LRANGE as often promotes a hot part of it), and that the
+// payload restores the whole structure.
+func TestDumpColdStreams(t *testing.T) {
+	s, e := openLocal(t, modes[1]) // a 4 KB hot tier
+	l := s.NewLocal()
+	defer l.Close()
+	r := &localRunner{l: l, engine: e, mode: modes[1]}
+	for _, k := range dumpKeys() {
+		if k.name[0] == 's' || !strings.HasSuffix(k.name, ":big") {
+			continue
+		}
+		for _, c := range k.build {
+			mustDo(t, r, c...)
+		}
+		read := append([]string{k.read[0], "%s"}, k.read[1:]...)
+		before := e.Stats.Promotions.Load()
+		for range 3 {
+			payload := reply(t, r, "DUMP", k.name)
+			body := string(payload[bytes.IndexByte(payload, '\n')+1 : len(payload)-2])
+			mustDo(t, r, "RESTORE", k.name+":copy", "0", body, "REPLACE")
+		}
+		if n := e.Stats.Promotions.Load() - before; n != 0 {
+			t.Errorf("DUMP of cold %s: %d promotions", k.name, n)
+		}
+		if a, b := rendered(t, r, k.sort, read, k.name), rendered(t, r, k.sort, read, k.name+":copy"); a != b {
+			t.Errorf("%s: copy reads %.100s, original %.100s", k.name, b, a)
+		}
+	}
+}
