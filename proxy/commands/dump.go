@@ -1,8 +1,13 @@
 package commands
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"time"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cstr"
@@ -13,8 +18,8 @@ import (
 	"github.com/spillway/spillway/tiering"
 )
 
-// DUMP and RESTORE (Redis 7.0's dumpCommand and restoreCommand in
-// cluster.c). Payloads are RDB-serialized values with Redis 7.0's footer
+// DUMP, RESTORE and MIGRATE (Redis 7.0's dumpCommand, restoreCommand and
+// migrateCommand in cluster.c). Payloads are RDB-serialized values with Redis 7.0's footer
 // (RDB version 10, CRC-64): DUMP writes the plain RDB forms, which any
 // Redis 5.0 to 7.x RESTOREs; RESTORE reads every form Redis 7.0 writes or
 // loads (proxy/rdb.Decode).
@@ -22,6 +27,7 @@ import (
 func registerDump(t *server.Table) {
 	t.Register("dump", cmdDump)
 	t.Register("restore", cmdRestore)
+	t.Register("migrate", cmdMigrate)
 }
 
 // Replies of RESTORE, as Redis 7.0 words them.
@@ -300,4 +306,203 @@ func restoreValue(tx *tiering.Tx, db int, key []byte, obj *rdb.Object, expireAt 
 		return err
 	}
 	return nil
+}
+
+// migrateOpts are MIGRATE's parsed arguments.
+type migrateOpts struct {
+	addr           string
+	db, timeout    int64 // timeout in ms
+	copy, replace  bool
+	auth           bool
+	user, password []byte // user is nil for AUTH password
+	keys           [][]byte
+}
+
+// parseMigrate parses MIGRATE host port key|"" destination-db timeout
+// [COPY] [REPLACE] [AUTH password] [AUTH2 username password] [KEYS key...]
+// with migrateCommand's errors in its order: options, then the timeout and
+// the database (integers; a timeout <= 0 means 1000 ms).
+func parseMigrate(args [][]byte) (migrateOpts, error) {
+	o := migrateOpts{addr: net.JoinHostPort(string(args[1]), string(args[2])), keys: args[3:4]}
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case cstr.EqualFold(args[j], "copy"):
+			o.copy = true
+		case cstr.EqualFold(args[j], "replace"):
+			o.replace = true
+		case cstr.EqualFold(args[j], "auth"):
+			if more < 1 {
+				return o, resp.Err(strops.ErrSyntax)
+			}
+			j++
+			o.auth, o.user, o.password = true, nil, args[j]
+		case cstr.EqualFold(args[j], "auth2"):
+			if more < 2 {
+				return o, resp.Err(strops.ErrSyntax)
+			}
+			o.auth, o.user, o.password = true, args[j+1], args[j+2]
+			j += 2
+		case cstr.EqualFold(args[j], "keys"):
+			if len(args[3]) != 0 {
+				return o, resp.Err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+			}
+			o.keys = args[j+1:]
+			j = len(args)
+		default:
+			return o, resp.Err(strops.ErrSyntax)
+		}
+	}
+	timeout, ok1 := cstr.ParseInt(args[5])
+	db, ok2 := cstr.ParseInt(args[4])
+	if !ok1 || !ok2 {
+		return o, resp.Err(strops.ErrNotInteger)
+	}
+	if timeout <= 0 {
+		timeout = 1000
+	}
+	o.timeout, o.db = timeout, db
+	return o, nil
+}
+
+// Replies of MIGRATE on a network failure, as Redis 7.0 words them (a
+// refused connection shows in Redis as a failed write).
+var (
+	errMigrateConnect = resp.Err("IOERR error or timeout connecting to the client")
+	errMigrateWrite   = resp.Err("IOERR error or timeout writing to target instance")
+	errMigrateRead    = resp.Err("IOERR error or timeout reading to target instance")
+)
+
+// cmdMigrate is MIGRATE: it sends the keys that exist (NOKEY if none) to
+// another server as RESTORE commands (after AUTH and SELECT), with their
+// remaining TTL, and deletes each key the target stored unless COPY. The
+// first error the target replies is reported as "Target instance replied
+// with error"; keys it accepted are still deleted. Each connect, write and
+// read waits up to timeout ms.
+//
+// As in Redis, the command holds the keyspace (the engine lock) while it
+// talks to the target, so that no write lands between a key's DUMP and
+// its deletion; a new connection is made for every MIGRATE (Redis caches
+// them for 10 s, which only saves the connect).
+func cmdMigrate(x *server.Ctx, args [][]byte) error {
+	o, err := parseMigrate(args)
+	if err != nil {
+		return err
+	}
+	return x.Update(func(tx *tiering.Tx) error {
+		var out []byte
+		if o.auth {
+			auth := [][]byte{[]byte("AUTH"), o.password}
+			if o.user != nil {
+				auth = [][]byte{[]byte("AUTH"), o.user, o.password}
+			}
+			out = appendCommand(out, auth)
+		}
+		out = appendCommand(out, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, o.db, 10)})
+		head := 1 + int(b2i(o.auth)) // replies before the RESTOREs'
+		var sent [][]byte
+		var d rdb.Dump
+		for _, k := range o.keys {
+			e, err := tx.Peek(x.DB(), k)
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				continue
+			}
+			d.Reset()
+			if err := dumpValue(tx, x.DB(), k, e, &d); err != nil {
+				return err
+			}
+			var ttl int64
+			if e.ExpireAt != 0 {
+				ttl = max(e.ExpireAt-tx.Now(), 1)
+			}
+			restore := [][]byte{[]byte("RESTORE"), k, strconv.AppendInt(nil, ttl, 10), d.Finish()}
+			if o.replace {
+				restore = append(restore, []byte("REPLACE"))
+			}
+			out = appendCommand(out, restore)
+			sent = append(sent, k)
+		}
+		if len(sent) == 0 {
+			x.W.Simple("NOKEY")
+			return nil
+		}
+		replies, ioErr := migrateExchange(o, out, head+len(sent))
+		var targetErr []byte
+		headOK := len(replies) >= head
+		for i, r := range replies {
+			failed := len(r) > 0 && r[0] == '-'
+			if failed && targetErr == nil {
+				targetErr = r[1:]
+			}
+			if i < head {
+				headOK = headOK && !failed
+				continue
+			}
+			if failed || !headOK || o.copy {
+				continue
+			}
+			k := sent[i-head]
+			if _, err := tx.Delete(x.DB(), k); err != nil {
+				return err
+			}
+			x.Notify(server.NotifyGeneric, "del", k)
+		}
+		switch {
+		case targetErr != nil:
+			return resp.Err("ERR Target instance replied with error: " + string(targetErr))
+		case ioErr != nil:
+			return ioErr
+		}
+		x.W.OK()
+		return nil
+	})
+}
+
+// appendCommand appends args as a RESP array of bulk strings.
+func appendCommand(b []byte, args [][]byte) []byte {
+	b = append(strconv.AppendInt(append(b, '*'), int64(len(args)), 10), '\r', '\n')
+	for _, a := range args {
+		b = append(strconv.AppendInt(append(b, '$'), int64(len(a)), 10), '\r', '\n')
+		b = append(append(b, a...), '\r', '\n')
+	}
+	return b
+}
+
+// migrateExchange connects to the target, sends out and reads n one-line
+// replies (syncReadLine: up to the newline, without the CRLF), each step
+// within the timeout. It returns the replies read and, if it stopped
+// early, MIGRATE's IOERR reply.
+func migrateExchange(o migrateOpts, out []byte, n int) ([][]byte, error) {
+	timeout := time.Duration(o.timeout) * time.Millisecond
+	conn, err := net.DialTimeout("tcp", o.addr, timeout)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, errMigrateConnect
+		}
+		return nil, errMigrateWrite
+	}
+	defer conn.Close()
+	for len(out) > 0 {
+		chunk := out[:min(len(out), 64<<10)]
+		conn.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := conn.Write(chunk); err != nil {
+			return nil, errMigrateWrite
+		}
+		out = out[len(chunk):]
+	}
+	r := bufio.NewReader(conn)
+	replies := make([][]byte, 0, n)
+	for range n {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return replies, errMigrateRead
+		}
+		replies = append(replies, bytes.Clone(bytes.TrimRight(line, "\r\n")))
+	}
+	return replies, nil
 }
