@@ -276,3 +276,86 @@ func TestDumpColdStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrate runs the same MIGRATE commands on a redis-server and on
+// Spillway, each migrating to a third server (a redis-server), and
+// compares every reply, the sources' and the target's.
+func TestMigrate(t *testing.T) {
+	dial := func(s *harness.Server) *redisRunner {
+		nc, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		return &redisRunner{nc: nc, r: resp.NewReplyReader(nc)}
+	}
+	target := harness.StartRedis(t)
+	dst := dial(target)
+	refused := strconv.Itoa(harness.FreePort(t))
+	tp := strconv.Itoa(target.Port())
+	big := []string{"RPUSH", "l"}
+	for i := range 3000 {
+		big = append(big, strings.Repeat("x", i%100))
+	}
+	steps := []struct {
+		onTarget bool
+		args     []string
+	}{
+		{args: []string{"SET", "a", "1"}},
+		{args: []string{"HSET", "h", "f", "v"}},
+		{args: big},
+		{args: []string{"SET", "t", "x", "PX", "100000000"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "", "0", "5000", "KEYS", "a", "h", "l", "t", "nokey"}},
+		{args: []string{"EXISTS", "a", "h", "l", "t"}},
+		{onTarget: true, args: []string{"HGETALL", "h"}},
+		{onTarget: true, args: []string{"LLEN", "l"}},
+		{onTarget: true, args: []string{"LINDEX", "l", "-1"}},
+		{onTarget: true, args: []string{"TTL", "a"}},
+		{args: []string{"SET", "a", "2"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "0", "5000"}},
+		{args: []string{"EXISTS", "a"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "0", "5000", "COPY", "REPLACE"}},
+		{args: []string{"EXISTS", "a"}},
+		{onTarget: true, args: []string{"GET", "a"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "0", "5000", "AUTH", "pw"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "0", "5000", "AUTH2", "u", "pw"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "99", "5000", "REPLACE"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "nokey", "0", "5000"}},
+		{args: []string{"MIGRATE", "127.0.0.1", refused, "a", "0", "5000"}},
+		{args: []string{"MIGRATE", "127.0.0.1", refused, "nokey", "0", "5000"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "3", "0", "REPLACE"}},
+		{args: []string{"EXISTS", "a"}},
+		{onTarget: true, args: []string{"SELECT", "3"}},
+		{onTarget: true, args: []string{"GET", "a"}},
+		{onTarget: true, args: []string{"SELECT", "0"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "a", "0", "5000", "KEYS", "a"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "", "x", "5000"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "", "0", "x"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "", "0", "5000", "AUTH"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "", "0", "5000", "AUTH2", "u"}},
+		{args: []string{"MIGRATE", "127.0.0.1", tp, "", "0", "5000", "BOGUS"}},
+	}
+	run := func(src runner) []string {
+		mustDo(t, dst, "FLUSHALL")
+		mustDo(t, src, "FLUSHALL")
+		var out []string
+		for _, st := range steps {
+			r := src
+			if st.onTarget {
+				r = dst
+			}
+			out = append(out, string(reply(t, r, st.args...)))
+		}
+		return out
+	}
+	want := run(dial(harness.StartRedis(t)))
+	s, e := openLocal(t, modes[2]) // cold: every key read from the store
+	l := s.NewLocal()
+	defer l.Close()
+	got := run(&localRunner{l: l, engine: e, mode: modes[2]})
+	for i, st := range steps {
+		if got[i] != want[i] {
+			t.Errorf("%.80v: got %q, want %q", st.args, got[i], want[i])
+		}
+	}
+}
