@@ -269,7 +269,7 @@ func intsetItems(blob []byte) ([][]byte, error) {
 }
 
 // zipmapItems returns the fields and values of a zipmap blob (Redis 2.x
-// small hashes): a count byte, then per pair the field's length and bytes,
+// small hashes): a count byte (254 when unknown), then per pair the field's length and bytes,
 // the value's length, a count of free bytes, the value and the free bytes;
 // then 0xFF. A length is one byte below 254, or 254 and 4 bytes LE.
 func zipmapItems(blob []byte) ([][]byte, error) {
@@ -292,7 +292,7 @@ func zipmapItems(blob []byte) ([][]byte, error) {
 		}
 		l := int(binary.LittleEndian.Uint32(p[1:]))
 		p = p[5:]
-		return l, true
+		return l, l >= 254 // the long form only for lengths that need it
 	}
 	for len(p) > 0 {
 		kl, ok := readLen()
@@ -312,6 +312,10 @@ func zipmapItems(blob []byte) ([][]byte, error) {
 		}
 		items = append(items, k, p[:vl])
 		p = p[vl+free:]
+	}
+	// The count byte is exact below 254 (254 means "count them").
+	if len(items) == 0 || blob[0] < 254 && int(blob[0]) != len(items)/2 {
+		return nil, wrapBad("zipmap count")
 	}
 	return items, nil
 }

@@ -348,6 +348,9 @@ func (c *cursor) list(typ byte) (*Object, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(blob) == 0 {
+			return nil, wrapBad("quicklist node of length 0")
+		}
 		switch {
 		case container == containerPlain:
 			items = append(items, blob)

@@ -123,7 +123,7 @@ func TestDecodeErrors(t *testing.T) {
 // encodes and decodes back to itself. The seed corpus in
 // testdata/fuzz/FuzzDecode is the payloads of ../commands/testdata/dump.txt
 // (redis-server 7.0.15's DUMPs of every encoding, older forms, corrupt
-// ones).
+// ones, and the payloads of Redis's integration/corrupt-dump.tcl).
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(&Object{Kind: KindZSet, Items: [][]byte{[]byte("m")}, Scores: []float64{1}}))
 	f.Fuzz(func(t *testing.T, p []byte) {
