@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // RDB object types (rdb.h of Redis 7.0).
@@ -120,14 +121,12 @@ func Decode(payload []byte) (*Object, error) {
 // cursor reads the RDB encoding of a value from b, advancing it.
 type cursor struct{ b []byte }
 
-// length reads a plain length (an encoded-string prefix is an error).
+// length reads a length as rdbLoadLen does: the 11 prefix of an encoded
+// string is not an error there, its 6 bits are the length.
 func (c *cursor) length() (uint64, error) {
-	n, enc, size, err := ReadLen(c.b)
+	n, _, size, err := ReadLen(c.b)
 	if err != nil {
 		return 0, err
-	}
-	if enc {
-		return 0, errEncoding
 	}
 	c.b = c.b[size:]
 	return n, nil
@@ -384,9 +383,11 @@ func pairsObject(kind Kind, items [][]byte) (*Object, error) {
 	}
 	o := &Object{Kind: KindZSet, Items: make([][]byte, 0, len(items)/2), Scores: make([]float64, 0, len(items)/2)}
 	for i := 0; i < len(items); i += 2 {
-		f, ok := parseScore(items[i+1])
-		if !ok || math.IsNaN(f) {
-			return nil, wrapBad("bad score")
+		// Redis reads a compact set's scores with zzlStrtod, 0 when
+		// there is no number, and does not check their order.
+		f, _ := parseScore(items[i+1])
+		if math.IsNaN(f) {
+			return nil, wrapBad("NaN score")
 		}
 		o.Items = append(o.Items, items[i])
 		o.Scores = append(o.Scores, f)
@@ -394,19 +395,63 @@ func pairsObject(kind Kind, items [][]byte) (*Object, error) {
 	return o, nil
 }
 
-// parseScore parses a score stored as text (strtod's forms: decimal,
-// exponent, inf, nan).
-func parseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 127 {
+// parseScore parses a score stored as text as strtod does (zzlStrtod,
+// and sscanf's %lg for the old sorted-set form): the longest prefix that
+// is a number, after leading white space; ok is false if there is none.
+// Infinities and NaN are spelled as C spells them; hexadecimal floats are
+// not read. An out-of-range number is ±Inf or 0, as strtod gives.
+func parseScore(b []byte) (f float64, ok bool) {
+	if len(b) > 127 { // zzlStrtod reads at most 127 bytes
+		b = b[:127]
+	}
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] >= '\t' && b[i] <= '\r') {
+		i++
+	}
+	start := i
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	for _, word := range []string{"infinity", "inf", "nan"} {
+		if len(b)-i >= len(word) && strings.EqualFold(string(b[i:i+len(word)]), word) {
+			if word == "nan" {
+				return math.NaN(), true
+			}
+			f, _ := strconv.ParseFloat(string(b[start:i+len(word)]), 64)
+			return f, true
+		}
+	}
+	digits := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i, digits = i+1, digits+1
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i, digits = i+1, digits+1
+		}
+	}
+	if digits == 0 {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(b), 64)
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		j := i + 1
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			i = j
+		}
+	}
+	f, err := strconv.ParseFloat(string(b[start:i]), 64)
 	if err != nil {
 		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return f, true // strtod's HUGE_VAL or 0 on overflow/underflow
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0, false
 		}
-		return 0, false
 	}
 	return f, true
 }

@@ -154,11 +154,11 @@ func ReadString(b []byte) ([]byte, int, error) {
 		}
 		return strconv.AppendInt(nil, int64(int32(binary.LittleEndian.Uint32(p))), 10), size + 4, nil
 	case encLZF:
-		clen, cenc, s1, err := ReadLen(p)
+		clen, _, s1, err := ReadLen(p) // lengths as rdbLoadLen reads them
 		if err != nil {
 			return nil, 0, err
 		}
-		ulen, uenc, s2, err := ReadLen(p[s1:])
+		ulen, _, s2, err := ReadLen(p[s1:])
 		if err != nil {
 			return nil, 0, err
 		}
@@ -166,8 +166,13 @@ func ReadString(b []byte) ([]byte, int, error) {
 		// A back reference (3 bytes at most) expands to 264 bytes at most,
 		// so a plain length over 88 times the compressed one cannot be
 		// right: refuse it before allocating.
-		if cenc || uenc || clen > uint64(len(p)-start) || ulen > MaxStringLen || ulen > 88*clen {
+		if clen > uint64(len(p)-start) || ulen > MaxStringLen || ulen > 88*clen {
 			return nil, 0, ErrTruncated
+		}
+		if ulen == 0 {
+			// lzf_decompress into 0 bytes returns 0 whatever the data,
+			// which Redis takes for success: an empty string.
+			return []byte{}, size + start + int(clen), nil
 		}
 		out, err := LZFDecompress(p[start:start+int(clen)], int(ulen))
 		if err != nil {
