@@ -228,7 +228,8 @@ func cmdRestore(x *server.Ctx, args [][]byte) error {
 		case lfu && o.freq >= 0:
 			_, err = tx.SetFreq(x.DB(), key, uint8(o.freq))
 		case !lfu && o.idle >= 0:
-			_, err = tx.SetIdleMillis(x.DB(), key, o.idle*1000)
+			// Redis's LRU clock wraps anyway; only keep the product finite.
+			_, err = tx.SetIdleMillis(x.DB(), key, min(o.idle, 1<<40)*1000)
 		}
 		if err != nil {
 			return err
