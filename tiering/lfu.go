@@ -16,42 +16,42 @@ const (
 	lfuDecayMins = 1
 )
 
-// lfuState is a key's counter and the time (unix minutes) it last decayed;
-// the zero value is a new key's (5, now).
-type lfuState struct {
-	counter uint8
-	minutes int64
+// lfuState is a key's counter (low 8 bits) and the time in unix minutes
+// it last decayed (the bits above), packed as Redis packs them in an
+// object's lru field; the zero value is a new key's (5, now).
+type lfuState int64
+
+func newLFU(counter uint8, nowMs int64) lfuState {
+	return lfuState(nowMs/60000<<8 | int64(counter))
 }
 
 // decayed is LFUDecrAndReturn: the counter less the decay periods elapsed
-// since s.minutes.
+// since it last decayed.
 func (s lfuState) decayed(nowMs int64) uint8 {
-	if s.minutes == 0 {
+	if s == 0 {
 		return lfuInitVal
 	}
-	periods := (nowMs/60000 - s.minutes) / lfuDecayMins
+	counter := uint8(s)
+	periods := (nowMs/60000 - int64(s)>>8) / lfuDecayMins
 	if periods <= 0 {
-		return s.counter
+		return counter
 	}
-	if periods > int64(s.counter) {
+	if periods > int64(counter) {
 		return 0
 	}
-	return s.counter - uint8(periods)
+	return counter - uint8(periods)
 }
 
 // touch is updateLFU: decay, then a logarithmic increment.
 func (s *lfuState) touch(nowMs int64) {
 	c := s.decayed(nowMs)
 	if c < 255 {
-		base := float64(int(c) - lfuInitVal)
-		if base < 0 {
-			base = 0
-		}
+		base := max(float64(int(c)-lfuInitVal), 0)
 		if rand.Float64() < 1/(base*lfuLogFactor+1) {
 			c++
 		}
 	}
-	s.counter, s.minutes = c, nowMs/60000
+	*s = newLFU(c, nowMs)
 }
 
 // inherit gives e, written over old (nil for a new key), old's counter
@@ -85,6 +85,6 @@ func (tx *Tx) SetFreq(db int, key []byte, freq uint8) (bool, error) {
 	if err != nil || e == nil || !wasHot {
 		return false, err
 	}
-	e.lfu = lfuState{counter: freq, minutes: tx.now / 60000}
+	e.lfu = newLFU(freq, tx.now)
 	return true, nil
 }
