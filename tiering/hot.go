@@ -59,7 +59,9 @@ type Entry struct {
 	// access is when the key was last read or written (unix ms), for
 	// OBJECT IDLETIME.
 	access int64
-	size   int64
+	// lfu is the key's LFU counter (lfu.go) while hot.
+	lfu  lfuState
+	size int64
 }
 
 // entryOverhead approximates the bytes a hot entry costs beyond its key and

@@ -291,6 +291,7 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	tx.e.Stats.KeyspaceHits.Add(1)
 	if touch {
 		e.access = tx.now
+		e.lfu.touch(tx.now)
 	}
 	if e.loading != nil {
 		tx.e.Stats.ColdReads.Add(1)
@@ -390,6 +391,7 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 		return err
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
+	e.inherit(old, tx.now)
 	return tx.write(pdb, key, old, e)
 }
 

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"strings"
+
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
@@ -99,31 +101,49 @@ func cmdObjectEncoding(x *server.Ctx, args [][]byte) error {
 }
 
 // cmdObjectIdle is OBJECT IDLETIME key: seconds since the key's last
-// access, or a null for a missing key.
+// access, or a null for a missing key; Redis's error under an LFU policy.
 func cmdObjectIdle(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
 		ms, ok, err := tx.IdleMillis(x.DB(), args[2])
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !ok {
+		case !ok:
 			x.W.Null()
-		} else {
+		case lfuPolicy(x):
+			return resp.Err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		default:
 			x.W.Int(ms / 1000)
 		}
 		return nil
 	})
 }
 
-// cmdObjectFreq is OBJECT FREQ key: a null for a missing key, else Redis's
-// error for a server without an LFU policy (Spillway has none).
+// lfuPolicy reports whether maxmemory-policy is an LFU one, under which
+// Redis tracks access frequency instead of idle time (OBJECT FREQ,
+// RESTORE ... FREQ).
+func lfuPolicy(x *server.Ctx) bool {
+	p, _ := x.Config().Value("maxmemory-policy")
+	return strings.HasSuffix(p, "-lfu")
+}
+
+// cmdObjectFreq is OBJECT FREQ key: a null for a missing key, else the
+// key's LFU counter under an LFU policy (tiering.Tx.Freq: 0 for a cold
+// key), else Redis's error.
 func cmdObjectFreq(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
-		e, err := objectLookup(x, tx, args[2])
-		if e == nil || err != nil {
+		n, ok, err := tx.Freq(x.DB(), args[2])
+		switch {
+		case err != nil:
 			return err
+		case !ok:
+			x.W.Null()
+		case !lfuPolicy(x):
+			return resp.Err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		default:
+			x.W.Int(n)
 		}
-		return resp.Err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		return nil
 	})
 }
 

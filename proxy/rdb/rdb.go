@@ -1,7 +1,11 @@
-// Package rdb holds the pieces of Redis's RDB format that DUMP-style
-// payloads share: the length encoding, Redis's CRC-64 and the payload
-// footer (RDB version and checksum). RESTORE payloads (proxy/upstream/link) and
-// FUNCTION DUMP payloads (proxy/script) are both built on it.
+// Package rdb is Redis's RDB format as DUMP-style payloads use it, bytes in
+// and out: the length encoding, strings (integer and LZF encodings, LZF
+// itself), Redis's CRC-64 and the payload footer (RDB version and
+// checksum); Dump, the encoder of DUMP payloads (embedded mode's DUMP and
+// MIGRATE in proxy/commands, upstream mode's reloads in
+// proxy/upstream/link); and Decode, which reads every value encoding Redis
+// 7.0 RESTOREs. FUNCTION DUMP payloads (proxy/script) use its strings and
+// footer. It imports nothing of the project.
 package rdb
 
 import (

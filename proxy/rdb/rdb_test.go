@@ -5,6 +5,7 @@ import (
 	"hash/crc64"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,37 @@ func TestAppendLen(t *testing.T) {
 		if got := AppendLen(nil, c.n); !bytes.Equal(got, c.want) {
 			t.Errorf("AppendLen(%d) = % x, want % x", c.n, got, c.want)
 		}
+	}
+}
+
+// TestLZFRoundTrip compresses and decompresses inputs of many shapes.
+func TestLZFRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	inputs := [][]byte{
+		[]byte(strings.Repeat("abc", 100)),
+		[]byte("#!lua name=x\nredis.register_function('x', function() return 1 end)"),
+		bytes.Repeat([]byte{0}, 1000),
+	}
+	for i := 0; i < 50; i++ {
+		n := rng.IntN(3000) + 21
+		b := make([]byte, n)
+		alphabet := rng.IntN(255) + 1
+		for j := range b {
+			b[j] = byte(rng.IntN(alphabet))
+		}
+		inputs = append(inputs, b)
+	}
+	for _, in := range inputs {
+		c := LZFCompress(in, len(in)-4)
+		if c == nil {
+			continue
+		}
+		out, err := LZFDecompress(c, len(in))
+		if err != nil || !bytes.Equal(out, in) {
+			t.Fatalf("LZF round trip of %d bytes failed: %v", len(in), err)
+		}
+	}
+	if _, err := LZFDecompress([]byte{0xff, 0xff}, 10); err == nil {
+		t.Errorf("corrupt LZF data decoded without error")
 	}
 }

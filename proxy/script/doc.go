@@ -27,7 +27,8 @@
 //     iteration order for map and set replies.
 //   - runctx.go: SCRIPT/FUNCTION KILL, FUNCTION LOAD's timeout and C Lua's
 //     "stack overflow" limit.
-//   - dump.go, lzf.go: FUNCTION DUMP/RESTORE payloads, byte-identical.
+//   - dump.go: FUNCTION DUMP/RESTORE payloads, byte-identical (RDB strings
+//     and LZF from proxy/rdb).
 //
 // # Known differences from redis-server 7.0.15
 //

@@ -1,9 +1,8 @@
 package script
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spillway/spillway/proxy/resp"
@@ -21,9 +20,6 @@ const (
 	rdbOpcodeFunction2     = 245
 	rdbOpcodeFunctionPreGA = 246
 	rdbVersion             = 10
-
-	rdbEncVal                                       = 3 // RDB_ENCVAL
-	rdbEncInt8, rdbEncInt16, rdbEncInt32, rdbEncLZF = 0, 1, 2, 3
 )
 
 // Libraries returns the FUNCTION DUMP payload of every library (libraries
@@ -202,156 +198,11 @@ func sortedLibNames(lc *libCtx) []string {
 	return names
 }
 
-// appendRDBString is rdbSaveRawString with rdbcompression on.
-func appendRDBString(buf, s []byte) []byte {
-	if len(s) <= 11 {
-		if enc, ok := rdbIntEncoding(s); ok {
-			return append(buf, enc...)
-		}
-	}
-	if len(s) > 20 {
-		if c := lzfCompress(s, len(s)-4); c != nil {
-			buf = append(buf, rdbEncVal<<6|rdbEncLZF)
-			buf = rdb.AppendLen(buf, uint64(len(c)))
-			buf = rdb.AppendLen(buf, uint64(len(s)))
-			return append(buf, c...)
-		}
-	}
-	buf = rdb.AppendLen(buf, uint64(len(s)))
-	return append(buf, s...)
-}
+// The RDB string codec is proxy/rdb's.
+var (
+	appendRDBString = rdb.AppendString
+	readRDBString   = rdb.ReadString
+	readRDBLen      = rdb.ReadLen
+)
 
-// rdbIntEncoding is rdbTryIntegerEncoding: s encoded as an integer when it
-// is the canonical decimal form of a value that fits 32 bits.
-func rdbIntEncoding(s []byte) ([]byte, bool) {
-	n, ok := parseCanonicalInt(s)
-	if !ok {
-		return nil, false
-	}
-	switch {
-	case n >= -(1<<7) && n <= 1<<7-1:
-		return []byte{rdbEncVal<<6 | rdbEncInt8, byte(n)}, true
-	case n >= -(1<<15) && n <= 1<<15-1:
-		return []byte{rdbEncVal<<6 | rdbEncInt16, byte(n), byte(n >> 8)}, true
-	case n >= -(1<<31) && n <= 1<<31-1:
-		return []byte{rdbEncVal<<6 | rdbEncInt32, byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)}, true
-	}
-	return nil, false
-}
-
-// parseCanonicalInt parses s when formatting the result gives s back
-// (string2ll followed by ll2string comparison).
-func parseCanonicalInt(s []byte) (int64, bool) {
-	if len(s) == 0 || len(s) > 20 {
-		return 0, false
-	}
-	var n int64
-	neg := s[0] == '-'
-	i := 0
-	if neg {
-		i = 1
-	}
-	if i >= len(s) || s[i] == '0' && len(s) > i+1 || neg && s[i] == '0' {
-		return 0, false
-	}
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := int64(c - '0')
-		if n > (1<<62)/5 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
-var errShortRDB = errors.New("script: truncated RDB string")
-
-// readRDBLen is rdbLoadLenByRef: the length, whether it is an encoding
-// type, and the bytes read.
-func readRDBLen(b []byte) (n uint64, encoded bool, size int, err error) {
-	if len(b) < 1 {
-		return 0, false, 0, errShortRDB
-	}
-	switch b[0] >> 6 {
-	case 0:
-		return uint64(b[0] & 0x3f), false, 1, nil
-	case 1:
-		if len(b) < 2 {
-			return 0, false, 0, errShortRDB
-		}
-		return uint64(b[0]&0x3f)<<8 | uint64(b[1]), false, 2, nil
-	case 3:
-		return uint64(b[0] & 0x3f), true, 1, nil
-	}
-	switch b[0] {
-	case 0x80:
-		if len(b) < 5 {
-			return 0, false, 0, errShortRDB
-		}
-		return uint64(binary.BigEndian.Uint32(b[1:])), false, 5, nil
-	case 0x81:
-		if len(b) < 9 {
-			return 0, false, 0, errShortRDB
-		}
-		return binary.BigEndian.Uint64(b[1:]), false, 9, nil
-	}
-	return 0, false, 0, errors.New("script: unknown RDB length encoding")
-}
-
-// readRDBString is rdbGenericLoadStringObject.
-func readRDBString(b []byte) ([]byte, int, error) {
-	n, enc, size, err := readRDBLen(b)
-	if err != nil {
-		return nil, 0, err
-	}
-	if enc {
-		p := b[size:]
-		switch n {
-		case rdbEncInt8:
-			if len(p) < 1 {
-				return nil, 0, errShortRDB
-			}
-			return []byte(fmt.Sprint(int8(p[0]))), size + 1, nil
-		case rdbEncInt16:
-			if len(p) < 2 {
-				return nil, 0, errShortRDB
-			}
-			return []byte(fmt.Sprint(int16(binary.LittleEndian.Uint16(p)))), size + 2, nil
-		case rdbEncInt32:
-			if len(p) < 4 {
-				return nil, 0, errShortRDB
-			}
-			return []byte(fmt.Sprint(int32(binary.LittleEndian.Uint32(p)))), size + 4, nil
-		case rdbEncLZF:
-			clen, _, s1, err := readRDBLen(p)
-			if err != nil {
-				return nil, 0, err
-			}
-			ulen, _, s2, err := readRDBLen(p[s1:])
-			if err != nil {
-				return nil, 0, err
-			}
-			start := s1 + s2
-			if clen > uint64(len(p)-start) || ulen > 512<<20 {
-				return nil, 0, errShortRDB
-			}
-			out, err := lzfDecompress(p[start:start+int(clen)], int(ulen))
-			if err != nil {
-				return nil, 0, err
-			}
-			return out, size + start + int(clen), nil
-		}
-		return nil, 0, errors.New("script: unknown RDB string encoding")
-	}
-	if n > uint64(len(b)-size) {
-		return nil, 0, errShortRDB
-	}
-	return b[size : size+int(n)], size + int(n), nil
-}
+func sortStrings(s []string) { sort.Strings(s) }

@@ -18,37 +18,6 @@ func libRecord(code string) []byte {
 	return appendRDBString([]byte{rdbOpcodeFunction2}, []byte(code))
 }
 
-func TestLZFRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	inputs := [][]byte{
-		[]byte(strings.Repeat("abc", 100)),
-		[]byte("#!lua name=x\nredis.register_function('x', function() return 1 end)"),
-		bytes.Repeat([]byte{0}, 1000),
-	}
-	for i := 0; i < 50; i++ {
-		n := rng.Intn(3000) + 21
-		b := make([]byte, n)
-		alphabet := rng.Intn(255) + 1
-		for j := range b {
-			b[j] = byte(rng.Intn(alphabet))
-		}
-		inputs = append(inputs, b)
-	}
-	for _, in := range inputs {
-		c := lzfCompress(in, len(in)-4)
-		if c == nil {
-			continue
-		}
-		out, err := lzfDecompress(c, len(in))
-		if err != nil || !bytes.Equal(out, in) {
-			t.Fatalf("LZF round trip of %d bytes failed: %v", len(in), err)
-		}
-	}
-	if _, err := lzfDecompress([]byte{0xff, 0xff}, 10); err == nil {
-		t.Errorf("corrupt LZF data decoded without error")
-	}
-}
-
 // TestDiffDumpRestore compares FUNCTION DUMP payloads byte for byte with
 // redis-server's, restores redis-server payloads in the Engine and Engine
 // payloads in redis-server, and compares RESTORE's errors.

@@ -4,8 +4,18 @@ import (
 	"fmt"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/rdb"
 	"github.com/spillway/spillway/tiering"
 )
+
+// Dump is the RESTORE payload encoder, proxy/rdb's (the one embedded
+// mode's DUMP uses too).
+type Dump = rdb.Dump
+
+// dumpRDBVersion is the RDB version of the payloads sent upstream. Redis
+// rejects payloads whose version is newer than its own; 9 is the version of
+// Redis 5.0, so the payload loads on Redis 5.0 through 7.x.
+const dumpRDBVersion = 9
 
 // The cold store in upstream mode is the tiering engine with no hot tier:
 // every key it holds is a cold copy. This file builds the RESTORE payload
@@ -38,6 +48,7 @@ func DumpKey(eng *tiering.Engine, db int, key []byte, d *Dump) (expireAt int64, 
 func dumpEntry(tx *tiering.Tx, db int, key []byte, e *tiering.Entry, d *Dump) error {
 	var err error
 	d.Reset()
+	d.Version = dumpRDBVersion
 	switch e.Type {
 	case codec.TypeString:
 		d.String(e.Str)

@@ -454,7 +454,7 @@ func TestDumpRoundTripWithRedisDump(t *testing.T) {
 // TestDumpLayout pins the exact bytes of small payloads, so a layout change
 // shows up even without a server.
 func TestDumpLayout(t *testing.T) {
-	var d Dump
+	d := Dump{Version: dumpRDBVersion}
 	d.BeginZSet(1)
 	d.ZElem([]byte("m"), 1.5)
 	got := d.Finish()

@@ -1,13 +1,10 @@
-package script
+package rdb
 
-import (
-	"errors"
-	"sort"
-)
+import "errors"
 
 // LZF as Redis 7.0 builds it (liblzf 3.6's lzf_c.c / lzf_d.c with HLOG 16,
-// VERY_FAST, no ULTRA_FAST), so that FUNCTION DUMP payloads are byte for
-// byte Redis's. Later Redis versions added an "ip + 4 < in_end" condition
+// VERY_FAST, no ULTRA_FAST), so that DUMP and FUNCTION DUMP payloads are
+// byte for byte Redis's. Later Redis versions added an "ip + 4 < in_end" condition
 // to the match test; 7.0 does not have it.
 
 const (
@@ -22,15 +19,40 @@ func lzfIdx(h uint32) uint32 {
 	return ((h >> (3*8 - lzfHLog)) - h*5) & (lzfHSize - 1)
 }
 
-// lzfCompress compresses in into at most outLen bytes; nil means the data
+// LZFCompress compresses in into at most outLen bytes; nil means the data
 // does not fit (lzf_compress returned 0).
-func lzfCompress(in []byte, outLen int) []byte {
+func LZFCompress(in []byte, outLen int) []byte {
+	var st lzfState
+	return st.compress(in, outLen)
+}
+
+// lzfState is the compressor's reusable memory: its hash table and output
+// buffer. The table holds input positions offset by base, so entries left
+// by earlier inputs read as empty without clearing 256 KB per call.
+type lzfState struct {
+	htab [lzfHSize]uint32
+	base uint32
+	out  []byte
+}
+
+// compress is LZFCompress with st's memory; the result aliases st and is
+// valid until the next call.
+func (st *lzfState) compress(in []byte, outLen int) []byte {
 	inLen := len(in)
 	if inLen == 0 || outLen <= 0 {
 		return nil
 	}
-	htab := make([]int32, lzfHSize) // positions + 1; 0 is "no entry"
-	out := make([]byte, outLen)
+	if uint64(st.base)+uint64(inLen)+2 >= 1<<32 {
+		st.htab = [lzfHSize]uint32{}
+		st.base = 0
+	}
+	base := st.base
+	st.base += uint32(inLen) + 1
+	htab := &st.htab // positions + 1 + base; base or less is "no entry"
+	if cap(st.out) < outLen {
+		st.out = make([]byte, outLen)
+	}
+	out := st.out[:outLen]
 	ip, op := 0, 0
 	lit := 0
 	op++ // start run
@@ -41,8 +63,11 @@ func lzfCompress(in []byte, outLen int) []byte {
 	for ip < inLen-2 {
 		hval = hval<<8 | uint32(in[ip+2])
 		slot := lzfIdx(hval)
-		ref := int(htab[slot]) - 1
-		htab[slot] = int32(ip + 1)
+		ref := -1
+		if v := htab[slot]; v > base {
+			ref = int(v-base) - 1
+		}
+		htab[slot] = base + uint32(ip) + 1
 		off := ip - ref - 1
 		if ref >= 0 && ref < ip && off < lzfMaxOff && ref > 0 &&
 			in[ref+2] == in[ip+2] && in[ref] == in[ip] && in[ref+1] == in[ip+1] {
@@ -101,10 +126,10 @@ func lzfCompress(in []byte, outLen int) []byte {
 			ip -= 2
 			hval = uint32(in[ip])<<8 | uint32(in[ip+1])
 			hval = hval<<8 | uint32(in[ip+2])
-			htab[lzfIdx(hval)] = int32(ip + 1)
+			htab[lzfIdx(hval)] = base + uint32(ip) + 1
 			ip++
 			hval = hval<<8 | uint32(in[ip+2])
-			htab[lzfIdx(hval)] = int32(ip + 1)
+			htab[lzfIdx(hval)] = base + uint32(ip) + 1
 			ip++
 		} else {
 			if op >= outLen {
@@ -145,10 +170,12 @@ func lzfCompress(in []byte, outLen int) []byte {
 	return out[:op]
 }
 
-var errLZF = errors.New("script: corrupt LZF data")
+var errLZF = errors.New("rdb: corrupt LZF data")
 
-// lzfDecompress decompresses in, which must expand to exactly outLen bytes.
-func lzfDecompress(in []byte, outLen int) ([]byte, error) {
+// LZFDecompress decompresses in, which must expand to exactly outLen
+// bytes; anything else (truncated or corrupt input, a back reference before
+// the start, a different length) is an error.
+func LZFDecompress(in []byte, outLen int) ([]byte, error) {
 	out := make([]byte, 0, outLen)
 	ip := 0
 	for ip < len(in) {
@@ -188,5 +215,3 @@ func lzfDecompress(in []byte, outLen int) ([]byte, error) {
 	}
 	return out, nil
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

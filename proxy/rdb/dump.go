@@ -1,28 +1,18 @@
-package link
+package rdb
 
 import (
 	"encoding/binary"
 	"math"
-
-	"github.com/spillway/spillway/proxy/rdb"
 )
 
-// RDB object type bytes used in DUMP/RESTORE payloads. These plain forms are
-// understood by every Redis from 2.x through 7.x; Redis re-encodes the value
-// on load (intset, listpack, quicklist, int/embstr strings) exactly as if it
-// had been built by ordinary commands.
-const (
-	rdbTypeString = 0
-	rdbTypeList   = 1 // linked list of strings
-	rdbTypeSet    = 2
-	rdbTypeHash   = 4
-	rdbTypeZSet2  = 5 // member string + 8-byte little-endian IEEE 754 double
-)
+// Dump writes the plain RDB object forms (types 0, 1, 2, 4 and 5 of
+// rdb.h), understood by every Redis from 5.0 through 7.x; Redis re-encodes
+// the value on load (intset, listpack, quicklist, int/embstr strings)
+// exactly as if it had been built by ordinary commands.
 
-// dumpRDBVersion is the RDB version written in the payload footer. Redis
-// rejects payloads whose version is newer than its own; 9 is the version of
-// Redis 5.0, so the payload loads on Redis 5.0 through 7.x.
-const dumpRDBVersion = 9
+// Version is the RDB version of Redis 7.0 (RDB_VERSION), the one its DUMP
+// writes in the footer and the newest its RESTORE accepts.
+const Version = 10
 
 // Dump states.
 const (
@@ -39,7 +29,10 @@ const (
 	itemZElem
 )
 
-// Dump builds one RESTORE payload. The zero value is ready; Reset reuses the buffer.
+// Dump builds one RESTORE payload. The zero value is ready; Reset reuses the
+// buffer. Strings (values, elements, fields, members) are written as Redis's
+// rdbSaveRawString writes them with rdbcompression yes (AppendString), so a
+// string value's payload is byte for byte Redis 7.0's DUMP.
 //
 // A payload holds exactly one value: either one String call, or one Begin*
 // call followed by exactly n calls of the matching item method (Elem for
@@ -57,6 +50,12 @@ const (
 // The payload is for `RESTORE key ttl payload [ABSTTL]`, which sets the value
 // and TTL atomically and fails with BUSYKEY if key exists (without REPLACE).
 type Dump struct {
+	// Version is the RDB version Finish writes in the footer; 0 means
+	// Version (10). Redis rejects payloads newer than its own (9 is Redis
+	// 5.0's). Reset keeps it.
+	Version uint16
+
+	lzf   *lzfState // allocated at the first compressible string
 	buf   []byte
 	state int
 	item  int // itemElem, itemPair or itemZElem while state == dumpItems
@@ -74,24 +73,24 @@ func (d *Dump) Reset() {
 
 // String writes a whole string value. val may be empty or hold any bytes.
 func (d *Dump) String(val []byte) {
-	d.start(rdbTypeString)
+	d.start(typeString)
 	d.appendString(val)
 	d.state = dumpComplete
 }
 
 // BeginList starts a list of n elements; exactly n Elem calls must follow,
 // head first.
-func (d *Dump) BeginList(n int) { d.begin(rdbTypeList, itemElem, n) }
+func (d *Dump) BeginList(n int) { d.begin(typeList, itemElem, n) }
 
 // BeginSet starts a set of n distinct members; exactly n Elem calls must follow.
-func (d *Dump) BeginSet(n int) { d.begin(rdbTypeSet, itemElem, n) }
+func (d *Dump) BeginSet(n int) { d.begin(typeSet, itemElem, n) }
 
 // BeginHash starts a hash of n distinct fields; exactly n Pair calls must follow.
-func (d *Dump) BeginHash(n int) { d.begin(rdbTypeHash, itemPair, n) }
+func (d *Dump) BeginHash(n int) { d.begin(typeHash, itemPair, n) }
 
 // BeginZSet starts a sorted set of n distinct members; exactly n ZElem calls
 // must follow, in any order.
-func (d *Dump) BeginZSet(n int) { d.begin(rdbTypeZSet2, itemZElem, n) }
+func (d *Dump) BeginZSet(n int) { d.begin(typeZSet2, itemZElem, n) }
 
 // Elem writes one list element or set member.
 func (d *Dump) Elem(b []byte) {
@@ -119,9 +118,13 @@ func (d *Dump) ZElem(member []byte, score float64) {
 // the next Reset. Finish panics unless a whole value has been written.
 func (d *Dump) Finish() []byte {
 	if d.state != dumpComplete {
-		panic("upstream.Dump: Finish without a complete value")
+		panic("rdb.Dump: Finish without a complete value")
 	}
-	d.buf = rdb.AppendFooter(d.buf, dumpRDBVersion)
+	v := d.Version
+	if v == 0 {
+		v = Version
+	}
+	d.buf = AppendFooter(d.buf, v)
 	d.state = dumpFinished
 	return d.buf
 }
@@ -129,17 +132,17 @@ func (d *Dump) Finish() []byte {
 // start writes the type byte of the single value in the payload.
 func (d *Dump) start(typ byte) {
 	if d.state != dumpEmpty {
-		panic("upstream.Dump: a payload holds one value; call Reset first")
+		panic("rdb.Dump: a payload holds one value; call Reset first")
 	}
 	d.buf = append(d.buf, typ)
 }
 
 func (d *Dump) begin(typ byte, item, n int) {
 	if n < 0 {
-		panic("upstream.Dump: negative collection length")
+		panic("rdb.Dump: negative collection length")
 	}
 	d.start(typ)
-	d.buf = rdb.AppendLen(d.buf, uint64(n))
+	d.buf = AppendLen(d.buf, uint64(n))
 	d.item, d.left, d.state = item, n, dumpItems
 	if n == 0 {
 		d.state = dumpComplete
@@ -149,7 +152,7 @@ func (d *Dump) begin(typ byte, item, n int) {
 // next accounts for one item of the given kind.
 func (d *Dump) next(item int) {
 	if d.state != dumpItems || d.item != item {
-		panic("upstream.Dump: item call does not match the value begun or its count")
+		panic("rdb.Dump: item call does not match the value begun or its count")
 	}
 	d.left--
 	if d.left == 0 {
@@ -157,8 +160,23 @@ func (d *Dump) next(item int) {
 	}
 }
 
-// appendString writes b as a plain RDB string: its length, then its bytes.
+// appendString writes b as AppendString does, with the Dump's reusable
+// compressor memory.
 func (d *Dump) appendString(b []byte) {
-	d.buf = rdb.AppendLen(d.buf, uint64(len(b)))
+	if len(b) <= 20 {
+		d.buf = AppendString(d.buf, b)
+		return
+	}
+	if d.lzf == nil {
+		d.lzf = new(lzfState)
+	}
+	if c := d.lzf.compress(b, len(b)-4); c != nil {
+		d.buf = append(d.buf, encVal<<6|encLZF)
+		d.buf = AppendLen(d.buf, uint64(len(c)))
+		d.buf = AppendLen(d.buf, uint64(len(b)))
+		d.buf = append(d.buf, c...)
+		return
+	}
+	d.buf = AppendLen(d.buf, uint64(len(b)))
 	d.buf = append(d.buf, b...)
 }

@@ -1,0 +1,509 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/rdb"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/tiering"
+)
+
+// DUMP, RESTORE and MIGRATE (Redis 7.0's dumpCommand, restoreCommand and
+// migrateCommand in cluster.c). Payloads are RDB-serialized values with Redis 7.0's footer
+// (RDB version 10, CRC-64): DUMP writes the plain RDB forms, which any
+// Redis 5.0 to 7.x RESTOREs; RESTORE reads every form Redis 7.0 writes or
+// loads (proxy/rdb.Decode).
+
+func registerDump(t *server.Table) {
+	t.Register("dump", cmdDump)
+	t.Register("restore", cmdRestore)
+	t.Register("migrate", cmdMigrate)
+}
+
+// Replies of RESTORE, as Redis 7.0 words them.
+var (
+	errBusyKey     = resp.Err("BUSYKEY Target key name already exists.")
+	errBadPayload  = resp.Err("ERR DUMP payload version or checksum are wrong")
+	errBadFormat   = resp.Err("ERR Bad data format")
+	errNegativeTTL = resp.Err("ERR Invalid TTL value, must be >= 0")
+	errIdleTime    = resp.Err("ERR Invalid IDLETIME value, must be >= 0")
+	errFreq        = resp.Err("ERR Invalid FREQ value, must be >= 0 and <= 255")
+)
+
+// cmdDump is DUMP key: the key's value serialized (without its TTL), or a
+// null if key does not exist. A cold structure is streamed from the store
+// into the payload, never promoted.
+func cmdDump(x *server.Ctx, args [][]byte) error {
+	return x.View(func(tx *tiering.Tx) error {
+		e, err := tx.Peek(x.DB(), args[1])
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			x.NotifyKeyMiss(args[1])
+			x.W.Null()
+			return nil
+		}
+		var d rdb.Dump
+		if err := dumpValue(tx, x.DB(), args[1], e, &d); err != nil {
+			return err
+		}
+		x.W.Bulk(d.Finish())
+		return nil
+	})
+}
+
+// dumpValue writes the value of e, key's live entry, into d.
+func dumpValue(tx *tiering.Tx, db int, key []byte, e *tiering.Entry, d *rdb.Dump) error {
+	var got int64
+	var err error
+	switch e.Type {
+	case codec.TypeString:
+		d.String(e.Str)
+		return nil
+	case codec.TypeHash, codec.TypeSet:
+		hash := e.Type == codec.TypeHash
+		if hash {
+			d.BeginHash(int(e.Count))
+		} else {
+			d.BeginSet(int(e.Count))
+		}
+		err = tx.PeekColl(db, key, e).Each(func(f, v []byte) bool {
+			if got++; got > e.Count {
+				return false
+			}
+			if hash {
+				d.Pair(f, v)
+			} else {
+				d.Elem(f)
+			}
+			return true
+		})
+	case codec.TypeList:
+		d.BeginList(int(e.Count))
+		err = tx.PeekList(db, key, e).Range(0, e.Count-1, false, func(_ int64, v []byte) bool {
+			if got++; got > e.Count {
+				return false
+			}
+			d.Elem(v)
+			return true
+		})
+	case codec.TypeZSet:
+		d.BeginZSet(int(e.Count))
+		err = tx.PeekZSet(db, key, e).Members(func(m []byte, score float64) bool {
+			if got++; got > e.Count {
+				return false
+			}
+			d.ZElem(m, score)
+			return true
+		})
+	default:
+		return fmt.Errorf("%w: %q has unknown type %d", tiering.ErrCorrupt, key, e.Type)
+	}
+	// A count that disagrees with the elements stored is a corrupt store;
+	// the payload would be refused by every RESTORE.
+	return streamed(key, e.Count, got, err)
+}
+
+// restoreOpts are RESTORE's options after the payload.
+type restoreOpts struct {
+	replace, absTTL bool
+	idle            int64 // IDLETIME in seconds, -1 if not given
+	freq            int64 // FREQ, -1 if not given
+}
+
+// parseRestoreOpts parses REPLACE, ABSTTL, IDLETIME seconds and FREQ
+// frequency as restoreCommand does: IDLETIME and FREQ exclude each other
+// (the second one given is a syntax error), values are checked as read.
+func parseRestoreOpts(args [][]byte) (restoreOpts, error) {
+	o := restoreOpts{idle: -1, freq: -1}
+	for j := 0; j < len(args); j++ {
+		more := j+1 < len(args)
+		switch {
+		case cstr.EqualFold(args[j], "replace"):
+			o.replace = true
+		case cstr.EqualFold(args[j], "absttl"):
+			o.absTTL = true
+		case cstr.EqualFold(args[j], "idletime") && more && o.freq == -1:
+			n, ok := cstr.ParseInt(args[j+1])
+			if !ok {
+				return o, resp.Err(strops.ErrNotInteger)
+			}
+			if n < 0 {
+				return o, errIdleTime
+			}
+			o.idle = n
+			j++
+		case cstr.EqualFold(args[j], "freq") && more && o.idle == -1:
+			n, ok := cstr.ParseInt(args[j+1])
+			if !ok {
+				return o, resp.Err(strops.ErrNotInteger)
+			}
+			if n < 0 || n > 255 {
+				return o, errFreq
+			}
+			o.freq = n
+			j++
+		default:
+			return o, resp.Err(strops.ErrSyntax)
+		}
+	}
+	return o, nil
+}
+
+// cmdRestore is RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
+// [FREQ f]: it creates key from a DUMP payload, with a TTL in milliseconds
+// (0 for none; a unix time in ms with ABSTTL). Checks come in Redis's
+// order: options, an existing key (BUSYKEY unless REPLACE), the TTL, the
+// payload's footer, its value. A TTL already past deletes a replaced key
+// and replies OK without creating it. Under an LFU maxmemory policy FREQ
+// sets a hot key's LFU counter (OBJECT FREQ), otherwise IDLETIME backdates
+// its access time (OBJECT IDLETIME); the other one is ignored, as in Redis.
+//
+// The value is written in the command's one transaction, so RESTORE stays
+// atomic as in Redis: a big structure is decoded whole (the payload is in
+// memory already), then written field by field into the batch.
+func cmdRestore(x *server.Ctx, args [][]byte) error {
+	o, err := parseRestoreOpts(args[4:])
+	if err != nil {
+		return err
+	}
+	key := args[1]
+	return x.Update(func(tx *tiering.Tx) error {
+		if !o.replace {
+			e, err := tx.Peek(x.DB(), key)
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				return errBusyKey
+			}
+		}
+		ttl, ok := cstr.ParseInt(args[2])
+		if !ok {
+			return resp.Err(strops.ErrNotInteger)
+		}
+		if ttl < 0 {
+			return errNegativeTTL
+		}
+		obj, err := rdb.Decode(args[3])
+		switch {
+		case errors.Is(err, rdb.ErrChecksum):
+			return errBadPayload
+		case err != nil:
+			return errBadFormat
+		}
+		deleted := false
+		if o.replace {
+			if deleted, err = tx.Delete(x.DB(), key); err != nil {
+				return err
+			}
+		}
+		expireAt := ttl
+		if ttl != 0 && !o.absTTL {
+			expireAt = ttl + tx.Now() // wraps as Redis's long long sum does
+		}
+		if ttl != 0 && expireAt <= tx.Now() {
+			if deleted {
+				x.Notify(server.NotifyGeneric, "del", key)
+			}
+			x.W.OK()
+			return nil
+		}
+		if err := restoreValue(tx, x.DB(), key, obj, expireAt); err != nil {
+			return err
+		}
+		// objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME otherwise.
+		switch lfu := lfuPolicy(x); {
+		case lfu && o.freq >= 0:
+			_, err = tx.SetFreq(x.DB(), key, uint8(o.freq))
+		case !lfu && o.idle >= 0:
+			// Redis's LRU clock wraps anyway; only keep the product finite.
+			_, err = tx.SetIdleMillis(x.DB(), key, min(o.idle, 1<<40)*1000)
+		}
+		if err != nil {
+			return err
+		}
+		x.Notify(server.NotifyNew, "new", key)
+		x.Notify(server.NotifyGeneric, "restore", key)
+		x.W.OK()
+		return nil
+	})
+}
+
+// restoreValue stores obj as key (absent) with the given expiry (unix ms, 0
+// for none).
+func restoreValue(tx *tiering.Tx, db int, key []byte, obj *rdb.Object, expireAt int64) error {
+	var h closer
+	switch obj.Kind {
+	case rdb.KindString:
+		return tx.SetString(db, key, obj.Str, expireAt)
+	case rdb.KindHash, rdb.KindSet:
+		t, step := codec.TypeHash, 2
+		if obj.Kind == rdb.KindSet {
+			t, step = codec.TypeSet, 1
+		}
+		c, err := tx.CreateColl(db, key, t)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(obj.Items); i += step {
+			var v []byte
+			if step == 2 {
+				v = obj.Items[i+1]
+			}
+			if _, err := c.Set(obj.Items[i], v); err != nil {
+				return err
+			}
+		}
+		h = c
+	case rdb.KindList:
+		l, err := tx.OpenList(db, key, true)
+		if err != nil {
+			return err
+		}
+		for _, v := range obj.Items {
+			if err := l.Push(false, v); err != nil {
+				return err
+			}
+		}
+		h = l
+	case rdb.KindZSet:
+		z, err := tx.CreateZSet(db, key)
+		if err != nil {
+			return err
+		}
+		longest := 0
+		for _, m := range obj.Items {
+			longest = max(longest, len(m))
+		}
+		// Redis 7.0 loads a small sorted set as a listpack, whatever
+		// encoding the payload held it in.
+		z.SetSkiplist(len(obj.Items) > tiering.CompactZSetMembers || longest > tiering.CompactZSetMember)
+		for i, m := range obj.Items {
+			if _, err := z.Add(m, obj.Scores[i]); err != nil {
+				return err
+			}
+		}
+		h = z
+	default:
+		return fmt.Errorf("restore: value of unknown kind %d", obj.Kind)
+	}
+	if err := h.Close(); err != nil {
+		return err
+	}
+	if expireAt != 0 {
+		_, err := tx.SetExpire(db, key, expireAt)
+		return err
+	}
+	return nil
+}
+
+// migrateOpts are MIGRATE's parsed arguments.
+type migrateOpts struct {
+	addr           string
+	db, timeout    int64 // timeout in ms
+	copy, replace  bool
+	auth           bool
+	user, password []byte // user is nil for AUTH password
+	keys           [][]byte
+}
+
+// parseMigrate parses MIGRATE host port key|"" destination-db timeout
+// [COPY] [REPLACE] [AUTH password] [AUTH2 username password] [KEYS key...]
+// with migrateCommand's errors in its order: options, then the timeout and
+// the database (integers; a timeout <= 0 means 1000 ms).
+func parseMigrate(args [][]byte) (migrateOpts, error) {
+	o := migrateOpts{addr: net.JoinHostPort(string(args[1]), string(args[2])), keys: args[3:4]}
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case cstr.EqualFold(args[j], "copy"):
+			o.copy = true
+		case cstr.EqualFold(args[j], "replace"):
+			o.replace = true
+		case cstr.EqualFold(args[j], "auth"):
+			if more < 1 {
+				return o, resp.Err(strops.ErrSyntax)
+			}
+			j++
+			o.auth, o.user, o.password = true, nil, args[j]
+		case cstr.EqualFold(args[j], "auth2"):
+			if more < 2 {
+				return o, resp.Err(strops.ErrSyntax)
+			}
+			o.auth, o.user, o.password = true, args[j+1], args[j+2]
+			j += 2
+		case cstr.EqualFold(args[j], "keys"):
+			if len(args[3]) != 0 {
+				return o, resp.Err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+			}
+			o.keys = args[j+1:]
+			j = len(args)
+		default:
+			return o, resp.Err(strops.ErrSyntax)
+		}
+	}
+	timeout, ok1 := cstr.ParseInt(args[5])
+	db, ok2 := cstr.ParseInt(args[4])
+	if !ok1 || !ok2 {
+		return o, resp.Err(strops.ErrNotInteger)
+	}
+	if timeout <= 0 {
+		timeout = 1000
+	}
+	o.timeout, o.db = timeout, db
+	return o, nil
+}
+
+// Replies of MIGRATE on a network failure, as Redis 7.0 words them (a
+// refused connection shows in Redis as a failed write).
+var (
+	errMigrateConnect = resp.Err("IOERR error or timeout connecting to the client")
+	errMigrateWrite   = resp.Err("IOERR error or timeout writing to target instance")
+	errMigrateRead    = resp.Err("IOERR error or timeout reading to target instance")
+)
+
+// cmdMigrate is MIGRATE: it sends the keys that exist (NOKEY if none) to
+// another server as RESTORE commands (after AUTH and SELECT), with their
+// remaining TTL, and deletes each key the target stored unless COPY. The
+// first error the target replies is reported as "Target instance replied
+// with error"; keys it accepted are still deleted. Each connect, write and
+// read waits up to timeout ms.
+//
+// As in Redis, the command holds the keyspace (the engine lock) while it
+// talks to the target, so that no write lands between a key's DUMP and
+// its deletion; a new connection is made for every MIGRATE (Redis caches
+// them for 10 s, which only saves the connect).
+func cmdMigrate(x *server.Ctx, args [][]byte) error {
+	o, err := parseMigrate(args)
+	if err != nil {
+		return err
+	}
+	return x.Update(func(tx *tiering.Tx) error {
+		var out []byte
+		if o.auth {
+			auth := [][]byte{[]byte("AUTH"), o.password}
+			if o.user != nil {
+				auth = [][]byte{[]byte("AUTH"), o.user, o.password}
+			}
+			out = appendCommand(out, auth)
+		}
+		out = appendCommand(out, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, o.db, 10)})
+		head := 1 + int(b2i(o.auth)) // replies before the RESTOREs'
+		var sent [][]byte
+		var d rdb.Dump
+		for _, k := range o.keys {
+			e, err := tx.Peek(x.DB(), k)
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				continue
+			}
+			d.Reset()
+			if err := dumpValue(tx, x.DB(), k, e, &d); err != nil {
+				return err
+			}
+			var ttl int64
+			if e.ExpireAt != 0 {
+				ttl = max(e.ExpireAt-tx.Now(), 1)
+			}
+			restore := [][]byte{[]byte("RESTORE"), k, strconv.AppendInt(nil, ttl, 10), d.Finish()}
+			if o.replace {
+				restore = append(restore, []byte("REPLACE"))
+			}
+			out = appendCommand(out, restore)
+			sent = append(sent, k)
+		}
+		if len(sent) == 0 {
+			x.W.Simple("NOKEY")
+			return nil
+		}
+		replies, ioErr := migrateExchange(o, out, head+len(sent))
+		var targetErr []byte
+		headOK := len(replies) >= head
+		for i, r := range replies {
+			failed := len(r) > 0 && r[0] == '-'
+			if failed && targetErr == nil {
+				targetErr = r[1:]
+			}
+			if i < head {
+				headOK = headOK && !failed
+				continue
+			}
+			if failed || !headOK || o.copy {
+				continue
+			}
+			k := sent[i-head]
+			if _, err := tx.Delete(x.DB(), k); err != nil {
+				return err
+			}
+			x.Notify(server.NotifyGeneric, "del", k)
+		}
+		switch {
+		case targetErr != nil:
+			return resp.Err("ERR Target instance replied with error: " + string(targetErr))
+		case ioErr != nil:
+			return ioErr
+		}
+		x.W.OK()
+		return nil
+	})
+}
+
+// appendCommand appends args as a RESP array of bulk strings.
+func appendCommand(b []byte, args [][]byte) []byte {
+	b = append(strconv.AppendInt(append(b, '*'), int64(len(args)), 10), '\r', '\n')
+	for _, a := range args {
+		b = append(strconv.AppendInt(append(b, '$'), int64(len(a)), 10), '\r', '\n')
+		b = append(append(b, a...), '\r', '\n')
+	}
+	return b
+}
+
+// migrateExchange connects to the target, sends out and reads n one-line
+// replies (syncReadLine: up to the newline, without the CRLF), each step
+// within the timeout. It returns the replies read and, if it stopped
+// early, MIGRATE's IOERR reply.
+func migrateExchange(o migrateOpts, out []byte, n int) ([][]byte, error) {
+	timeout := time.Duration(o.timeout) * time.Millisecond
+	conn, err := net.DialTimeout("tcp", o.addr, timeout)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, errMigrateConnect
+		}
+		return nil, errMigrateWrite
+	}
+	defer conn.Close()
+	for len(out) > 0 {
+		chunk := out[:min(len(out), 64<<10)]
+		conn.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := conn.Write(chunk); err != nil {
+			return nil, errMigrateWrite
+		}
+		out = out[len(chunk):]
+	}
+	r := bufio.NewReader(conn)
+	replies := make([][]byte, 0, n)
+	for range n {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return replies, errMigrateRead
+		}
+		replies = append(replies, bytes.Clone(bytes.TrimRight(line, "\r\n")))
+	}
+	return replies, nil
+}

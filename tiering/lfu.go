@@ -1,0 +1,90 @@
+package tiering
+
+import "math/rand/v2"
+
+// Redis's LFU counter (evict.c), kept for hot keys so that OBJECT FREQ and
+// RESTORE ... FREQ behave as under an LFU maxmemory policy: an 8-bit
+// logarithmic access counter that starts at 5, grows with probability
+// 1/((counter-5)*lfu-log-factor+1) per access and loses one per
+// lfu-decay-time minutes without access. Spillway uses Redis's defaults
+// (lfu-log-factor 10, lfu-decay-time 1) and keeps no counter for a cold
+// key. The counter never drives eviction: the hot tier is an LRU.
+
+const (
+	lfuInitVal   = 5
+	lfuLogFactor = 10
+	lfuDecayMins = 1
+)
+
+// lfuState is a key's counter (low 8 bits) and the time in unix minutes
+// it last decayed (the bits above), packed as Redis packs them in an
+// object's lru field; the zero value is a new key's (5, now).
+type lfuState int64
+
+func newLFU(counter uint8, nowMs int64) lfuState {
+	return lfuState(nowMs/60000<<8 | int64(counter))
+}
+
+// decayed is LFUDecrAndReturn: the counter less the decay periods elapsed
+// since it last decayed.
+func (s lfuState) decayed(nowMs int64) uint8 {
+	if s == 0 {
+		return lfuInitVal
+	}
+	counter := uint8(s)
+	periods := (nowMs/60000 - int64(s)>>8) / lfuDecayMins
+	if periods <= 0 {
+		return counter
+	}
+	if periods > int64(counter) {
+		return 0
+	}
+	return counter - uint8(periods)
+}
+
+// touch is updateLFU: decay, then a logarithmic increment.
+func (s *lfuState) touch(nowMs int64) {
+	c := s.decayed(nowMs)
+	if c < 255 {
+		base := max(float64(int(c)-lfuInitVal), 0)
+		if rand.Float64() < 1/(base*lfuLogFactor+1) {
+			c++
+		}
+	}
+	*s = newLFU(c, nowMs)
+}
+
+// inherit gives e, written over old (nil for a new key), old's counter
+// with the write counted as an access, as Redis keeps a key's counter
+// across overwrites; a new key keeps the zero state (5).
+func (e *Entry) inherit(old *Entry, nowMs int64) {
+	if old != nil && old != e {
+		e.lfu = old.lfu
+		e.lfu.touch(nowMs)
+	}
+}
+
+// Freq returns key's LFU counter as OBJECT FREQ reports it (decayed, not
+// incremented): 0 for a cold key, which keeps no counter. It reports false
+// if key does not exist.
+func (tx *Tx) Freq(db int, key []byte) (int64, bool, error) {
+	e, wasHot, err := tx.live(tx.pdb(db), key)
+	if err != nil || e == nil {
+		return 0, false, err
+	}
+	if !wasHot {
+		return 0, true, nil
+	}
+	return int64(e.lfu.decayed(tx.now)), true, nil
+}
+
+// SetFreq sets a hot key's LFU counter (RESTORE ... FREQ); for a cold or
+// missing key it does nothing and reports false.
+func (tx *Tx) SetFreq(db int, key []byte, freq uint8) (bool, error) {
+	e, wasHot, err := tx.live(tx.pdb(db), key)
+	if err != nil || e == nil || !wasHot {
+		return false, err
+	}
+	e.lfu = newLFU(freq, tx.now)
+	return true, nil
+}
