@@ -1,7 +1,7 @@
 package upstream
 
 import (
-	"strconv"
+	"strings"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
@@ -214,25 +214,35 @@ func (f *Front) setBlocked(id int64, conn *link.Conn) {
 }
 
 // upClientUnblock is CLIENT UNBLOCK: a client blocked upstream is
-// unblocked there, by its connection's upstream id, with the reason
-// given, and the upstream's answer is the reply; any other case (a
-// malformed call, a client not blocked) is the server's.
+// unblocked there, with the reason given, by the upstream's id of the
+// connection it waits on (found in the upstream's CLIENT LIST by the
+// connection's address), and the upstream's answer is the reply; any other
+// case (a malformed call, a client not blocked) is the server's.
 func upClientUnblock(c *client, args [][]byte) {
 	reasonOK := len(args) == 3 || cstr.EqualFold(args[3], "timeout") || cstr.EqualFold(args[3], "error")
 	id, idOK := cstr.ParseInt(args[2])
-	var upID int64
+	var addr string
 	if reasonOK && idOK {
 		c.f.blockedMu.Lock()
 		if conn := c.f.blocked[id]; conn != nil {
-			upID = conn.ID
+			addr = conn.LocalAddr()
 		}
 		c.f.blockedMu.Unlock()
 	}
-	if upID == 0 {
+	upID := ""
+	if addr != "" {
+		r, err := c.f.ctlDo(c.f.defaultDB, [][]byte{[]byte("CLIENT"), []byte("LIST"), []byte("TYPE"), []byte("normal")})
+		if err != nil {
+			c.Err(link.ErrorReply(err))
+			return
+		}
+		upID = clientIDByAddr(link.ReplyText(r), addr)
+	}
+	if upID == "" {
 		c.Call(c.f.clientUnblock, args)
 		return
 	}
-	fwd := [][]byte{[]byte("CLIENT"), []byte("UNBLOCK"), []byte(strconv.FormatInt(upID, 10))}
+	fwd := [][]byte{[]byte("CLIENT"), []byte("UNBLOCK"), []byte(upID)}
 	if len(args) == 4 {
 		fwd = append(fwd, args[3])
 	}
@@ -242,4 +252,20 @@ func upClientUnblock(c *client, args [][]byte) {
 		return
 	}
 	c.w.Raw(r)
+}
+
+// clientIDByAddr returns the id= of the CLIENT LIST line whose addr= is
+// addr, or "".
+func clientIDByAddr(list, addr string) string {
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " addr="+addr+" ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				return id
+			}
+		}
+	}
+	return ""
 }

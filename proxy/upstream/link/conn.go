@@ -49,15 +49,11 @@ func lost(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 // order by Read. It is what pinned clients, blocking commands and the
 // demoter use; shared traffic goes through Mux.
 type Conn struct {
-	nc    net.Conn
-	bw    *bufio.Writer
-	rd    *resp.ReplyReader
-	Proto int
-	DB    int
-	// ID is the upstream's CLIENT ID of this connection (0 if the
-	// upstream would not say, e.g. NOAUTH): what CLIENT UNBLOCK names
-	// upstream for a client blocked on it.
-	ID      int64
+	nc      net.Conn
+	bw      *bufio.Writer
+	rd      *resp.ReplyReader
+	Proto   int
+	DB      int
 	scratch []byte
 }
 
@@ -112,12 +108,9 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 		c.Send("SELECT", strconv.Itoa(db))
 		n++
 	}
-	// Every connection checks the upstream is not a cluster node: one
-	// found at start stops Spillway, one found later (the address now
-	// points elsewhere) is never used.
-	c.Send("INFO", "cluster")
-	c.Send("CLIENT", "ID")
-	n += 2
+	if n == 0 {
+		return nil
+	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
 	}
@@ -126,26 +119,33 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: handshake: %v", ErrUnavailable, t.Addr, err)
 		}
-		switch i {
-		case n - 2:
-			// INFO's reply; an error (NOAUTH without a password) says
-			// nothing and is left for the clients' commands to meet.
-			if bytes.Contains(r, []byte("cluster_enabled:1")) {
-				return fmt.Errorf("%w: %s", ErrClusterUpstream, t.Addr)
-			}
-			continue
-		case n - 1:
-			if len(r) > 3 && r[0] == ':' {
-				c.ID, _ = strconv.ParseInt(string(r[1:len(r)-2]), 10, 64)
-			}
-			continue
-		}
 		if len(r) > 0 && (r[0] == '-' || r[0] == '!') {
 			return fmt.Errorf("upstream %s refused the handshake: %s", t.Addr, ReplyText(r))
 		}
 	}
 	return nil
 }
+
+// checkStandalone returns ErrClusterUpstream if c's server is a Redis
+// Cluster node (INFO cluster says cluster_enabled:1). An error reply
+// (NOAUTH without a password) says nothing and is left for the clients'
+// commands to meet. The pool checks its shared connections, at start and
+// on every reconnection; dedicated connections are not checked (each
+// check is a command every MONITOR of the upstream would show).
+func checkStandalone(c *Conn, addr string) error {
+	r, err := c.Do("INFO", "cluster")
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, addr, err)
+	}
+	if bytes.Contains(r, []byte("cluster_enabled:1")) {
+		return fmt.Errorf("%w: %s", ErrClusterUpstream, addr)
+	}
+	return nil
+}
+
+// LocalAddr is the connection's local address: the addr= by which the
+// upstream's CLIENT LIST names it.
+func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
 
 // Send buffers one command.
 func (c *Conn) Send(args ...string) {

@@ -494,26 +494,22 @@ func TestBulkPayloadHugeLength(t *testing.T) {
 	}
 }
 
-// TestDialClusterNode checks that a connection to a Redis Cluster node is
-// refused with ErrClusterUpstream, whatever the protocol and credentials,
-// and that a standalone server is not.
-func TestDialClusterNode(t *testing.T) {
+// TestPoolClusterNode checks that a pool in front of a Redis Cluster node
+// fails its start with ErrClusterUpstream, whatever the protocol and
+// credentials, and that one in front of a standalone server does not.
+func TestPoolClusterNode(t *testing.T) {
 	dir := t.TempDir()
 	node := startServer(t, 0, "--cluster-enabled", "yes", "--dir", dir, "--requirepass", "pw")
-	for _, proto := range []int{2, 3} {
-		c, err := Dial(Target{Addr: node.addr, Password: "pw"}, proto, 0, 5*time.Second)
-		if err == nil {
-			c.Close()
-			t.Fatalf("Dial RESP%d to a cluster node succeeded", proto)
-		}
-		if !errors.Is(err, ErrClusterUpstream) || !strings.Contains(err.Error(), node.addr) {
-			t.Fatalf("Dial RESP%d to a cluster node: %v; want ErrClusterUpstream naming %s", proto, err, node.addr)
-		}
+	p := NewPool(Options{Target: Target{Addr: node.addr, Password: "pw"}, Logger: quietLog})
+	err := p.StartErr()
+	p.Close()
+	if !errors.Is(err, ErrClusterUpstream) || !strings.Contains(err.Error(), node.addr) {
+		t.Fatalf("pool in front of a cluster node: start error %v; want ErrClusterUpstream naming %s", err, node.addr)
 	}
 	standalone := startServer(t, 0)
-	c, err := Dial(Target{Addr: standalone.addr}, 2, 0, 5*time.Second)
-	if err != nil {
-		t.Fatalf("Dial to a standalone server: %v", err)
+	p = NewPool(Options{Target: Target{Addr: standalone.addr}, Logger: quietLog})
+	defer p.Close()
+	if err := p.StartErr(); err != nil {
+		t.Fatalf("pool in front of a standalone server: start error %v", err)
 	}
-	c.Close()
 }

@@ -261,6 +261,11 @@ func (p *Pool) connectAll() error {
 				continue
 			}
 			c, err := Dial(p.opts.Target, i+2, p.opts.Target.DB, p.opts.DialTimeout)
+			if err == nil {
+				if err = checkStandalone(c, p.opts.Target.Addr); err != nil {
+					c.Close()
+				}
+			}
 			if err != nil {
 				msg := strings.Replace(err.Error(), ErrUnavailable.Error()+": ", "", 1)
 				p.lastErr.Store(&msg)
