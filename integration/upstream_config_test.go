@@ -107,3 +107,30 @@ func TestUpstreamBusyScript(t *testing.T) {
 		t.Fatalf("PING after the kill = %s", r.String())
 	}
 }
+
+// TestUpstreamMonitorShowsClientsOnly: MONITOR through upstream-mode
+// Spillway shows the clients' commands, not Spillway's own (the demoter
+// polls INFO memory every 100 ms on connections of its own).
+func TestUpstreamMonitorShowsClientsOnly(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	mon := utDial(t, sp.Addr(), 10*time.Second)
+	if r := mon.Do("MONITOR"); r.Str != "OK" {
+		t.Fatalf("MONITOR = %s", r.String())
+	}
+	c := utDial(t, sp.Addr(), 10*time.Second)
+	time.Sleep(350 * time.Millisecond) // a few of the demoter's polls
+	c.Do("SET", "mon:key", "v")
+	for {
+		r := mon.Read()
+		if r.Err != nil {
+			t.Fatalf("monitor read: %v", r.Err)
+		}
+		if strings.Contains(r.Str, `"INFO"`) || strings.Contains(r.Str, `"info"`) {
+			t.Fatalf("MONITOR showed Spillway's own command: %s", r.Str)
+		}
+		if strings.Contains(r.Str, `"SET" "mon:key" "v"`) {
+			return
+		}
+	}
+}

@@ -253,7 +253,7 @@ func (f *Front) ctlConn(db int) (*link.Conn, error) {
 	if c := f.ctl[db]; c != nil {
 		return c, nil
 	}
-	c, err := f.pool.Dial(2, db)
+	c, err := f.pool.DialInternal(2, db)
 	if err != nil {
 		return nil, err
 	}

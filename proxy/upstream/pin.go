@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
@@ -180,6 +181,7 @@ func (c *client) startPassthrough() bool {
 	c.passthrough = true
 	c.ptClosing.Store(false)
 	conn := c.pinned
+	pool := c.f.pool
 	go func() {
 		for {
 			r, err := conn.Read()
@@ -188,6 +190,9 @@ func (c *client) startPassthrough() bool {
 					c.CloseSocket()
 				}
 				return
+			}
+			if addr := monitorAddr(r); addr != nil && pool.IsInternal(addr) {
+				continue // Spillway's own command, not a client's
 			}
 			c.wmu.Lock()
 			_, werr := c.WriteSocket(r)
@@ -268,4 +273,23 @@ func clientIDByAddr(list, addr string) string {
 		}
 	}
 	return ""
+}
+
+// monitorAddr returns the client address of a MONITOR line
+// ("+<time> [<db> <addr>] ..."), or nil if r is not one.
+func monitorAddr(r []byte) []byte {
+	if len(r) < 4 || r[0] != '+' {
+		return nil
+	}
+	open := bytes.IndexByte(r, '[')
+	if open < 0 {
+		return nil
+	}
+	rest := r[open+1:]
+	sp := bytes.IndexByte(rest, ' ')
+	end := bytes.IndexByte(rest, ']')
+	if sp < 0 || end < sp {
+		return nil
+	}
+	return rest[sp+1 : end]
 }

@@ -55,6 +55,7 @@ type Conn struct {
 	Proto   int
 	DB      int
 	scratch []byte
+	onClose func() // run once by Close (Pool.DialInternal)
 }
 
 // Dial connects and logs in: HELLO proto with AUTH when credentials are
@@ -181,7 +182,13 @@ func (c *Conn) Do(args ...string) ([]byte, error) {
 func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return c.nc.Close() }
+func (c *Conn) Close() error {
+	if f := c.onClose; f != nil {
+		c.onClose = nil
+		f()
+	}
+	return c.nc.Close()
+}
 
 // AppendCommand appends args as a RESP array of bulk strings.
 func AppendCommand(dst []byte, args [][]byte) []byte { return appendCommand(dst, args) }

@@ -22,7 +22,7 @@ type policyPool struct{ p *Pool }
 func (pp policyPool) DB() int { return pp.p.Target().DB }
 
 func (pp policyPool) Dial(db int) (uptier.Conn, error) {
-	c, err := pp.p.Dial(2, db)
+	c, err := pp.p.DialInternal(2, db)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,8 @@ type Pool struct {
 	dialing map[[2]int]int // spares being dialed, by protocol and database
 	closed  bool           // Close ran: no more idle connections kept
 
-	startErr error // connectAll's in NewPool; read-only after
+	startErr error    // connectAll's in NewPool; read-only after
+	internal sync.Map // local addresses of DialInternal's connections
 
 	kick chan struct{}
 	stop chan struct{}
@@ -143,6 +144,28 @@ func (p *Pool) Dial(proto, db int) (*Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// DialInternal is Dial for a connection that carries Spillway's own
+// commands (the demoter's, control reads), not a client's: until it is
+// closed, IsInternal knows its address, so that a client's MONITOR of the
+// upstream can leave its commands out.
+func (p *Pool) DialInternal(proto, db int) (*Conn, error) {
+	c, err := p.Dial(proto, db)
+	if err != nil {
+		return nil, err
+	}
+	addr := c.LocalAddr()
+	p.internal.Store(addr, struct{}{})
+	c.onClose = func() { p.internal.Delete(addr) }
+	return c, nil
+}
+
+// IsInternal reports whether addr (host:port as the upstream's MONITOR and
+// CLIENT LIST show it) is one of Spillway's own connections (DialInternal).
+func (p *Pool) IsInternal(addr []byte) bool {
+	_, ok := p.internal.Load(string(addr))
+	return ok
 }
 
 // Get returns a dedicated connection in proto on db: an idle one put back
