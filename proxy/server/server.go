@@ -419,6 +419,14 @@ func (s *Server) pausedFor(mayWrite bool) (chan struct{}, bool) {
 // (upstream mode adds them to the upstream's blocked_clients).
 func (s *Server) PostponedClients() int { return int(s.postponed.Load()) }
 
+// ConnectedClients is the number of client connections (INFO's
+// connected_clients): a front reports it for the server it fronts.
+func (s *Server) ConnectedClients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
+
 // pause pauses clients for d: all commands, or only those that may write.
 // As Redis's pauseClients, a pause in progress is extended, never
 // shortened, and ALL wins over WRITE.

@@ -525,6 +525,9 @@ func upInfo(c *client, args [][]byte) {
 		c.f.writeTiering(&tiering)
 	}
 	body = addBlockedClients(body, c.f.srv.PostponedClients())
+	// The clients are Spillway's (CLIENT LIST and KILL are), not the
+	// upstream's, whose are Spillway's own connections.
+	body = setInfoField(body, "connected_clients", c.f.srv.ConnectedClients())
 	ks := strings.Index(body, "# Keyspace\r\n")
 	if ks >= 0 {
 		if tiering.Len() > 0 {
@@ -610,14 +613,8 @@ func (f *Front) writeTiering(sb *strings.Builder) {
 // PAUSE (which upstream mode runs itself), to the upstream's
 // blocked_clients, as Redis counts paused clients there.
 func addBlockedClients(body string, n int) string {
-	const field = "\r\nblocked_clients:"
-	i := strings.Index(body, field)
-	if n == 0 || i < 0 {
-		return body
-	}
-	start := i + len(field)
-	end := start + strings.IndexByte(body[start:], '\r')
-	if end < start {
+	start, end, ok := infoFieldSpan(body, "blocked_clients")
+	if n == 0 || !ok {
 		return body
 	}
 	v, err := strconv.Atoi(body[start:end])
@@ -625,4 +622,27 @@ func addBlockedClients(body string, n int) string {
 		return body
 	}
 	return body[:start] + strconv.Itoa(v+n) + body[end:]
+}
+
+// setInfoField replaces field's value in an INFO body, if it is there.
+func setInfoField(body, field string, v int) string {
+	if start, end, ok := infoFieldSpan(body, field); ok {
+		return body[:start] + strconv.Itoa(v) + body[end:]
+	}
+	return body
+}
+
+// infoFieldSpan returns where field's value is in an INFO body.
+func infoFieldSpan(body, field string) (start, end int, ok bool) {
+	key := "\r\n" + field + ":"
+	i := strings.Index(body, key)
+	if i < 0 {
+		return 0, 0, false
+	}
+	start = i + len(key)
+	n := strings.IndexByte(body[start:], '\r')
+	if n < 0 {
+		return 0, 0, false
+	}
+	return start, start + n, true
 }
