@@ -235,7 +235,7 @@ type Table struct {
 	pending atomic.Bool
 	// effortRuns counts Limit's consecutive runs that stayed over the
 	// limit (Redis's timeout_counter): each run tries 100 more keys.
-	effortRuns int
+	effortRuns atomic.Int64
 }
 
 // bcastState is a prefix's clients and the keys modified under it since
@@ -550,25 +550,31 @@ func (t *Table) Broadcast(send func(target *Client, keys [][]byte)) {
 // number of consecutive runs that could not get under the limit. current
 // is the client whose command is about to run (nil: none), for NOLOOP.
 func (t *Table) Limit(max int64, current *Client, send func(target *Client, key []byte)) {
-	if max <= 0 || t.size.Load() <= max && t.effortRuns == 0 {
+	if max <= 0 {
+		return
+	}
+	if t.size.Load() <= max {
+		if t.effortRuns.Load() != 0 {
+			t.effortRuns.Store(0)
+		}
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if int64(len(t.keys)) <= max {
-		t.effortRuns = 0
+		t.effortRuns.Store(0)
 		return
 	}
-	effort := 100 * (t.effortRuns + 1)
+	effort := 100 * (t.effortRuns.Load() + 1)
 	for ; effort > 0 && len(t.keys) > 0; effort-- {
 		key := t.randomKeyLocked()
 		t.invalidateLocked(key, current, func(target *Client) { send(target, []byte(key)) })
 		if int64(len(t.keys)) <= max {
-			t.effortRuns = 0
+			t.effortRuns.Store(0)
 			return
 		}
 	}
-	t.effortRuns++
+	t.effortRuns.Add(1)
 }
 
 // randomKeyLocked returns one of the table's keys (Go's map order is
