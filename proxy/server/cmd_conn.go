@@ -703,7 +703,9 @@ func cmdClientTracking(x *Ctx, args [][]byte) error {
 		return trackingErr(err)
 	}
 	if o.On {
-		c.ensurePushOut()
+		if !c.noBlock { // an in-process client gets no pushes (pushAsync)
+			c.ensurePushOut()
+		}
 		c.trkCmd = nil
 	}
 	var overlap error

@@ -86,12 +86,13 @@ func (c *Client) ensurePushOut() *pushOut {
 // it has none yet, into its inbox, waking its goroutine (a read deadline
 // in the past), which then takes the inbox into a new queue (takeInbox)
 // as soon as it waits for input. It reports false if the client is
-// closing. It never waits for the client's socket.
+// closing or in-process (a Local, which has no connection to push to).
+// It never waits for the client's socket.
 func (c *Client) pushAsync(b []byte) bool {
 	c.pushMu.Lock()
 	defer c.pushMu.Unlock()
 	switch {
-	case c.gone:
+	case c.gone, c.noBlock:
 		return false
 	case c.pushQ != nil:
 		c.pushQ.deliverRaw(b)
