@@ -131,6 +131,16 @@ var trkScript = []trkStep{
 	do(3, "GET", "r1"),
 	do(1, "FLUSHALL"),
 	recv(2),
+	// Keys are global, not per database; SWAPDB invalidates nothing.
+	do(3, "GET", "y"),
+	do(1, "SELECT", "1"),
+	do(1, "SET", "y", "1"),
+	recv(2),
+	do(1, "SWAPDB", "0", "1"),
+	do(3, "GET", "y"),
+	do(1, "SWAPDB", "0", "1"),
+	do(1, "SELECT", "0"),
+	do(2, "PING"),
 	// BCAST, with prefixes, in a transaction: one message per prefix.
 	do(3, "CLIENT", "TRACKING", "off"),
 	do(3, "CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", "$ID2", "PREFIX", "p:", "PREFIX", "q:"),
@@ -184,6 +194,19 @@ var trkScript = []trkStep{
 	do(0, "CLIENT", "TRACKINGINFO"),
 	do(0, "CLIENT", "TRACKING", "off"),
 	do(0, "CLIENT", "TRACKINGINFO"),
+	// A RESP3 tracker's flush null, sent to a RESP2 redirection client.
+	do(0, "CLIENT", "TRACKING", "on", "REDIRECT", "$ID2"),
+	do(0, "GET", "f"),
+	do(1, "FLUSHDB"),
+	recv(2),
+	do(0, "CLIENT", "TRACKING", "off"),
+	// Overlapping prefixes (Redis's quirk): a key under both, told twice.
+	do(0, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "b", "PREFIX", "bc"),
+	recv(0),
+	do(1, "SET", "bcd", "1"),
+	recv(0),
+	recv(0),
+	do(0, "CLIENT", "TRACKING", "off"),
 }
 
 // runTrackingScript runs trkScript on srv and returns its transcript.

@@ -702,11 +702,8 @@ func cmdClientTracking(x *Ctx, args [][]byte) error {
 	if err != nil {
 		return trackingErr(err)
 	}
-	if o.On {
-		if !c.noBlock { // an in-process client gets no pushes (pushAsync)
-			c.ensurePushOut()
-		}
-		c.trkCmd = nil
+	if o.On && !c.noBlock { // an in-process client gets no pushes (pushAsync)
+		c.ensurePushOut()
 	}
 	var overlap error
 	err = x.Update(func(*tiering.Tx) error {

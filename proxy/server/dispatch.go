@@ -207,6 +207,9 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 		c.trkCmd, c.trkArgs = cmd, args // a read remembers its keys (withLock)
 	}
 	c.monitoredCall(cmd, h, args)
+	if c.trkCmd != nil {
+		c.trkCmd, c.trkArgs = nil, nil // args are the reader's: not kept
+	}
 	st := &c.s.info.cmds[cmd.ID()]
 	d := time.Since(start) - c.stat.blocked
 	st.nanos.Add(int64(d))

@@ -98,7 +98,9 @@ func (c *Client) pushAsync(b []byte) bool {
 		c.pushQ.deliverRaw(b)
 	default:
 		c.inbox = append(c.inbox, b...)
-		if !c.hasInbox.Swap(true) {
+		// A blocked client's deadline belongs to its socket watcher: it
+		// takes the inbox once unblocked (armDeadline wakes it then).
+		if !c.hasInbox.Swap(true) && !c.blocked.Load() {
 			c.nc.SetReadDeadline(time.Now())
 		}
 	}
