@@ -286,9 +286,12 @@ func (c *Client) flush() bool {
 	return err == nil
 }
 
-// kill closes the connection from another goroutine (CLIENT KILL).
+// kill closes the connection from another goroutine (CLIENT KILL). It is
+// gone at once for tracking: a client redirecting to it finds its
+// redirection broken, as after Redis's CLIENT KILL.
 func (c *Client) kill() {
 	c.killed.Store(true)
+	c.markGone()
 	c.nc.Close()
 }
 
