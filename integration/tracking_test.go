@@ -283,3 +283,116 @@ func TestTrackingMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackingCacheStaysFresh: the property client-side caching exists
+// for. Trackers (RESP3) cache what their GETs and MGETs return and drop
+// what invalidations name, while writers keep changing the same keys on
+// other connections; once the writers are done and each tracker has seen
+// a PING's reply, every value left in every cache is the key's current
+// value. An invalidation overtaking the reply of the read it concerns, or
+// a read remembered after a concurrent write, leaves a stale value.
+func TestTrackingCacheStaysFresh(t *testing.T) {
+	const trackers, writers, keys, rounds = 4, 3, 4, 1000
+	for _, tg := range clientTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			key := func(i int) string { return "fresh:" + strconv.Itoa(i%keys) }
+			caches := make([]map[string]string, trackers)
+			done := make(chan error, trackers+writers)
+			for w := range writers {
+				c := tg.srv.Conn(t)
+				go func() {
+					for i := range rounds {
+						r := c.Do("SET", key(i*7+w), fmt.Sprintf("w%d-%d", w, i))
+						if r.Err != nil || r.Str != "OK" {
+							done <- fmt.Errorf("SET: %s", r.String())
+							return
+						}
+					}
+					done <- nil
+				}()
+			}
+			conns := make([]*harness.Conn, trackers)
+			for n := range trackers {
+				c := tg.srv.Conn(t)
+				conns[n] = c
+				c.Do("HELLO", "3")
+				if r := c.Do("CLIENT", "TRACKING", "on"); r.Str != "OK" {
+					t.Fatalf("CLIENT TRACKING: %s", r.String())
+				}
+				cache := map[string]string{}
+				caches[n] = cache
+				go func() {
+					for i := range rounds {
+						var err error
+						if i%5 == 0 {
+							a, b := key(i+n), key(i+n+3)
+							err = trackedRead(c, cache, []string{a, b}, "MGET", a, b)
+						} else {
+							err = trackedRead(c, cache, []string{key(i * (n + 1))}, "GET", key(i*(n+1)))
+						}
+						if err != nil {
+							done <- err
+							return
+						}
+					}
+					done <- nil
+				}()
+			}
+			for range trackers + writers {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := tg.srv.Conn(t)
+			for n, c := range conns {
+				if err := trackedRead(c, caches[n], nil, "PING"); err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range caches[n] {
+					if now := check.Do("GET", k); now.Str != v {
+						t.Errorf("tracker %d caches %s = %q, the server has %q", n, k, v, now.Str)
+					}
+				}
+			}
+		})
+	}
+}
+
+// trackedRead sends args and reads until its reply, applying the
+// invalidations met on the way to cache, then caches the reply's values
+// for keys (a GET's one, an MGET's each).
+func trackedRead(c *harness.Conn, cache map[string]string, keys []string, args ...string) error {
+	if err := c.Send(args...); err != nil {
+		return err
+	}
+	for {
+		r := c.Read()
+		if r.Err != nil {
+			return r.Err
+		}
+		if r.Type == '>' {
+			if len(r.Elems) != 2 || r.Elems[0].Str != "invalidate" {
+				return fmt.Errorf("unexpected push %s", r.String())
+			}
+			if r.Elems[1].Null {
+				clear(cache)
+			}
+			for _, k := range r.Elems[1].Elems {
+				delete(cache, k.Str)
+			}
+			continue
+		}
+		vals := []harness.Reply{r}
+		if r.Type == '*' {
+			vals = r.Elems
+		}
+		for i, k := range keys {
+			if vals[i].Null {
+				delete(cache, k)
+			} else {
+				cache[k] = vals[i].Str
+			}
+		}
+		return nil
+	}
+}
