@@ -73,7 +73,7 @@ func (c *Client) execute(args [][]byte) {
 	}
 	trackOn := c.fwd == nil && c.s.trk.Active() // tracking's one atomic load
 	if trackOn {
-		c.trackBefore() // notify.go
+		c.trackBefore()    // notify.go
 		c.mark = c.w.Len() // its pushes are not the command's reply
 	}
 	c.dispatch(args, start)
