@@ -440,10 +440,11 @@ func (s *Server) clientByID(id int64) *Client {
 	return s.clients[id]
 }
 
-// endTracking turns tracking off for a client that is gone.
+// endTracking turns tracking off for a client that is gone (its
+// goroutine has ended; no lock is held).
 func (c *Client) endTracking() {
 	if c.trk.On() {
 		c.s.trk.Disable(c.trk)
-		go c.s.refreshObserving()
+		c.s.refreshObserving()
 	}
 }
