@@ -176,6 +176,9 @@ type Options struct {
 // then on|off.
 func Parse(args [][]byte, exists func(id int64) bool) (Options, error) {
 	var o Options
+	if len(args) < 3 {
+		return o, Error("ERR wrong number of arguments for 'client|tracking' command")
+	}
 	for j := 3; j < len(args); j++ {
 		more := j < len(args)-1
 		switch a := args[j]; {

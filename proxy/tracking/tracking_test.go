@@ -30,6 +30,7 @@ func TestParse(t *testing.T) {
 		{"client tracking on redirect x", "ERR value is not an integer or out of range"},
 		{"client tracking on redirect 5 redirect 6", "ERR A client can only redirect to a single other client"},
 		{"client tracking maybe redirect x", "ERR value is not an integer or out of range"},
+		{"client tracking", "ERR wrong number of arguments for 'client|tracking' command"},
 	}
 	for _, c := range cases {
 		_, err := Parse(args(c.in), all)
