@@ -32,6 +32,7 @@ var importRules = map[string][]string{
 	"proxy/cmdtable":   {"proxy/cstr", "proxy/resp"},
 	"proxy/config":     {"proxy/cstr"},
 	"proxy/pubsub":     {"proxy/cstr"},
+	"proxy/tracking":   {"proxy/cstr"},
 	"proxy/script/...": {"proxy/script", "proxy/cmdtable", "proxy/cstr", "proxy/rdb", "proxy/resp"},
 	// The command library sees the handler contract and the engine, never
 	// a front's internals or upstream mode.

@@ -199,7 +199,10 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 			rw := resp.Writer{Proto: w.proto}
 			// The events of the served client's pop go to from's reply
 			// buffer if from subscribes to them (this is its goroutine).
-			done, err := w.op.Run(Events{s: w.c.s, from: from}, tx, rk.DB, rk.Key, &rw)
+			s := w.c.s
+			s.trkCur = w.c // its invalidations follow its reply
+			done, err := w.op.Run(Events{s: s, from: from}, tx, rk.DB, rk.Key, &rw)
+			s.trkCur = from
 			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
 				break // nothing to pop there (any more)
 			}
@@ -207,6 +210,10 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 				rw.Reset()
 				rw.Error("ERR " + err.Error())
 			}
+			for _, k := range w.c.trkPending {
+				s.sendTracking(w.c, &rw, w.c.trk, [][]byte{k}, k == nil)
+			}
+			w.c.trkPending = nil
 			r.removeLocked(w)
 			w.state, w.reply = served, rw.Buf
 			out = append(out, w)

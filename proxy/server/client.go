@@ -12,6 +12,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/tracking"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -84,6 +85,25 @@ type Client struct {
 	// subscribed: the client subscribes to a channel, pattern or shard
 	// channel (Redis's CLIENT_PUBSUB flag).
 	subscribed bool
+	// trk is the client's tracking state (CLIENT TRACKING; notify.go);
+	// trkCmd and trkArgs are the running command while tracking is on,
+	// whose keys a read remembers; trkPending are the invalidations for
+	// this client made during its command, sent after its reply (nil
+	// entry: all keys, a flush).
+	trk            *tracking.Client
+	trkCmd         *cmdtable.Command
+	trkArgs        [][]byte
+	trkPending     [][]byte
+	trkPendingNull bool
+	// pushMu guards what other goroutines use to send the client pushes
+	// (pushAsync): pushQ, its output queue once it has one, else inbox,
+	// the pushes waiting for one (hasInbox: not empty), and gone, set
+	// once the client is closing (no one may push to it any more).
+	pushMu   sync.Mutex
+	pushQ    *pushOut
+	inbox    []byte
+	gone     bool
+	hasInbox atomic.Bool
 	// fwdTxWrites: upstream mode's front queued a command that may write
 	// in the client's MULTI (dispatch).
 	fwdTxWrites bool
@@ -137,6 +157,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 		created: time.Now(),
 		user:    "default",
 	}
+	c.trk = tracking.NewClient(c.id)
 	c.rd = resp.NewReader(clientInput{c}, 16<<10)
 	c.w.Proto = 2
 	c.protoVer.Store(2)
@@ -169,6 +190,7 @@ func (c *Client) serve() {
 	defer c.waitPending()
 	defer c.endPubSub()
 	defer c.stopMonitor() // before its output queue closes
+	defer c.markGone()    // first: nothing is pushed to a closing client
 	for {
 		if !c.in.armed {
 			c.armDeadline(time.Now()) // conn.go: idle release and timeout
@@ -195,6 +217,7 @@ func (c *Client) serve() {
 		}
 		c.execute(args)
 		if c.quit || c.killed.Load() {
+			c.markGone() // tracking redirected here is broken from now
 			c.flush()
 			return
 		}
@@ -263,9 +286,12 @@ func (c *Client) flush() bool {
 	return err == nil
 }
 
-// kill closes the connection from another goroutine (CLIENT KILL).
+// kill closes the connection from another goroutine (CLIENT KILL). It is
+// gone at once for tracking: a client redirecting to it finds its
+// redirection broken, as after Redis's CLIENT KILL.
 func (c *Client) kill() {
 	c.killed.Store(true)
+	c.markGone()
 	c.nc.Close()
 }
 

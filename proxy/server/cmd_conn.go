@@ -12,6 +12,8 @@ import (
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
+	"github.com/spillway/spillway/proxy/tracking"
+	"github.com/spillway/spillway/tiering"
 )
 
 func registerConn(t *Table) {
@@ -35,7 +37,10 @@ func registerConn(t *Table) {
 	t.Register("client|no-evict", cmdClientNoEvict)
 	t.Register("client|unblock", cmdClientUnblock)
 	t.Register("monitor", cmdMonitor)
-	t.Register("client|getredir", func(x *Ctx, _ [][]byte) error { x.W.Int(-1); return nil })
+	t.Register("client|tracking", cmdClientTracking)
+	t.Register("client|caching", cmdClientCaching)
+	t.Register("client|getredir", cmdClientGetRedir)
+	t.Register("client|trackinginfo", cmdClientTrackingInfo)
 }
 
 // HelpHandler returns a HELP subcommand's handler: it replies lines as an
@@ -92,6 +97,10 @@ func cmdReset(x *Ctx, _ [][]byte) error {
 	c.dropWatches() // RESET runs during a busy script: no wait for its lock
 	c.resetPubSub()
 	c.stopMonitor()
+	if c.trk.On() {
+		c.s.trk.Disable(c.trk)
+		go c.s.refreshObserving() // not under a busy script's lock
+	}
 	c.db = 0
 	c.dbShown.Store(0)
 	c.setProto(2)
@@ -301,6 +310,7 @@ func (c *Client) describe(sb *strings.Builder, self *Client, args [][]byte, now 
 	if c.blocked.Load() {
 		flags += "b"
 	}
+	flags += c.s.trk.ListFlags(c.trk)
 	if c.noEvict.Load() {
 		flags += "e"
 	}
@@ -367,7 +377,9 @@ func (c *Client) describe(sb *strings.Builder, self *Client, args [][]byte, now 
 	b = append(b, cmd...)
 	b = append(b, " user="...)
 	b = append(b, user...)
-	b = append(b, " redir=-1 resp="...)
+	b = append(b, " redir="...)
+	b = strconv.AppendInt(b, c.s.trk.Redirection(c.trk), 10)
+	b = append(b, " resp="...)
 	b = strconv.AppendInt(b, int64(c.protoVer.Load()), 10)
 	b = append(b, '\n')
 	sb.Write(b)
@@ -674,5 +686,96 @@ func cmdClientSetInfo(x *Ctx, args [][]byte) error {
 	}
 	c.mu.Unlock()
 	c.w.OK()
+	return nil
+}
+
+// cmdClientTracking is CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]...
+// [BCAST] [OPTIN] [OPTOUT] [NOLOOP] (notify.go, proxy/tracking). A
+// tracking client gets an output queue, through which other clients'
+// commands push it invalidations.
+func cmdClientTracking(x *Ctx, args [][]byte) error {
+	c := x.c
+	o, err := tracking.Parse(args, func(id int64) bool {
+		cl := c.s.clientByID(id)
+		return cl != nil && cl.pushable()
+	})
+	if err != nil {
+		return trackingErr(err)
+	}
+	if o.On && !c.noBlock { // an in-process client gets no pushes (pushAsync)
+		c.ensurePushOut()
+	}
+	var overlap error
+	err = x.Update(func(*tiering.Tx) error {
+		if !o.On {
+			c.s.trk.Disable(c.trk)
+		} else if overlap, err = c.s.trk.Enable(c.trk, o); err != nil {
+			return trackingErr(err)
+		}
+		c.s.updateObserving()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if overlap != nil {
+		c.err(overlap.Error()) // Redis 7.0.15 replies it, then OK
+	}
+	c.s.startTrackingCron()
+	x.W.OK()
+	return nil
+}
+
+// trackingErr turns the tracking package's errors into Redis error replies.
+func trackingErr(err error) error {
+	if e, ok := err.(tracking.Error); ok {
+		return resp.Err(string(e))
+	}
+	return err
+}
+
+// cmdClientCaching is CLIENT CACHING yes|no.
+func cmdClientCaching(x *Ctx, args [][]byte) error {
+	c := x.c
+	yes := true
+	if c.trk.On() {
+		switch {
+		case cstr.EqualFold(args[2], "yes"):
+		case cstr.EqualFold(args[2], "no"):
+			yes = false
+		default:
+			return resp.Err("ERR syntax error")
+		}
+	}
+	if err := c.s.trk.SetCaching(c.trk, yes); err != nil {
+		return trackingErr(err)
+	}
+	x.W.OK()
+	return nil
+}
+
+// cmdClientGetRedir is CLIENT GETREDIR: the redirection, 0 for none, -1
+// when tracking is off.
+func cmdClientGetRedir(x *Ctx, _ [][]byte) error {
+	x.W.Int(x.c.s.trk.Redirection(x.c.trk))
+	return nil
+}
+
+// cmdClientTrackingInfo is CLIENT TRACKINGINFO.
+func cmdClientTrackingInfo(x *Ctx, _ [][]byte) error {
+	flags, redirect, prefixes := x.c.s.trk.Info(x.c.trk)
+	x.W.Map(3)
+	x.W.BulkString("flags")
+	x.W.Set(len(flags))
+	for _, f := range flags {
+		x.W.BulkString(f)
+	}
+	x.W.BulkString("redirect")
+	x.W.Int(redirect)
+	x.W.BulkString("prefixes")
+	x.W.Array(len(prefixes))
+	for _, p := range prefixes {
+		x.W.BulkString(p)
+	}
 	return nil
 }

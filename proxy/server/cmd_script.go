@@ -231,6 +231,9 @@ func (h *scriptHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) (repl
 	errs := sc.stat.errs
 	sc.callCounted(cmd, handler, args, time.Now())
 	h.caller.stat.scriptErrs += sc.stat.errs - errs // counted already (callCounted)
+	if cl := h.caller; cl.trk.On() && cl.trkCmd != nil && cmd.Is(cmdtable.FlagReadonly) {
+		cl.rememberKeys(cl.trkCmd, cl.trkArgs) // a read: the script's declared keys
+	}
 	return sc.w.Buf
 }
 

@@ -80,6 +80,7 @@ func cmdFlushDB(x *Ctx, args [][]byte) error {
 		if err := x.c.s.touchWatchedInDB(tx, x.DB(), -1); err != nil {
 			return err
 		}
+		x.c.s.trackFlush()
 		n := tx.DBSize(x.DB())
 		if err := tx.FlushDB(x.DB()); err != nil {
 			return err
@@ -100,6 +101,7 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 				return err
 			}
 		}
+		x.c.s.trackFlush()
 		var n int64
 		for db := range x.c.s.engine.Databases() {
 			n += tx.DBSize(db)

@@ -20,18 +20,26 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	if tx := c.group; tx != nil {
 		err := fn(tx)
 		c.failGroup(err)
+		if c.trk.On() && c.trkCmd != nil {
+			c.rememberRead() // notify.go
+		}
 		return err
 	}
 	var ferr error
 	var served []*waiter
 	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
 		c.txID = tx.TxID()
+		c.s.trkCur = c // tracking's current client (notify.go)
+		defer func() { c.s.trkCur = nil }()
 		if c.s.paused.Load() {
 			c.keepExpiredIfReading(tx) // client.go
 		}
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
 			return ferr // aborted
+		}
+		if c.trk.On() && c.trkCmd != nil {
+			c.rememberRead() // under the lock the read held
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
@@ -82,6 +90,8 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 	var served []*waiter
 	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
 		c.txID = tx.TxID()
+		c.s.trkCur = c
+		defer func() { c.s.trkCur = nil }()
 		c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
 		c.failGroup(fn(tx))
 		c.group = nil

@@ -148,6 +148,9 @@ func (in clientInput) Read(p []byte) (int, error) {
 			return n, err
 		}
 		now := time.Now()
+		if c.hasInbox.Load() {
+			c.takeInbox() // pushes another client sent (pushAsync)
+		}
 		if c.timedOut(now) {
 			return 0, err
 		}
@@ -188,6 +191,9 @@ func (c *Client) armDeadline(now time.Time) {
 	}
 	c.nc.SetReadDeadline(d)
 	c.in.armed = true
+	if c.hasInbox.Load() {
+		c.nc.SetReadDeadline(time.Now()) // pushAsync's wake-up, overwritten
+	}
 }
 
 // waitInput waits, holding no query buffer, until an idle client sends
@@ -205,6 +211,9 @@ func (c *Client) waitInput() bool {
 		}
 		if err == nil {
 			continue
+		}
+		if c.hasInbox.Load() {
+			c.takeInbox()
 		}
 		if !errors.Is(err, os.ErrDeadlineExceeded) || c.timedOut(time.Now()) {
 			return false

@@ -71,6 +71,11 @@ func (c *Client) execute(args [][]byte) {
 	if c.replyMode == replySkipNext {
 		c.replyMode = replySkipThis
 	}
+	trackOn := c.fwd == nil && c.s.trk.Active() // tracking's one atomic load
+	if trackOn {
+		c.trackBefore()    // notify.go
+		c.mark = c.w.Len() // its pushes are not the command's reply
+	}
 	c.dispatch(args, start)
 	if c.fwd != nil && c.replyMode != replyOn {
 		c.fwd.Drain()
@@ -81,6 +86,9 @@ func (c *Client) execute(args [][]byte) {
 	case replySkipThis:
 		c.w.Truncate(c.mark)
 		c.replyMode = replyOn
+	}
+	if trackOn || c.trkPending != nil {
+		c.trackAfter() // invalidations are pushes: sent under CLIENT REPLY OFF
 	}
 }
 
@@ -205,7 +213,13 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	c.stat.blocked, c.stat.evKey = 0, nil
 	scriptErrs := c.stat.scriptErrs
 	mark := c.mark // EXEC's queued commands move c.mark
+	if c.trk.On() {
+		c.trkCmd, c.trkArgs = cmd, args // a read remembers its keys (withLock)
+	}
 	c.monitoredCall(cmd, h, args)
+	if c.trkCmd != nil {
+		c.trkCmd, c.trkArgs = nil, nil // args are the reader's: not kept
+	}
 	st := &c.s.info.cmds[cmd.ID()]
 	d := time.Since(start) - c.stat.blocked
 	st.nanos.Add(int64(d))

@@ -433,7 +433,8 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		InfoField(sb, "maxclients", s.cfg.MaxClients())
 		sb.WriteString(fixedClientRecentMaxInputBuffer)
 		InfoField(sb, "blocked_clients", s.blocking.count()+int(s.postponed.Load()))
-		sb.WriteString(fixedTrackingClients)
+		InfoField(sb, "tracking_clients", s.trk.Stats().Clients)
+		sb.WriteString(fixedClientsInTimeoutTable)
 	case "memory":
 		s.infoMemory(sb)
 	case "persistence":
@@ -623,6 +624,8 @@ func (s *Server) infoStats(sb *strings.Builder) {
 	InfoField(sb, "pubsub_patterns", s.pubsub.Len(pubsub.Patterns))
 	InfoField(sb, "pubsubshard_channels", s.pubsub.Len(pubsub.Shard))
 	sb.WriteString(fixedLatestForkUsec)
+	s.trk.WriteInfoStats(sb)
+	sb.WriteString("unexpected_error_replies:0\r\n")
 	InfoField(sb, "total_error_replies", s.stats.errorReplies.Load())
 	sb.WriteString(fixedDumpPayloadSanitizations)
 }
@@ -752,7 +755,7 @@ func (s *Server) dirtyCount() int64 { return s.info.dirty.Load() }
 // persistence reports them; each block is in Redis's order.
 var (
 	fixedClientRecentMaxInputBuffer = infoFixed("client_recent_max_input_buffer:0 client_recent_max_output_buffer:0")
-	fixedTrackingClients            = infoFixed("tracking_clients:0 clients_in_timeout_table:0")
+	fixedClientsInTimeoutTable      = infoFixed("clients_in_timeout_table:0")
 	fixedRole                       = infoFixed("role:master connected_slaves:0 master_failover_state:no-failover")
 	fixedMasterReplid2              = infoFixed("master_replid2:0000000000000000000000000000000000000000 master_repl_offset:0 " +
 		"second_repl_offset:-1 repl_backlog_active:0 repl_backlog_size:1048576 " +
@@ -784,8 +787,7 @@ var (
 	fixedLatestForkUsec = infoFixed("latest_fork_usec:0 total_forks:0 migrate_cached_sockets:0 " +
 		"slave_expires_tracked_keys:0 active_defrag_hits:0 active_defrag_misses:0 " +
 		"active_defrag_key_hits:0 active_defrag_key_misses:0 total_active_defrag_time:0 " +
-		"current_active_defrag_time:0 tracking_total_keys:0 tracking_total_items:0 " +
-		"tracking_total_prefixes:0 unexpected_error_replies:0")
+		"current_active_defrag_time:0")
 	fixedDumpPayloadSanitizations = infoFixed("dump_payload_sanitizations:0 total_reads_processed:0 total_writes_processed:0 " +
 		"io_threaded_reads_processed:0 io_threaded_writes_processed:0 " +
 		"reply_buffer_shrinks:0 reply_buffer_expands:0")

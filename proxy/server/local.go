@@ -139,6 +139,8 @@ func (l *Local) Close() {
 	c := l.c
 	c.endPubSub()
 	c.unwatchAll()
+	c.markGone()
+	c.endTracking()
 	c.nc.Close()
 	c.s.mu.Lock()
 	delete(c.s.clients, c.id)

@@ -88,6 +88,9 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 	case tiering.KeyEvicted:
 		s.publishKeyEvent(nil, db, NotifyEvicted, "evicted", key)
 	}
+	if s.trk.Active() {
+		s.trackModified(key, ev) // notify.go
+	}
 	if s.watches.busy.n.Load() > 0 {
 		s.watches.busy.touched(db, key)
 	}
@@ -107,7 +110,8 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 // updateObserving turns the engine's key events on while anything needs
 // them. The caller holds the engine's lock.
 func (s *Server) updateObserving() {
-	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.watches.busy.n.Load() > 0 || s.notifyWantsExpired())
+	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.watches.busy.n.Load() > 0 || s.notifyWantsExpired() ||
+		s.trk.Active())
 }
 
 // touchWatchedInDB applies FLUSHDB/FLUSHALL (replacedWith -1) or SWAPDB

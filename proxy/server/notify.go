@@ -1,10 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/tracking"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -220,3 +225,228 @@ func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
 
 // events returns the client's notifier.
 func (c *Client) events() Events { return Events{s: c.s, from: c} }
+
+// Client-side caching (CLIENT TRACKING), embedded mode, as Redis 7.0's
+// tracking.c; the table is proxy/tracking's. The engine's observer
+// (keyEvent) invalidates each key a transaction modifies, deletes or
+// expires; FLUSHDB and FLUSHALL invalidate everything (trackFlush);
+// SWAPDB, as in Redis 7.0, nothing. A read command of a tracking client
+// remembers its keys under the lock it read them with (withLock), so no
+// write slips between the read and the remembering. Invalidations for the
+// client whose command makes them (trkCur) wait until its reply
+// (trkPending, trackAfter); others are pushed at once (pushAsync), and a
+// tracking client's queue holds them while it runs a command, so they
+// never overtake the reply of a read. BCAST keys are broadcast after each
+// command and by the tracking cron, which also enforces
+// tracking-table-max-keys, as Redis's serverCron, every 100 ms.
+//
+// Cost without tracking clients: one atomic load per command (execute).
+
+// initTracking follows tracking-table-max-keys.
+func (s *Server) initTracking() {
+	set := func(v string) {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		s.trkMaxKey.Store(n)
+	}
+	v, _ := s.cfg.Value("tracking-table-max-keys")
+	set(v)
+	s.cfg.OnChange("tracking-table-max-keys", set)
+}
+
+// startTrackingCron starts, once, the goroutine doing serverCron's share
+// of tracking every 100 ms: the table's limit, and BCAST keys modified on
+// no client's command (the expiry sweeper's).
+func (s *Server) startTrackingCron() {
+	s.trkCron.Do(func() {
+		go func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-s.done:
+					return
+				case <-t.C:
+				}
+				if !s.trk.Active() {
+					continue
+				}
+				s.trk.Limit(s.trkMaxKey.Load(), nil, func(tc *tracking.Client, key []byte) {
+					s.sendTracking(nil, nil, tc, [][]byte{key}, false)
+				})
+				s.trk.Broadcast(func(tc *tracking.Client, keys [][]byte) { s.sendTracking(nil, nil, tc, keys, false) })
+			}
+		}()
+	})
+}
+
+// trackModified invalidates key, which the transaction holding the lock
+// modified (ev): the engine's observer calls it (under the lock).
+func (s *Server) trackModified(key []byte, ev tiering.KeyEvent) {
+	cur := s.trkCur
+	var current, modifier *tracking.Client
+	if cur != nil {
+		current = cur.trk
+		if ev != tiering.KeyExpired {
+			modifier = cur.trk // an expiry is on no client's behalf
+		}
+	}
+	s.trk.Invalidate(key, modifier, current, func(tc *tracking.Client) {
+		if cur != nil && tc == cur.trk {
+			cur.trkPending = append(cur.trkPending, bytes.Clone(key))
+			return
+		}
+		s.sendTracking(nil, nil, tc, [][]byte{key}, false)
+	})
+}
+
+// trackFlush tells every tracking client that all its keys are invalid
+// (FLUSHDB, FLUSHALL; under the lock) and empties the table.
+func (s *Server) trackFlush() {
+	cur := s.trkCur
+	s.trk.FlushAll(func(tc *tracking.Client) {
+		if cur != nil && tc == cur.trk {
+			cur.trkPending = append(cur.trkPending, nil)
+			return
+		}
+		s.sendTracking(nil, nil, tc, nil, true)
+	})
+}
+
+// trackBefore runs before each command while a client tracks: the table's
+// limit (its invalidations for c come before the reply, as in Redis) and,
+// for a tracking client, holding what others push until its reply.
+func (c *Client) trackBefore() {
+	s := c.s
+	s.trk.Limit(s.trkMaxKey.Load(), c.trk, func(tc *tracking.Client, key []byte) {
+		s.sendTracking(c, &c.w, tc, [][]byte{key}, false)
+	})
+	if c.trk.On() && c.out != nil {
+		c.out.holdDeliveries()
+	}
+}
+
+// trackAfter runs after each command while a client tracks, after its
+// reply: the invalidations the command made for c, the BCAST broadcast,
+// and the end of CLIENT CACHING's effect.
+func (c *Client) trackAfter() {
+	s := c.s
+	if p := c.trkPending; p != nil {
+		c.trkPending = nil
+		for _, k := range p {
+			s.sendTracking(c, &c.w, c.trk, [][]byte{k}, k == nil)
+		}
+	}
+	s.trk.Broadcast(func(tc *tracking.Client, keys [][]byte) { s.sendTracking(c, &c.w, tc, keys, false) })
+	if c.trk.Caching() {
+		cmd := c.lastCmd.Load()
+		s.trk.EndCommand(c.trk, c.multi.active || cmd != nil && (cmd.Name == "client" || cmd.Parent() != nil && cmd.Parent().Name == "client"))
+	}
+}
+
+// rememberRead remembers the keys of the client's running command (a
+// tracking client's, trkCmd) if it is a read; under the engine's lock.
+func (c *Client) rememberRead() {
+	cmd := c.trkCmd
+	switch {
+	case !cmd.Is(cmdtable.FlagReadonly), cmd.Is(cmdtable.FlagPubSub):
+	case cmd.Name == "eval_ro", cmd.Name == "evalsha_ro", cmd.Name == "fcall_ro":
+		// They remember their keys when their script reads (Call).
+	default:
+		c.rememberKeys(cmd, c.trkArgs)
+	}
+}
+
+// rememberKeys remembers the key arguments of cmd (args) for c.
+func (c *Client) rememberKeys(cmd *cmdtable.Command, args [][]byte) {
+	if !c.trk.RemembersReads() {
+		return
+	}
+	var buf [8]int
+	pos, _ := cmd.KeyPositions(args, buf[:0])
+	keys := make([][]byte, len(pos))
+	for i, p := range pos {
+		keys[i] = args[p]
+	}
+	c.s.trk.Remember(c.trk, keys)
+}
+
+// sendTracking is sendTrackingMessage: it tells tc's client that keys
+// (all keys, if null) are invalid, or sends it "tracking-redir-broken" if
+// its redirection client is gone. A push to self (the client whose
+// replies the caller writes, or nil) goes to selfW; others are pushed to.
+func (s *Server) sendTracking(self *Client, selfW *resp.Writer, tc *tracking.Client, keys [][]byte, null bool) {
+	c := s.clientByID(tc.ID())
+	if c == nil {
+		return
+	}
+	dst, redirected := c, false
+	if id := tc.Redirect(); id != 0 {
+		if dst = s.clientByID(id); dst == nil || !dst.pushable() {
+			tc.MarkBroken()
+			if c.protoVer.Load() > 2 {
+				w := resp.Writer{Proto: 3}
+				w.Push(2)
+				w.BulkString("tracking-redir-broken")
+				w.Int(id)
+				s.pushTo(self, selfW, c, w.Buf)
+			}
+			return
+		}
+		redirected = true
+	}
+	w := resp.Writer{Proto: int(dst.protoVer.Load())}
+	switch {
+	case w.Proto > 2:
+		w.Push(2)
+		w.BulkString("invalidate")
+	case redirected && dst.nSub.Load()+dst.nPSub.Load()+dst.nSSub.Load() > 0:
+		w.Push(3)
+		w.BulkString("message")
+		w.BulkString("__redis__:invalidate")
+	default:
+		return // RESP2 has no pushes
+	}
+	if null {
+		nw := resp.Writer{Proto: int(c.protoVer.Load())} // as Redis: the tracker's null
+		nw.Null()
+		w.Raw(nw.Buf)
+	} else {
+		w.Array(len(keys))
+		for _, k := range keys {
+			w.Bulk(k)
+		}
+	}
+	s.pushTo(self, selfW, dst, w.Buf)
+}
+
+// pushTo appends b to selfW if dst is self, else pushes it to dst.
+func (s *Server) pushTo(self *Client, selfW *resp.Writer, dst *Client, b []byte) {
+	if dst == self {
+		selfW.Raw(b)
+		return
+	}
+	dst.pushAsync(b)
+}
+
+// pushable reports whether the client takes pushes (it is not closing).
+func (c *Client) pushable() bool {
+	c.pushMu.Lock()
+	defer c.pushMu.Unlock()
+	return !c.gone
+}
+
+// clientByID returns the connected client id, or nil.
+func (s *Server) clientByID(id int64) *Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[id]
+}
+
+// endTracking turns tracking off for a client that is gone (its
+// goroutine has ended; no lock is held).
+func (c *Client) endTracking() {
+	if c.trk.On() {
+		c.s.trk.Disable(c.trk)
+		c.s.refreshObserving()
+	}
+}

@@ -71,8 +71,53 @@ func (c *Client) ensurePushOut() *pushOut {
 	q := &pushOut{c: c, proto: c.w.Proto, done: make(chan struct{})}
 	q.cond.L = &q.mu
 	c.out = q
+	c.pushMu.Lock()
+	c.pushQ = q
+	q.buf = append(q.buf, c.inbox...) // pushes sent before (pushAsync)
+	c.inbox = nil
+	c.hasInbox.Store(false)
+	c.pushMu.Unlock()
 	go q.run()
 	return q
+}
+
+// pushAsync sends the client b, encoded pushes, from another client's
+// goroutine (tracking's invalidations): through its output queue, or, if
+// it has none yet, into its inbox, waking its goroutine (a read deadline
+// in the past), which then takes the inbox into a new queue (takeInbox)
+// as soon as it waits for input. It reports false if the client is
+// closing or in-process (a Local, which has no connection to push to).
+// It never waits for the client's socket.
+func (c *Client) pushAsync(b []byte) bool {
+	c.pushMu.Lock()
+	defer c.pushMu.Unlock()
+	switch {
+	case c.gone, c.noBlock:
+		return false
+	case c.pushQ != nil:
+		c.pushQ.deliverRaw(b)
+	default:
+		c.inbox = append(c.inbox, b...)
+		// A blocked client's deadline belongs to its socket watcher: it
+		// takes the inbox once unblocked (armDeadline wakes it then).
+		if !c.hasInbox.Swap(true) && !c.blocked.Load() {
+			c.nc.SetReadDeadline(time.Now())
+		}
+	}
+	return true
+}
+
+// takeInbox gives the client an output queue holding what pushAsync left
+// in its inbox (the client's goroutine).
+func (c *Client) takeInbox() { c.ensurePushOut() }
+
+// markGone stops pushes to the client (it quits or is gone): a client
+// redirecting its invalidations here finds its redirection broken.
+func (c *Client) markGone() {
+	c.pushMu.Lock()
+	c.gone = true
+	c.inbox = nil
+	c.pushMu.Unlock()
 }
 
 // run is the writer goroutine.

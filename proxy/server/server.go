@@ -20,6 +20,7 @@ import (
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/proxy/script"
+	"github.com/spillway/spillway/proxy/tracking"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -52,6 +53,13 @@ type Server struct {
 	// pubsub holds the Pub/Sub subscriptions (embedded mode; upstream
 	// mode forwards Pub/Sub to the upstream).
 	pubsub *pubsub.Hub
+	// trk is client-side caching's table (notify.go); trkCur is the
+	// client whose command holds the engine's lock (nil: none), which
+	// tracking's NOLOOP and self-invalidations need; guarded by the lock.
+	trk       *tracking.Table
+	trkCur    *Client
+	trkMaxKey atomic.Int64 // tracking-table-max-keys
+	trkCron   sync.Once
 
 	mu        sync.Mutex
 	listeners []boundListener // guarded by mu, like boundPort and serving
@@ -129,9 +137,11 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		shutdownReq: make(chan struct{}),
 		blocking:    newBlockRegistry(engine),
 		pubsub:      pubsub.New(),
+		trk:         tracking.NewTable(),
 	}
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
+	s.initTracking()
 	s.initInfo()
 	s.scripts = script.New(script.Options{Logger: log})
 	s.updateNoReplicas("")
@@ -353,6 +363,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			defer s.wg.Done()
 			c.serve()
 			c.unwatchAll()
+			c.endTracking()
 			s.mu.Lock()
 			delete(s.clients, c.id)
 			s.mu.Unlock()
