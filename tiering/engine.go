@@ -92,6 +92,9 @@ type Engine struct {
 	blockedClients atomic.Int64
 	// expiryPaused suspends the expiry sweeper (SetExpiryPaused).
 	expiryPaused atomic.Bool
+	// sweepObserver is told how long each sweep cycle took
+	// (ObserveSweeps); nil: no one asked.
+	sweepObserver atomic.Pointer[func(time.Duration)]
 	// held is the open transaction's number (0 when none), so that a
 	// goroutine can tell whether it holds the lock (Engine.HeldBy).
 	held  atomic.Uint64

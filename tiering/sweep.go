@@ -20,6 +20,7 @@ func (e *Engine) sweepLoop() {
 		case <-e.stop:
 			return
 		case <-t.C:
+			start := time.Now()
 			for !e.expiryPaused.Load() {
 				n, err := e.SweepExpired(e.opts.SweepPerTick)
 				if err != nil {
@@ -35,9 +36,19 @@ func (e *Engine) sweepLoop() {
 				default:
 				}
 			}
+			if fn := e.sweepObserver.Load(); fn != nil {
+				(*fn)(time.Since(start))
+			}
 		}
 	}
 }
+
+// ObserveSweeps makes the expiry sweeper call fn with the duration of
+// each of its cycles (every sweepInterval, the expired keys it found then
+// removed), from the sweeper's goroutine: the latency monitor's
+// "expire-cycle" event, as Redis's activeExpireCycle reports it. fn must
+// be quick; a later call replaces fn.
+func (e *Engine) ObserveSweeps(fn func(time.Duration)) { e.sweepObserver.Store(&fn) }
 
 type expiryRef struct {
 	at  int64

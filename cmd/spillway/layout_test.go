@@ -27,6 +27,8 @@ var importRules = map[string][]string{
 	"proxy/rdb":        {""},
 	"proxy/hll":        {""},
 	"proxy/geohash":    {""},
+	"proxy/slowlog":    {""},
+	"proxy/latency":    {""},
 	"proxy/resp":       {"proxy/cstr"},
 	"proxy/strops":     {"proxy/cstr", "proxy/resp"},
 	"proxy/cmdtable":   {"proxy/cstr", "proxy/resp"},

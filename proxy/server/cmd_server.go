@@ -1,13 +1,17 @@
 package server
 
 import (
+	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/resp"
+	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -27,6 +31,7 @@ func registerAdmin(t *Table) {
 	t.Register("config|rewrite", cmdConfigRewrite)
 	t.Register("config|help", HelpHandler(configHelp))
 	registerClusterDisabled(t)
+	registerMonitors(t)
 }
 
 // registerClusterDisabled answers CLUSTER (every subcommand, HELP
@@ -293,3 +298,229 @@ func cmdConfigRewrite(x *Ctx, _ [][]byte) error {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// registerMonitors adds SLOWLOG and LATENCY (their state: initMonitors).
+func registerMonitors(t *Table) {
+	t.Register("slowlog|get", cmdSlowlogGet)
+	t.Register("slowlog|len", func(x *Ctx, _ [][]byte) error { x.W.Int(int64(x.c.s.slowlog.Len())); return nil })
+	t.Register("slowlog|reset", func(x *Ctx, _ [][]byte) error { x.c.s.slowlog.Reset(); x.W.OK(); return nil })
+	t.Register("slowlog|help", HelpHandler(slowlogHelp))
+	t.Register("latency|latest", cmdLatencyLatest)
+	t.Register("latency|history", cmdLatencyHistory)
+	t.Register("latency|reset", cmdLatencyReset)
+	t.Register("latency|graph", cmdLatencyGraph)
+	t.Register("latency|doctor", cmdLatencyDoctor)
+	t.Register("latency|histogram", cmdLatencyHistogram)
+	t.Register("latency|help", HelpHandler(latencyHelp))
+}
+
+// initMonitors readies the slow log and the latency monitor, following
+// slowlog-log-slower-than, slowlog-max-len and latency-monitor-threshold
+// as they are set, and feeds the expiry sweeper's cycles to the monitor
+// as Redis's "expire-cycle" event.
+func (s *Server) initMonitors() {
+	s.slowlog, s.latency = slowlog.New(), latency.New()
+	setting := func(name string) int64 {
+		v, _ := strconv.ParseInt(s.configValue(name), 10, 64)
+		return v
+	}
+	apply := func(string) {
+		s.slowlog.SetMaxLen(setting("slowlog-max-len"))
+		s.slowlog.SetThreshold(setting("slowlog-log-slower-than"))
+		s.latency.SetThreshold(setting("latency-monitor-threshold"))
+		watch := int64(math.MaxInt64)
+		if us := s.slowlog.Threshold(); us >= 0 && us < math.MaxInt64/1000 {
+			watch = us * 1000
+		}
+		if ms := s.latency.Threshold(); ms > 0 && ms < math.MaxInt64/1_000_000 {
+			watch = min(watch, ms*1_000_000)
+		}
+		s.watchNs.Store(watch)
+	}
+	apply("")
+	for _, name := range []string{"slowlog-max-len", "slowlog-log-slower-than", "latency-monitor-threshold"} {
+		s.cfg.OnChange(name, apply)
+	}
+	s.engine.ObserveSweeps(func(d time.Duration) {
+		if ms := d.Milliseconds(); s.latency.Over(ms) {
+			s.latency.Add("expire-cycle", ms, time.Now().Unix())
+		}
+	})
+}
+
+// noteSlow records a command that ran for d, at least s.watchNs: in the
+// latency monitor ("fast-command" for a command flagged fast, else
+// "command") and in the slow log (not EXEC, whose commands are logged
+// each, nor the other skip_slowlog commands), its arguments redacted as
+// Redis redacts them.
+func (c *Client) noteSlow(cmd *cmdtable.Command, args [][]byte, d time.Duration) {
+	s := c.s
+	us := int64(d / time.Microsecond)
+	now := time.Now().Unix()
+	if ms := us / 1000; s.latency.Over(ms) {
+		event := "command"
+		if cmd.Is(cmdtable.FlagFast) {
+			event = "fast-command"
+		}
+		s.latency.Add(event, ms, now)
+	}
+	if s.slowlog.Slow(us) && !cmd.Is(cmdtable.FlagSkipSlowlog) {
+		addr := "?:0" // a script's calls, as Redis's Lua client shows
+		if c != s.luaClient {
+			addr = c.nc.RemoteAddr().String()
+		}
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		s.slowlog.Add(args, redactedArgs(args), us, now, addr, name)
+	}
+}
+
+func cmdSlowlogGet(x *Ctx, args [][]byte) error {
+	count := int64(10)
+	if len(args) == 3 {
+		n, ok := cstr.ParseInt(args[2])
+		if !ok || n < -1 {
+			return resp.Err("ERR count should be greater than or equal to -1")
+		}
+		count = n
+	}
+	entries := x.c.s.slowlog.Get(count)
+	x.W.Array(len(entries))
+	for _, e := range entries {
+		x.W.Array(6)
+		x.W.Int(e.ID)
+		x.W.Int(e.Time)
+		x.W.Int(e.Duration)
+		x.W.Array(len(e.Args))
+		for _, a := range e.Args {
+			x.W.Bulk(a)
+		}
+		x.W.BulkString(e.Addr)
+		x.W.BulkString(e.Name)
+	}
+	return nil
+}
+
+func cmdLatencyLatest(x *Ctx, _ [][]byte) error {
+	latest := x.c.s.latency.Latest()
+	x.W.Array(len(latest))
+	for _, l := range latest {
+		x.W.Array(4)
+		x.W.BulkString(l.Event)
+		x.W.Int(l.Time)
+		x.W.Int(l.Latency)
+		x.W.Int(l.Max)
+	}
+	return nil
+}
+
+func cmdLatencyHistory(x *Ctx, args [][]byte) error {
+	samples := x.c.s.latency.History(string(args[2]))
+	x.W.Array(len(samples))
+	for _, s := range samples {
+		x.W.Array(2)
+		x.W.Int(s.Time)
+		x.W.Int(s.Latency)
+	}
+	return nil
+}
+
+func cmdLatencyReset(x *Ctx, args [][]byte) error {
+	events := make([]string, 0, len(args)-2)
+	for _, a := range args[2:] {
+		events = append(events, string(a))
+	}
+	x.W.Int(int64(x.c.s.latency.Reset(events...))) // none named: all
+	return nil
+}
+
+func cmdLatencyGraph(x *Ctx, args [][]byte) error {
+	g, ok := x.c.s.latency.Graph(string(args[2]), time.Now().Unix())
+	if !ok {
+		return resp.Err("ERR No samples available for event '" + string(args[2]) + "'")
+	}
+	x.W.Verbatim("txt", []byte(g))
+	return nil
+}
+
+func cmdLatencyDoctor(x *Ctx, _ [][]byte) error {
+	s := x.c.s
+	report := s.latency.Doctor(latency.DoctorInput{
+		Now:               time.Now().Unix(),
+		SlowlogSlowerThan: s.slowlog.Threshold(),
+		Hz:                10, // INFO's hz
+		FsyncAlways:       s.configValue("appendfsync") == "always",
+		AnonHugePages:     anonHugePages(),
+	})
+	x.W.Verbatim("txt", []byte(report))
+	return nil
+}
+
+// anonHugePages reports whether the process uses transparent huge pages
+// (AnonHugePages in /proc/self/smaps_rollup), as Redis's
+// THPGetAnonHugePagesSize.
+func anonHugePages() bool {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "AnonHugePages:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb > 0
+		}
+	}
+	return false
+}
+
+// cmdLatencyHistogram replies each command's (and subcommand's) latency
+// distribution from INFO latencystats' histograms, those named (a
+// container names its subcommands; unknown names are skipped) or all:
+// a map of full names to {calls, histogram_usec}.
+func cmdLatencyHistogram(x *Ctx, args [][]byte) error {
+	s := x.c.s
+	var cmds []*cmdtable.Command
+	var all func([]*cmdtable.Command)
+	all = func(list []*cmdtable.Command) {
+		for _, cmd := range list {
+			cmds = append(cmds, cmd)
+			all(cmd.Subcommands)
+		}
+	}
+	if len(args) == 2 {
+		all(cmdtable.All())
+	}
+	for _, a := range args[2:] {
+		if cmd := cmdtable.LookupFullName(a); cmd != nil {
+			cmds = append(cmds, cmd)
+			cmds = append(cmds, cmd.Subcommands...)
+		}
+	}
+	type row struct {
+		name  string
+		calls int64
+		pairs [][2]int64
+	}
+	var rows []row
+	for _, cmd := range cmds {
+		if h := s.info.cmds[cmd.ID()].hist.Load(); h != nil {
+			calls, pairs := h.CDF()
+			rows = append(rows, row{cmd.Name, calls, pairs})
+		}
+	}
+	x.W.Map(len(rows))
+	for _, r := range rows {
+		x.W.BulkString(r.name)
+		x.W.Map(2)
+		x.W.BulkString("calls")
+		x.W.Int(r.calls)
+		x.W.BulkString("histogram_usec")
+		x.W.Map(len(r.pairs))
+		for _, p := range r.pairs {
+			x.W.Int(p[0])
+			x.W.Int(p[1])
+		}
+	}
+	return nil
+}

@@ -207,7 +207,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 // replied an error of its own. Errors of the commands it ran inside
 // (EXEC's queue) were counted for those: Redis's prev_err_count, per
 // client. The counters are the command's entry of a slice indexed by its
-// ID: no map lookup, no lock, no allocation.
+// ID: no map lookup, no lock, no allocation. A command at least as slow as
+// the slow log's or the latency monitor's threshold is recorded there
+// (noteSlow); any other pays one comparison.
 func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, start time.Time) {
 	c.stat.errMark = c.stat.errs
 	c.stat.blocked, c.stat.evKey = 0, nil
@@ -226,6 +228,9 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	st.calls.Add(1)
 	if c.s.info.latency.Load() {
 		st.record(d)
+	}
+	if int64(d) >= c.s.watchNs.Load() { // the slow log's or the latency monitor's
+		c.noteSlow(cmd, args, d)
 	}
 	if c.stat.errs != c.stat.errMark {
 		st.failed.Add(1)

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"math"
-	"math/bits"
 	"os"
 	"runtime"
 	"sort"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/tiering"
 )
@@ -138,80 +137,24 @@ type infoState struct {
 type cmdStat struct {
 	calls, nanos, rejected, failed atomic.Int64
 	// hist is the latency histogram, allocated at the first call.
-	hist atomic.Pointer[latHist]
+	hist atomic.Pointer[latency.Histogram]
 	_    [3]int64
-}
-
-// latHist is a latency histogram over nanoseconds: exact below 16 ns,
-// then 16 buckets per power of two (an error under 7%, where Redis's HDR
-// histogram keeps two significant digits).
-type latHist [61 * 16]atomic.Int64
-
-func latBucket(ns int64) int {
-	if ns < 16 {
-		return int(max(ns, 0))
-	}
-	exp := bits.Len64(uint64(ns)) - 1 // >= 4
-	return (exp-3)*16 + int(ns>>(exp-4))&15
-}
-
-// latValue is the highest value bucket i holds.
-func latValue(i int) int64 {
-	if i < 16 {
-		return int64(i)
-	}
-	shift := i/16 - 1
-	return (int64(16+i%16)+1)<<shift - 1
 }
 
 // record adds one command's duration to st's histogram.
 func (st *cmdStat) record(d time.Duration) {
 	h := st.hist.Load()
 	if h == nil {
-		h = new(latHist)
+		h = new(latency.Histogram)
 		if !st.hist.CompareAndSwap(nil, h) {
 			h = st.hist.Load()
 		}
 	}
-	h[latBucket(int64(d))].Add(1)
+	h.Record(int64(d))
 }
 
 // latPercentiles are Redis's default latency-tracking-info-percentiles.
-var latPercentiles = []struct {
-	name string
-	p    float64
-}{{"p50", 50}, {"p99", 99}, {"p99.9", 99.9}}
-
-// appendPercentiles appends "p50=%.3f,p99=...,p99.9=..." in microseconds,
-// as Redis's fillPercentileDistributionLatencies; false if h is empty.
-func (h *latHist) appendPercentiles(b []byte) ([]byte, bool) {
-	var counts [len(latHist{})]int64
-	var total int64
-	for i := range h {
-		counts[i] = h[i].Load()
-		total += counts[i]
-	}
-	if total == 0 {
-		return b, false
-	}
-	for j, pc := range latPercentiles {
-		want := max(int64(math.Ceil(pc.p/100*float64(total))), 1)
-		var seen int64
-		i := 0
-		for ; i < len(counts)-1; i++ {
-			if seen += counts[i]; seen >= want {
-				break
-			}
-		}
-		if j > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, pc.name...)
-		b = append(b, '=')
-		b = strconv.AppendFloat(b, float64(latValue(i))/1000, 'f', 3, 64)
-	}
-	return b, true
-}
+var latPercentiles = []latency.Percentile{{Name: "p50", P: 50}, {Name: "p99", P: 99}, {Name: "p99.9", P: 99.9}}
 
 // clientStat is what the statistics keep per client: its error replies,
 // where the running command's count of them started, and how long it has
@@ -680,7 +623,7 @@ func (s *Server) infoLatencyStats(sb *strings.Builder) {
 				line = append(append(line[:0], "latency_percentiles_usec_"...), cmd.Name...)
 				line = append(line, ':')
 				var ok bool
-				if line, ok = h.appendPercentiles(line); ok {
+				if line, ok = h.AppendPercentiles(line, latPercentiles); ok {
 					sb.Write(append(line, "\r\n"...))
 				}
 			}

@@ -145,9 +145,12 @@ func (c *Client) monitorLine(now time.Time, args [][]byte) []byte {
 }
 
 // redactedArgs returns the bit set of the arguments Redis redacts before
-// showing a command: AUTH's (in its two- and three-argument forms),
-// HELLO's AUTH username and password, MIGRATE's AUTH password and AUTH2
-// username and password, as far as the command's own parsing reaches.
+// showing a command (MONITOR, SLOWLOG GET): AUTH's (in its two- and
+// three-argument forms), HELLO's AUTH username and password, MIGRATE's
+// AUTH password and AUTH2 username and password, as far as the command's
+// own parsing reaches; CONFIG SET's values of sensitive settings
+// (masteruser, masterauth, requirepass) and every argument of ACL SETUSER
+// after the subcommand (MONITOR never shows these admin commands).
 func redactedArgs(args [][]byte) uint64 {
 	var set uint64
 	mark := func(i int) {
@@ -182,6 +185,16 @@ func redactedArgs(args [][]byte) uint64 {
 			default:
 				return set
 			}
+		}
+	case cstr.EqualFold(name, "config") && len(args) >= 4 && len(args)%2 == 0 && cstr.EqualFold(args[1], "set"):
+		for j := 2; j+1 < len(args); j += 2 {
+			if cstr.EqualFold(args[j], "masteruser") || cstr.EqualFold(args[j], "masterauth") || cstr.EqualFold(args[j], "requirepass") {
+				mark(j + 1)
+			}
+		}
+	case cstr.EqualFold(name, "acl") && len(args) >= 3 && cstr.EqualFold(args[1], "setuser"):
+		for j := 2; j < len(args); j++ {
+			mark(j)
 		}
 	case cstr.EqualFold(name, "migrate"):
 		for j := 6; j < len(args); j++ {

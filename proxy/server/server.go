@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/proxy/script"
+	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/proxy/tracking"
 	"github.com/spillway/spillway/tiering"
 )
@@ -103,6 +105,13 @@ type Server struct {
 	stats    serverStats
 	// info holds the command, error, dirty and memory statistics (info.go).
 	info infoState
+	// slowlog and latency are SLOWLOG's log and LATENCY's monitor;
+	// watchNs is the shortest command duration either records, in ns
+	// (math.MaxInt64: neither), the one comparison callCounted makes
+	// (cmd_server.go).
+	slowlog *slowlog.Log
+	latency *latency.Monitor
+	watchNs atomic.Int64
 
 	// shutdownReq is signalled by SHUTDOWN.
 	shutdownReq chan struct{}
@@ -143,6 +152,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initKeyEvents()
 	s.initTracking()
 	s.initInfo()
+	s.initMonitors()
 	s.scripts = script.New(script.Options{Logger: log})
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
