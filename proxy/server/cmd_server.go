@@ -378,6 +378,9 @@ func (c *Client) noteSlow(cmd *cmdtable.Command, args [][]byte, d time.Duration)
 
 func cmdSlowlogGet(x *Ctx, args [][]byte) error {
 	count := int64(10)
+	if len(args) > 3 {
+		return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + cstr.ErrArg(args[1]) + "'. Try SLOWLOG HELP.")
+	}
 	if len(args) == 3 {
 		n, ok := cstr.ParseInt(args[2])
 		if !ok || n < -1 {
