@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
 )
 
 // sweepInterval is how often the expiry sweeper runs.
@@ -20,9 +21,10 @@ func (e *Engine) sweepLoop() {
 		case <-e.stop:
 			return
 		case <-t.C:
-			start := time.Now()
+			var held time.Duration // under the lock, not waiting for it
 			for !e.expiryPaused.Load() {
-				n, err := e.SweepExpired(e.opts.SweepPerTick)
+				n, d, err := e.sweep(e.opts.SweepPerTick)
+				held += d
 				if err != nil {
 					e.opts.Logger.Error("expiry sweep failed", "err", err)
 					break
@@ -37,7 +39,7 @@ func (e *Engine) sweepLoop() {
 				}
 			}
 			if fn := e.sweepObserver.Load(); fn != nil {
-				(*fn)(time.Since(start))
+				(*fn)(held)
 			}
 		}
 	}
@@ -45,7 +47,8 @@ func (e *Engine) sweepLoop() {
 
 // ObserveSweeps makes the expiry sweeper call fn with the duration of
 // each of its cycles (every sweepInterval, the expired keys it found then
-// removed), from the sweeper's goroutine: the latency monitor's
+// removed), the time it held the engine's lock (not the time it waited
+// for it, nor the log's sync), from the sweeper's goroutine: the latency monitor's
 // "expire-cycle" event, as Redis's activeExpireCycle reports it. fn must
 // be quick; a later call replaces fn.
 func (e *Engine) ObserveSweeps(fn func(time.Duration)) { e.sweepObserver.Store(&fn) }
@@ -59,16 +62,36 @@ type expiryRef struct {
 // SweepExpired removes up to limit expired keys (and stale index entries)
 // and returns how many index entries it processed.
 func (e *Engine) SweepExpired(limit int) (int, error) {
+	n, _, err := e.sweep(limit)
+	return n, err
+}
+
+// sweep is SweepExpired, also returning how long it held the engine's
+// lock.
+func (e *Engine) sweep(limit int) (n int, held time.Duration, err error) {
 	tx := e.begin()
+	start := time.Now()
+	n, p, err := e.sweepTx(tx, limit)
+	held = time.Since(start) // the commit released the lock
+	if err != nil {
+		return 0, held, err
+	}
+	return n, held, p.Wait()
+}
+
+// sweepTx removes up to limit expired keys in tx and commits it (or
+// aborts it on an error), returning the sync to wait for.
+func (e *Engine) sweepTx(tx *Tx, limit int) (int, coldstore.Pending, error) {
+	var none coldstore.Pending
 	refs, malformed, err := e.dueExpiries(tx.now, limit)
 	if err != nil {
 		tx.abort()
-		return 0, err
+		return 0, none, err
 	}
 	for _, k := range malformed {
 		if err := tx.batch.Delete(k); err != nil {
 			tx.abort()
-			return 0, err
+			return 0, none, err
 		}
 	}
 	for _, r := range refs {
@@ -76,26 +99,26 @@ func (e *Engine) SweepExpired(limit int) (int, error) {
 		cur, wasHot, err := tx.stored(r.db, r.key, tx.hk)
 		if err != nil {
 			tx.abort()
-			return 0, err
+			return 0, none, err
 		}
 		if cur != nil && cur.ExpireAt == r.at {
 			if err := tx.expire(r.db, r.key, cur, wasHot); err != nil {
 				tx.abort()
-				return 0, err
+				return 0, none, err
 			}
 			continue
 		}
 		// The key is gone or carries another expiry: the entry is stale.
 		if err := tx.batch.DeleteExpiry(r.at, r.db, r.key); err != nil {
 			tx.abort()
-			return 0, err
+			return 0, none, err
 		}
 	}
 	p, err := tx.commit()
 	if err != nil {
-		return 0, err
+		return 0, none, err
 	}
-	return len(refs) + len(malformed), p.Wait()
+	return len(refs) + len(malformed), p, nil
 }
 
 // dueExpiries lists up to limit expiry index entries due before now, and
