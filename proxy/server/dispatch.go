@@ -176,8 +176,13 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	// As Redis, CLIENT PAUSE holds a command before MULTI queues it, and
 	// CLIENT LIST shows the command a postponed or queueing client sent.
 	c.lastCmd.Store(cmd)
-	if c.s.paused.Load() && !c.postponeIfPaused(c.mayWrite(cmd, args)) {
-		return
+	if c.s.paused.Load() {
+		if !c.postponeIfPaused(c.mayWrite(cmd, args)) {
+			return
+		}
+		// Timed from when it runs, as Redis times a postponed command it
+		// processes again: the pause is not its latency.
+		start = time.Now()
 	}
 	if c.multi.active && !runsInMulti(cmd) {
 		c.queueCommand(cmd, args)
