@@ -26,6 +26,7 @@ func Register(t *server.Table) {
 	registerHLL(t)
 	registerSort(t)
 	registerGeo(t)
+	registerACL(t)
 }
 
 // Table returns a table holding every command of the library.

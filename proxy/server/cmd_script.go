@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/script"
@@ -164,7 +165,7 @@ type scriptHost struct {
 func (s *Server) scriptHost(c *Client) *scriptHost {
 	sc := s.luaClient
 	if sc == nil {
-		sc = &Client{s: s, id: s.nextID.Add(1), authed: true, user: "default", created: time.Now()}
+		sc = &Client{s: s, id: s.nextID.Add(1), authed: true, user: s.acl.Default(), created: time.Now()}
 		s.luaClient = sc
 	}
 	sc.db = c.db
@@ -191,6 +192,24 @@ func (h *scriptHost) Rejected(cmd *cmdtable.Command, msg string) {
 	}
 	h.sc.s.countError(msg)
 	h.caller.stat.scriptErrs++
+}
+
+// ACLCheck implements script.Host: the call against the permissions of
+// the caller's user; a refusal logged is in the lua context and names
+// the caller's client.
+func (h *scriptHost) ACLCheck(cmd *cmdtable.Command, args [][]byte, log bool) string {
+	c := h.caller
+	if !c.aclOn.Load() {
+		return ""
+	}
+	reason, pos := c.userOf().Rules().Check(cmd, args)
+	if reason == acl.OK {
+		return ""
+	}
+	if log {
+		c.logDenial(c, reason, acl.CtxLua, denialObject(reason, cmd, args, pos), "", nil)
+	}
+	return "The user executing the script " + reason.Message()
 }
 
 // WriteRefusal implements script.Host: NOREPLICAS while min-replicas-to-write

@@ -281,6 +281,9 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		for _, q := range queue {
 			c.mark = c.w.Len()
 			c.lastCmd.Store(q.cmd)
+			if !c.execPermitted(q.cmd, q.args) {
+				continue
+			}
 			c.callCounted(q.cmd, c.s.table.Handler(q.cmd), q.args, time.Now())
 			if c.groupErr != nil {
 				break

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/proxy/script"
@@ -46,6 +47,10 @@ type Server struct {
 	// abortScript: SHUTDOWN NOSAVE killed the running script, whose writes
 	// must be discarded.
 	abortScript atomic.Bool
+
+	// acl holds the ACL users and the ACL LOG (embedded mode checks
+	// commands against them; the default user follows requirepass).
+	acl *acl.Registry
 
 	// fwd is the forwarding front (upstream mode); nil in embedded mode.
 	fwd Forwarder
@@ -127,6 +132,15 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		blocking:    newBlockRegistry(engine),
 		pubsub:      pubsub.New(),
 	}
+	s.acl = acl.NewRegistry()
+	s.acl.SetDefaultPassword(cfg.RequirePass())
+	cfg.OnChange("requirepass", func(v string) {
+		s.acl.SetDefaultPassword(v)
+		s.refreshACL(nil, s.acl.Default(), nil)
+	})
+	pubsubDefault := func(v string) { s.acl.SetPubSubDefault(v == "allchannels") }
+	pubsubDefault(mustValue(cfg, "acl-pubsub-default"))
+	cfg.OnChange("acl-pubsub-default", pubsubDefault)
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
 	s.initInfo()
@@ -138,8 +152,47 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 }
 
 // LoadState loads what embedded mode keeps besides keys (the FUNCTION
-// libraries) from the store; call it before Serve.
-func (s *Server) LoadState() error { return s.loadFunctions() }
+// libraries) from the store, and the ACL users of the config file (user
+// directives) or of its aclfile; call it before Serve.
+func (s *Server) LoadState() error {
+	if err := s.loadUsers(); err != nil {
+		return err
+	}
+	return s.loadFunctions()
+}
+
+func mustValue(cfg *config.Config, name string) string {
+	v, _ := cfg.Value(name)
+	return v
+}
+
+// loadUsers applies the config file's user directives, or the aclfile's
+// users (Redis refuses both at once). A user defined twice, or rules
+// Redis would refuse, fail the start.
+func (s *Server) loadUsers() error {
+	file := mustValue(s.cfg, "aclfile")
+	dirs := s.cfg.Users()
+	if file != "" && len(dirs) > 0 {
+		return errors.New("acl: configuring users in the config file (user) and an aclfile at the same time is invalid")
+	}
+	if file != "" {
+		users, err := acl.LoadFile(file, s.acl.PubSubDefault())
+		if err != nil {
+			return fmt.Errorf("acl: %w", err)
+		}
+		s.acl.Replace(users)
+		return nil
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	users, err := acl.ParseUsers(dirs, s.acl.PubSubDefault())
+	if err != nil {
+		return fmt.Errorf("acl: config file: %w", err)
+	}
+	s.acl.Replace(users)
+	return nil
+}
 
 // Listen binds every configured address (bind) on the configured port,
 // and registers the CONFIG SET port/bind apply hook that rebinds them. An
