@@ -61,7 +61,7 @@ var aclHelp = []string{
 	"WHOAMI",
 	"    Return the current connection username.",
 	"HELP",
-	"    Print this help.",
+	"    Prints this help.",
 }
 
 // safeErr is addReplyErrorSdsSafe: an error text whose line breaks
