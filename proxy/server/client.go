@@ -457,6 +457,7 @@ func (c *Client) permitted(cmd *cmdtable.Command, args [][]byte) bool {
 	if c.multi.active {
 		ctx = acl.CtxMulti
 	}
+	c.lastCmd.Store(cmd) // the entry's client line names it, as Redis's
 	c.logDenial(c, reason, ctx, denialObject(reason, cmd, args, pos), "", args)
 	var msg string
 	switch reason {

@@ -258,11 +258,20 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		return resp.Err("ERR EXEC without MULTI")
 	}
 	queue, failed := c.multi.queue, c.multi.failed
+	n, mem := c.multiLen.Load(), c.multiMem.Load()
 	c.discardMulti()
 	if failed {
 		c.unwatchAll()
 		return resp.Err("EXECABORT Transaction discarded because of previous errors.")
 	}
+	// As Redis, the client shows its transaction in CLIENT LIST (and ACL
+	// LOG's client lines) until EXEC ends.
+	c.multiLen.Store(n)
+	c.multiMem.Store(mem)
+	defer func() {
+		c.multiLen.Store(0)
+		c.multiMem.Store(0)
+	}()
 	start := c.w.Len()
 	err := c.runGroup(func(tx *tiering.Tx) error {
 		if c.multi.unwatchPending {
@@ -280,10 +289,10 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		c.w.Array(len(queue))
 		for _, q := range queue {
 			c.mark = c.w.Len()
-			c.lastCmd.Store(q.cmd)
 			if !c.execPermitted(q.cmd, q.args) {
 				continue
 			}
+			c.lastCmd.Store(q.cmd)
 			c.callCounted(q.cmd, c.s.table.Handler(q.cmd), q.args, time.Now())
 			if c.groupErr != nil {
 				break
