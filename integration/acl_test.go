@@ -27,7 +27,9 @@ func aclObserve(t *testing.T, srv *harness.Server) []string {
 	admin := srv.Conn(t)
 	bob := srv.Conn(t)
 	sub := srv.Conn(t)
-	do := func(who string, c *harness.Conn, args ...string) { note(who+" "+strings.Join(args, " "), c.Do(args...)) }
+	do := func(who string, c *harness.Conn, args ...string) {
+		note(who+" "+strings.Join(args, " "), c.Do(args...))
+	}
 	closed := func(who string, c *harness.Conn) {
 		_, gone := c.ReadAll(5 * time.Second) // a bound for a stuck server
 		obs = append(obs, fmt.Sprintf("%s closed: %v", who, gone))
