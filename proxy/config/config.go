@@ -31,6 +31,8 @@ type Config struct {
 	file string // absolute path of the config file, "" if none
 	// users are the user directives (Users).
 	users [][]string
+	// userLines gives CONFIG REWRITE the ACL users (SetUserLines).
+	userLines func() []string
 
 	// setMu serialises writers (Set, Rewrite) from validation to the end
 	// of their apply hooks.

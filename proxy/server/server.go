@@ -138,6 +138,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		s.acl.SetDefaultPassword(v)
 		s.refreshACL(nil, s.acl.Default(), nil)
 	})
+	cfg.SetUserLines(s.userLines)
 	pubsubDefault := func(v string) { s.acl.SetPubSubDefault(v == "allchannels") }
 	pubsubDefault(mustValue(cfg, "acl-pubsub-default"))
 	cfg.OnChange("acl-pubsub-default", pubsubDefault)
@@ -159,6 +160,19 @@ func (s *Server) LoadState() error {
 		return err
 	}
 	return s.loadFunctions()
+}
+
+// userLines are the ACL users as CONFIG REWRITE writes them ("user name
+// rules..."), or nil when an aclfile keeps them.
+func (s *Server) userLines() []string {
+	if mustValue(s.cfg, "aclfile") != "" {
+		return nil
+	}
+	var lines []string
+	for _, u := range s.acl.Users() {
+		lines = append(lines, "user "+u.Name()+" "+u.Rules().Describe())
+	}
+	return lines
 }
 
 func mustValue(cfg *config.Config, name string) string {
