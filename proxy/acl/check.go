@@ -119,6 +119,29 @@ func (s *selector) check(cmd *cmdtable.Command, args [][]byte, cache *keyCache) 
 	return OK, 0
 }
 
+// FullKeyAccess reports whether a selector allows cmd with args and has
+// the access the key flags f need (cmdtable.KeyAccess: read) to every
+// key: all keys, or a "*" pattern granting it (Redis's
+// ACLUserCheckCmdWithUnrestrictedKeyAccess).
+func (r *Rules) FullKeyAccess(cmd *cmdtable.Command, args [][]byte, f cmdtable.KeyFlag) bool {
+	var cache keyCache
+	need := keyAccess(f)
+	for _, s := range r.selectors {
+		if res, _ := s.check(cmd, args, &cache); res != OK {
+			continue
+		}
+		if s.allKeys {
+			return true
+		}
+		for _, k := range s.keys {
+			if k.perm&need == need && k.pattern == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // keyAccess maps key spec flags to the permission they need.
 func keyAccess(f cmdtable.KeyFlag) uint8 {
 	var p uint8

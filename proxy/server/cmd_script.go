@@ -169,6 +169,11 @@ func (s *Server) scriptHost(c *Client) *scriptHost {
 		s.luaClient = sc
 	}
 	sc.db = c.db
+	// As Redis, the script's commands run as the caller's user.
+	sc.mu.Lock()
+	sc.user = c.userOf()
+	sc.mu.Unlock()
+	sc.aclOn.Store(c.aclOn.Load())
 	sc.group, sc.groupErr, sc.txID = c.group, nil, c.txID
 	return &scriptHost{sc: sc, caller: c}
 }

@@ -162,6 +162,18 @@ func (x *Ctx) User() *acl.User { return x.c.userOf() }
 // (the caller after its reply).
 func (x *Ctx) UserChanged(u *acl.User, old *acl.Rules) { x.c.s.refreshACL(x.c, u, old) }
 
+// FullKeyReadAccess reports whether the calling user may run the command
+// args (the current one) with read access to every key, as Redis's
+// ACLUserCheckCmdWithUnrestrictedKeyAccess (SORT's BY and GET patterns).
+func (x *Ctx) FullKeyReadAccess(args [][]byte) bool {
+	c := x.c
+	if !c.aclOn.Load() {
+		return true
+	}
+	cmd := cmdtable.LookupArgs(args)
+	return cmd == nil || c.userOf().Rules().FullKeyAccess(cmd, args, cmdtable.KeyAccess)
+}
+
 // UsersDeleted disconnects the clients of users just removed (the caller
 // after its reply).
 func (x *Ctx) UsersDeleted(gone []*acl.User) { x.c.s.dropUsers(x.c, gone) }
