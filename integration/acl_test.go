@@ -108,6 +108,11 @@ func aclObserve(t *testing.T, srv *harness.Server) []string {
 
 	// Taking a channel away from a user disconnects its subscribers to it.
 	do("sub", sub, "AUTH", "bob", "pw")
+	do("sub", sub, "MULTI")
+	do("sub", sub, "SUBSCRIBE", "news", "other")
+	do("sub", sub, "PSUBSCRIBE", "news*")
+	do("sub", sub, "DISCARD")
+	do("sub", sub, "SSUBSCRIBE", "other")
 	do("sub", sub, "SUBSCRIBE", "news")
 	do("admin", admin, "ACL", "SETUSER", "bob", "&more")
 	do("admin", admin, "PUBLISH", "news", "still-subscribed")

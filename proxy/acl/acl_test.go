@@ -61,3 +61,48 @@ func TestDescribeMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// As Redis's "ACL GETUSER provides reasonable results": one category
+// added to nothing, or taken from everything, is described as just that.
+func TestDescribeSingleCategory(t *testing.T) {
+	for _, cat := range Categories() {
+		for _, c := range []struct{ rules, want string }{
+			{"+@all -@" + cat, "+@all -@" + cat},
+			{"-@all +@" + cat, "-@all +@" + cat},
+		} {
+			r, err := Parse(nil, append([]string{"reset"}, strings.Split(c.rules, " ")...), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, _ := r.Selector(0); got != c.want {
+				t.Errorf("%s: got %q", c.rules, got)
+			}
+		}
+	}
+}
+
+// As Redis's "ACLs set can include/exclude subcommands, if already full
+// command exists" and "ACL GETUSER is able to translate back command
+// permissions".
+func TestDescribeSubcommands(t *testing.T) {
+	for _, c := range []struct {
+		rules []string
+		want  string
+	}{
+		{[]string{"+memory|doctor"}, "-@all +memory|doctor"},
+		{[]string{"+memory|doctor", "+memory"}, "-@all +memory"},
+		{[]string{"+memory|doctor", "+memory", "+@all", "+client|id"}, "+@all"},
+		{[]string{"+@all", "-memory|doctor"}, "+@all -memory|doctor"},
+		{[]string{"+@all", "-memory|doctor", "-memory"}, "+@all -memory"},
+		{[]string{"+@all", "~*", "-debug", "+debug|digest"}, "+@all -debug +debug|digest"},
+		{[]string{"-@all", "+acl", "+incr", "+debug|object"}, "-@all +acl +incr +debug|object"},
+	} {
+		r, err := Parse(nil, c.rules, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := r.Selector(0); canon(got) != canon(c.want) {
+			t.Errorf("%q: got %q, want %q", c.rules, got, c.want)
+		}
+	}
+}

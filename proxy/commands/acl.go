@@ -70,6 +70,13 @@ func safeErr(msg string) error {
 	return resp.Err("ERR " + strings.NewReplacer("\r", " ", "\n", " ").Replace(msg))
 }
 
+// subcommandSyntax is addReplySubcommandSyntaxError: too many arguments
+// for a subcommand whose arity allows any number.
+func subcommandSyntax(args [][]byte) error {
+	return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + cstr.ErrArg(args[1]) +
+		"'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
+}
+
 func cmdACLSetUser(x *server.Ctx, args [][]byte) error {
 	ops := make([]string, len(args)-3)
 	for i, a := range args[3:] {
@@ -152,6 +159,9 @@ func aclList(x *server.Ctx, namesOnly bool) error {
 }
 
 func cmdACLCat(x *server.Ctx, args [][]byte) error {
+	if len(args) > 3 {
+		return subcommandSyntax(args)
+	}
 	if len(args) == 2 {
 		cats := acl.Categories()
 		x.W.Array(len(cats))
@@ -175,6 +185,9 @@ func cmdACLCat(x *server.Ctx, args [][]byte) error {
 const genpassMaxBits = 4096
 
 func cmdACLGenPass(x *server.Ctx, args [][]byte) error {
+	if len(args) > 3 {
+		return subcommandSyntax(args)
+	}
 	bits := int64(256)
 	if len(args) == 3 {
 		n, ok := cstr.ParseInt(args[2])
@@ -223,6 +236,9 @@ func cmdACLDryRun(x *server.Ctx, args [][]byte) error {
 }
 
 func cmdACLLog(x *server.Ctx, args [][]byte) error {
+	if len(args) > 3 {
+		return subcommandSyntax(args)
+	}
 	count := int64(10)
 	if len(args) == 3 {
 		if cstr.EqualFold(args[2], "reset") {
