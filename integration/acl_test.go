@@ -162,3 +162,24 @@ func TestACLMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// Users defined at start (user directives) work as in Redis, the default
+// user's included ("ACL from config file and config rewrite").
+func TestACLConfigUsersMatchRedis(t *testing.T) {
+	args := []string{"--user", "default", "on", "nopass", "~*", "&*", "+@all", "-flushdb",
+		"--user", "alice", "on", ">pw", "~a*", "+get"}
+	var obs [2][]string
+	for i, srv := range []*harness.Server{harness.StartRedis(t, args...), harness.StartSpillway(t, "", args...)} {
+		c := srv.Conn(t)
+		for _, cmd := range [][]string{
+			{"FLUSHDB"}, {"ACL", "LIST"}, {"AUTH", "alice", "pw"}, {"GET", "a1"}, {"GET", "b1"}, {"ACL", "WHOAMI"},
+		} {
+			obs[i] = append(obs[i], fmt.Sprintf("%s: %q", strings.Join(cmd, " "), c.Do(cmd...).Raw))
+		}
+	}
+	for i := range obs[0] {
+		if obs[0][i] != obs[1][i] {
+			t.Errorf("redis:    %s\nspillway: %s", obs[0][i], obs[1][i])
+		}
+	}
+}
