@@ -429,16 +429,14 @@ func (s *Server) refreshACL(self *Client, u *acl.User, old *acl.Rules) {
 }
 
 // dropUsers disconnects the clients of deleted users (ACL DELUSER, ACL
-// LOAD): as Redis, they are first put back to the default user,
-// unauthenticated; the caller itself is closed after its reply.
+// LOAD); the caller itself is closed after its reply. Until its
+// connection ends (after the command it may be running), a client keeps
+// the deleted user's rules: it never gains the default user's.
 func (s *Server) dropUsers(self *Client, gone []*acl.User) {
 	for _, cl := range s.clientList() {
 		u := cl.userOf()
 		for _, g := range gone {
 			if u == g {
-				cl.mu.Lock()
-				cl.user = s.acl.Default()
-				cl.mu.Unlock()
 				self.killClient(cl)
 			}
 		}
@@ -449,7 +447,7 @@ func (s *Server) dropUsers(self *Client, gone []*acl.User) {
 // calls it when aclOn is set). A refused command is logged (ACL LOG),
 // answered with Redis's NOPERM error and fails an open MULTI.
 func (c *Client) permitted(cmd *cmdtable.Command, args [][]byte) bool {
-	reason, pos := c.user.Rules().Check(cmd, args)
+	reason, pos := c.userOf().Rules().Check(cmd, args)
 	if reason == acl.OK {
 		return true
 	}
