@@ -186,7 +186,7 @@ func cmdHello(x *Ctx, args [][]byte) error {
 			return err
 		}
 	}
-	if !c.authed {
+	if !c.authed && !defaultNeedsNoAuth(c.s.acl) {
 		return resp.Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	if setName {
