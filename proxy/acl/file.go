@@ -65,10 +65,8 @@ func LoadFile(path string, allChannels bool) (map[string]*Rules, error) {
 		if line == "" {
 			continue
 		}
-		var argv []string
-		for _, f := range strings.Split(line, " ") {
-			argv = append(argv, f)
-		}
+		// As Redis (sdssplitlen), split on single spaces, no quoting.
+		argv := strings.Split(line, " ")
 		if argv[0] != "user" || len(argv) < 2 {
 			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, n)
 			continue
