@@ -64,12 +64,12 @@ func registerScripting(t *Table) {
 
 func cmdEval(x *Ctx, args [][]byte) error {
 	s := x.c.s
-	return x.c.runScript(func(h script.Host) { s.scripts.Eval(h, x.W, args) })
+	return x.c.runScript(args, func(h script.Host) { s.scripts.Eval(h, x.W, args) })
 }
 
 func cmdFCall(x *Ctx, args [][]byte) error {
 	s := x.c.s
-	return x.c.runScript(func(h script.Host) { s.scripts.FCall(h, x.W, args) })
+	return x.c.runScript(args, func(h script.Host) { s.scripts.FCall(h, x.W, args) })
 }
 
 func cmdScript(x *Ctx, args [][]byte) error {
@@ -113,7 +113,7 @@ func (s *Server) loadFunctions() error {
 // caller's reply is replaced by it), or nil: the script's reply is
 // written, or, if SHUTDOWN NOSAVE killed the script, no reply at all and
 // the connection closes.
-func (c *Client) runScript(run func(script.Host)) error {
+func (c *Client) runScript(args [][]byte, run func(script.Host)) error {
 	start := c.w.Len()
 	shutdown := false
 	err := c.runGroup(func(tx *tiering.Tx) error {
@@ -126,6 +126,7 @@ func (c *Client) runScript(run func(script.Host)) error {
 			}
 		}()
 		h := c.s.scriptHost(c)
+		h.args = args
 		run(h)
 		busy.end(c.s, tx)
 		ended = true
@@ -157,6 +158,7 @@ var errScriptAborted = errors.New("script killed by SHUTDOWN NOSAVE; its writes 
 type scriptHost struct {
 	sc     *Client // the script's client
 	caller *Client // the client running the script
+	args   [][]byte // the caller's command (EVAL, FCALL...)
 }
 
 // scriptHost readies the server's script client for a script c runs: c's
@@ -212,7 +214,7 @@ func (h *scriptHost) ACLCheck(cmd *cmdtable.Command, args [][]byte, log bool) st
 		return ""
 	}
 	if log {
-		c.logDenial(c, reason, acl.CtxLua, denialObject(reason, cmd, args, pos), "", nil)
+		c.logDenial(c, reason, acl.CtxLua, denialObject(reason, cmd, args, pos), "", h.args)
 	}
 	return "The user executing the script " + reason.Message()
 }
