@@ -61,8 +61,8 @@ func aclObserve(t *testing.T, srv *harness.Server) []string {
 	do("bob", bob, "GET", "b1")
 
 	// ACL LOG: everything but the age and the client's line (whose
-	// addresses and memory differ), of which the user and command fields
-	// are kept.
+	// addresses and memory differ), of which the user, command, flags,
+	// database, transaction and argument size are kept.
 	log := admin.Do("ACL", "LOG")
 	for _, e := range log.Elems {
 		var fields []string
@@ -75,7 +75,8 @@ func aclObserve(t *testing.T, srv *harness.Server) []string {
 				f := strings.Fields(v.Str)
 				var keep []string
 				for _, kv := range f {
-					if strings.HasPrefix(kv, "user=") || strings.HasPrefix(kv, "cmd=") || strings.HasPrefix(kv, "flags=") {
+					if strings.HasPrefix(kv, "user=") || strings.HasPrefix(kv, "cmd=") || strings.HasPrefix(kv, "flags=") ||
+						strings.HasPrefix(kv, "argv-mem=") || strings.HasPrefix(kv, "multi=") || strings.HasPrefix(kv, "db=") {
 						keep = append(keep, kv)
 					}
 				}

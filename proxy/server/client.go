@@ -471,10 +471,10 @@ func (c *Client) permitted(cmd *cmdtable.Command, args [][]byte) bool {
 	return false
 }
 
-// execPermitted re-checks a queued command when EXEC runs it, as Redis
-// does in case the rules changed meanwhile: a refused command is logged
-// and replied NOPERM in EXEC's reply.
-func (c *Client) execPermitted(cmd *cmdtable.Command, args [][]byte) bool {
+// execPermitted re-checks a queued command when EXEC (execArgs) runs it,
+// as Redis does in case the rules changed meanwhile: a refused command is
+// logged and replied NOPERM in EXEC's reply.
+func (c *Client) execPermitted(cmd *cmdtable.Command, args, execArgs [][]byte) bool {
 	if !c.aclOn.Load() {
 		return true
 	}
@@ -482,7 +482,7 @@ func (c *Client) execPermitted(cmd *cmdtable.Command, args [][]byte) bool {
 	if reason == acl.OK {
 		return true
 	}
-	c.logDenial(c, reason, acl.CtxMulti, denialObject(reason, cmd, args, pos), "", args)
+	c.logDenial(c, reason, acl.CtxMulti, denialObject(reason, cmd, args, pos), "", execArgs)
 	why := "no permission to execute the command or subcommand"
 	switch reason {
 	case acl.DeniedKey:

@@ -252,7 +252,7 @@ func cmdDiscard(x *Ctx, _ [][]byte) error {
 // handler's error is written in its place by c.call, from its own mark).
 // The transaction ends (MULTI state and WATCHes are dropped) whatever the
 // reply. A storage error that fails the group replaces the whole array.
-func cmdExec(x *Ctx, _ [][]byte) error {
+func cmdExec(x *Ctx, execArgs [][]byte) error {
 	c := x.c
 	if !c.multi.active {
 		return resp.Err("ERR EXEC without MULTI")
@@ -289,7 +289,7 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		c.w.Array(len(queue))
 		for _, q := range queue {
 			c.mark = c.w.Len()
-			if !c.execPermitted(q.cmd, q.args) {
+			if !c.execPermitted(q.cmd, q.args, execArgs) {
 				continue
 			}
 			c.lastCmd.Store(q.cmd)
