@@ -187,7 +187,7 @@ func (s *Server) loadUsers() error {
 	file := mustValue(s.cfg, "aclfile")
 	dirs := s.cfg.Users()
 	if file != "" && len(dirs) > 0 {
-		return errors.New("acl: configuring users in the config file (user) and an aclfile at the same time is invalid")
+		return errors.New("acl: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.")
 	}
 	if file != "" {
 		users, err := acl.LoadFile(file, s.acl.PubSubDefault())
