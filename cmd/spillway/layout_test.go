@@ -35,10 +35,11 @@ var importRules = map[string][]string{
 	"proxy/config":     {"proxy/cstr"},
 	"proxy/pubsub":     {"proxy/cstr"},
 	"proxy/tracking":   {"proxy/cstr"},
+	"proxy/acl":        {"proxy/cmdtable", "proxy/cstr"},
 	"proxy/script/...": {"proxy/script", "proxy/cmdtable", "proxy/cstr", "proxy/rdb", "proxy/resp"},
 	// The command library sees the handler contract and the engine, never
 	// a front's internals or upstream mode.
-	"proxy/commands": {"proxy/server", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "codec", "tiering"},
+	"proxy/commands": {"proxy/server", "proxy/acl", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "codec", "tiering"},
 }
 
 // forbidden lists imports no package of a tree may have.

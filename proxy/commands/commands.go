@@ -27,6 +27,7 @@ func Register(t *server.Table) {
 	registerSort(t)
 	registerGeo(t)
 	registerDump(t)
+	registerACL(t)
 }
 
 // Table returns a table holding every command of the library.

@@ -49,7 +49,11 @@ type sortOpts struct {
 // errors; readonly (SORT_RO) does not know STORE, a syntax error there.
 // Later options override earlier ones, except that a constant BY is kept
 // as "do not sort" even when a later BY has a pattern, as Redis does.
-func parseSortOpts(args [][]byte, readonly bool) (*sortOpts, error) {
+//
+// fullRead reports whether the user may read every key (BY and GET with a
+// pattern reach keys the ACL check could not see; Redis refuses them
+// otherwise); it is asked at most once.
+func parseSortOpts(args [][]byte, readonly bool, fullRead func() bool) (*sortOpts, error) {
 	o := &sortOpts{limitCount: -1}
 	for j := 0; j < len(args); j++ {
 		left := len(args) - j - 1
@@ -79,9 +83,14 @@ func parseSortOpts(args [][]byte, readonly bool) (*sortOpts, error) {
 			o.by = args[j+1]
 			if bytes.IndexByte(cString(o.by), '*') < 0 {
 				o.dontsort = true
+			} else if !fullRead() {
+				return nil, resp.Err("ERR BY option of SORT denied due to insufficient ACL permissions.")
 			}
 			j++
 		case cstr.EqualFold(a, "get") && left >= 1:
+			if !fullRead() {
+				return nil, resp.Err("ERR GET option of SORT denied due to insufficient ACL permissions.")
+			}
 			o.gets = append(o.gets, args[j+1])
 			j++
 		default:
@@ -93,7 +102,14 @@ func parseSortOpts(args [][]byte, readonly bool) (*sortOpts, error) {
 
 // cmdSort is SORT (readonly false) and SORT_RO key [options].
 func cmdSort(x *server.Ctx, args [][]byte, readonly bool) error {
-	o, err := parseSortOpts(args[2:], readonly)
+	known, full := false, false
+	fullRead := func() bool {
+		if !known {
+			known, full = true, x.FullKeyReadAccess(args)
+		}
+		return full
+	}
+	o, err := parseSortOpts(args[2:], readonly, fullRead)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ import (
 // Config is the live configuration of one server.
 type Config struct {
 	file string // absolute path of the config file, "" if none
+	// users are the user directives (Users).
+	users [][]string
+	// userLines gives CONFIG REWRITE the ACL users (SetUserLines).
+	userLines func() []string
 
 	// setMu serialises writers (Set, Rewrite) from validation to the end
 	// of their apply hooks.
@@ -174,6 +178,7 @@ func Parse(args []string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.users = ld.users
 	for i, seen := range ld.seen {
 		if seen && !registry[i].effect {
 			c.inert = append(c.inert, registry[i].name)
@@ -223,9 +228,10 @@ func splitCommandLine(args []string) ([][]string, error) {
 // loader applies directives, in order, to a set of values.
 type loader struct {
 	vals     []*value
-	seen     []bool // settings a directive set
-	saveSeen bool   // save lines accumulate after the first one
-	depth    int    // include nesting
+	seen     []bool     // settings a directive set
+	saveSeen bool       // save lines accumulate after the first one
+	users    [][]string // user directives: name and rules each
+	depth    int        // include nesting
 }
 
 // maxIncludeDepth bounds include nesting (a file including itself).
@@ -267,6 +273,10 @@ func (ld *loader) apply(file string, line int, args []string) error {
 			return fail(errors.New("includes nested too deeply"))
 		}
 		return ld.loadFile(args[1])
+	case name == "user" && len(args) >= 2:
+		// ACL users: the server parses the rules (proxy/acl) at start.
+		ld.users = append(ld.users, append([]string(nil), args[1:]...))
+		return nil
 	case deprecatedDirectives[name] && len(args) == 2:
 		return nil // accepted and ignored, as Redis 7.0 does
 	case unsupportedDirectives[name] != "":
@@ -315,10 +325,13 @@ var deprecatedDirectives = map[string]bool{
 // that Spillway refuses, with the reason.
 var unsupportedDirectives = map[string]string{
 	"rename-command": "rename-command is not supported by Spillway",
-	"user":           "user is not supported by Spillway (no ACL users; use requirepass)",
 	"loadmodule":     "loadmodule is not supported by Spillway (no modules)",
 	"sentinel":       "sentinel is not supported by Spillway",
 }
+
+// Users returns the config's user directives, in order: each the user's
+// name then its ACL rules, as written (the server validates them).
+func (c *Config) Users() [][]string { return c.users }
 
 // File returns the absolute path of the config file, or "" if none.
 func (c *Config) File() string { return c.file }

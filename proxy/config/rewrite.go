@@ -45,6 +45,9 @@ func (c *Config) Rewrite() error {
 		return rewriteErr(err)
 	}
 	content := rewriteContent(string(old), vals, defs)
+	if fn := c.userLines; fn != nil {
+		content = rewriteUsers(content, fn())
+	}
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
@@ -186,4 +189,47 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// SetUserLines makes CONFIG REWRITE write the ACL users: fn returns their
+// "user name rules..." lines, or nil when users are kept elsewhere (an
+// aclfile), which removes every user line. Without it, user lines are
+// kept as they are. Call it before serving.
+func (c *Config) SetUserLines(fn func() []string) { c.userLines = fn }
+
+// rewriteUsers puts the user lines in place of the user directives of a
+// rewritten file, in order, as Redis's rewriteConfigUserOption: extra
+// directives are removed, extra users appended at the end.
+func rewriteUsers(content string, users []string) string {
+	lines := strings.Split(strings.TrimSuffix(content, "\n"), "\n")
+	var out []string
+	hasSignature := false
+	k := 0
+	for _, line := range lines {
+		t := strings.Trim(line, " \t\r\n")
+		hasSignature = hasSignature || t == rewriteSignature
+		if t != "" && t[0] != '#' {
+			if args, err := splitArgs(t); err == nil && len(args) > 0 && strings.EqualFold(args[0], "user") {
+				if k < len(users) {
+					out = append(out, users[k])
+					k++
+				}
+				continue
+			}
+		}
+		out = append(out, line)
+	}
+	if k < len(users) {
+		if !hasSignature {
+			if len(out) > 0 && out[0] != "" {
+				out = append(out, "")
+			}
+			out = append(out, rewriteSignature)
+		}
+		out = append(out, users[k:]...)
+	}
+	if len(out) == 1 && out[0] == "" {
+		return ""
+	}
+	return strings.Join(out, "\n") + "\n"
 }

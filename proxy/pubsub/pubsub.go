@@ -368,6 +368,31 @@ func (h *Hub) Drop(s Subscriber) {
 	delete(h.subs, s)
 }
 
+// AnyOf reports whether fn is true of one of s's subscriptions: a channel
+// or shard channel (isPattern false) or a pattern (true). fn must not call
+// back into the Hub.
+func (h *Hub) AnyOf(s Subscriber, fn func(name []byte, isPattern bool) bool) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	ss := h.subs[s]
+	if ss == nil {
+		return false
+	}
+	for _, p := range ss.patterns {
+		if fn([]byte(p), true) {
+			return true
+		}
+	}
+	for _, m := range []map[string]struct{}{ss.channels, ss.shard} {
+		for k := range m {
+			if fn([]byte(k), false) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Counts returns how many channels, patterns and shard channels s
 // subscribes to (CLIENT LIST's sub=, psub=, ssub=).
 func (h *Hub) Counts(s Subscriber) (channels, patterns, shard int) {

@@ -16,7 +16,8 @@ func (okHost) OutOfMemory() bool { return false }
 
 func (okHost) WriteRefusal() string { return "" }
 
-func (okHost) Rejected(*cmdtable.Command, string) {}
+func (okHost) Rejected(*cmdtable.Command, string)                {}
+func (okHost) ACLCheck(*cmdtable.Command, [][]byte, bool) string { return "" }
 
 func benchEval(b *testing.B, script string) {
 	e := New(Options{})

@@ -45,8 +45,8 @@
 //     Redis uses its hash table order, which varies between runs.
 //   - error({}) and other error tables without an err field crash Redis
 //     7.0.15; here the caller gets "ERR unknown error".
-//   - No Lua debugger: SCRIPT DEBUG YES|SYNC fails. No ACLs:
-//     redis.acl_check_cmd allows every known command. No OOM, stale-replica
+//   - No Lua debugger: SCRIPT DEBUG YES|SYNC fails. ACLs are the
+//     Host's (ACLCheck): redis.call and redis.acl_check_cmd ask it. No OOM, stale-replica
 //     or cluster checks (allow-oom, allow-stale, no-cluster are accepted
 //     and ignored).
 //   - x % 0 is nan, not -nan; C Lua's C-call depth limit (200 nested pcall

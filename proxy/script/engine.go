@@ -33,6 +33,11 @@ type Host interface {
 	// and the error (msg: "-CODE text", or a text whose code is ERR) in
 	// the error statistics.
 	Rejected(cmd *cmdtable.Command, msg string)
+	// ACLCheck checks a call against the permissions of the user running
+	// the script: "" if allowed, else the error text ("The user executing
+	// the script can't ..."); log records a refusal in the ACL LOG
+	// (redis.call does, redis.acl_check_cmd does not).
+	ACLCheck(cmd *cmdtable.Command, args [][]byte, log bool) string
 }
 
 // Options configures an Engine.

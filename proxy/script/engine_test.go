@@ -24,7 +24,8 @@ func (h *recordingHost) OutOfMemory() bool { return h.oom }
 
 func (h *recordingHost) WriteRefusal() string { return h.refusal }
 
-func (h *recordingHost) Rejected(*cmdtable.Command, string) {}
+func (h *recordingHost) Rejected(*cmdtable.Command, string)                {}
+func (h *recordingHost) ACLCheck(*cmdtable.Command, [][]byte, bool) string { return "" }
 
 func (h *recordingHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) []byte {
 	h.mu.Lock()

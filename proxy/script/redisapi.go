@@ -172,15 +172,18 @@ func (v *luaVM) checkCall(rc *runCtx, args [][]byte) (*cmdtable.Command, string)
 	if !cmd.ArityOK(len(args)) {
 		return cmd, "Wrong number of args calling Redis command from script"
 	}
-	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
-	// may-replicate command (PUBLISH, ...) any more than a write, so that
-	// it can run during CLIENT PAUSE WRITE. (No such command is noscript,
-	// so checking before that flag changes no error.)
-	if rc.readOnly && cmd.MayReplicate() {
-		return cmd, "Write commands are not allowed from read-only scripts."
-	}
 	if cmd.Is(cmdtable.FlagNoScript) {
 		return cmd, "This Redis command is not allowed from script"
+	}
+	// As scriptVerifyACL: the calling user's permissions.
+	if msg := rc.host.ACLCheck(cmd, args, true); msg != "" {
+		return cmd, msg
+	}
+	// As scriptVerifyWriteCommandAllow: a read-only script may not call a
+	// may-replicate command (PUBLISH, ...) any more than a write, so that
+	// it can run during CLIENT PAUSE WRITE.
+	if rc.readOnly && cmd.MayReplicate() {
+		return cmd, "Write commands are not allowed from read-only scripts."
 	}
 	if cmd.Is(cmdtable.FlagWrite) && rc.readOnly {
 		return cmd, "Write commands are not allowed from read-only scripts."
@@ -333,8 +336,8 @@ func (v *luaVM) setRepl(L *lua.LState) int {
 	return 0
 }
 
-// aclCheckCmd is redis.acl_check_cmd: every command is permitted (Spillway
-// has no ACL users), unknown ones raise.
+// aclCheckCmd is redis.acl_check_cmd: whether the calling user may run
+// the command (nothing is logged); unknown commands raise.
 func (v *luaVM) aclCheckCmd(L *lua.LState) int {
 	if v.run == nil {
 		raiseError(L, "redis.acl_check_cmd can only be called inside a script invocation")
@@ -343,10 +346,11 @@ func (v *luaVM) aclCheckCmd(L *lua.LState) int {
 	if msg != "" {
 		raiseError(L, msg)
 	}
-	if cmdtable.LookupArgs(args) == nil {
+	cmd := cmdtable.LookupArgs(args)
+	if cmd == nil {
 		raiseError(L, "Invalid command passed to redis.acl_check_cmd()")
 	}
-	L.Push(lua.LTrue)
+	L.Push(lua.LBool(v.run.host.ACLCheck(cmd, args, false) == ""))
 	return 1
 }
 

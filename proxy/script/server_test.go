@@ -173,7 +173,8 @@ func (h *redisHost) OutOfMemory() bool { return false }
 
 func (h *redisHost) WriteRefusal() string { return "" }
 
-func (h *redisHost) Rejected(*cmdtable.Command, string) {}
+func (h *redisHost) Rejected(*cmdtable.Command, string)                {}
+func (h *redisHost) ACLCheck(*cmdtable.Command, [][]byte, bool) string { return "" }
 
 func (h *redisHost) Call(cmd *cmdtable.Command, args [][]byte, proto int) []byte {
 	h.mu.Lock()

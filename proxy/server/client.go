@@ -4,11 +4,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
@@ -45,7 +48,9 @@ type Client struct {
 	in inputState
 	w  resp.Writer
 
-	db        int
+	db int
+	// authed: the client may run commands (authenticated, or the default
+	// user needed no password when it connected or last RESET).
 	authed    bool
 	replyMode replyMode
 	// pending is the latest write awaiting a WAL sync (appendfsync always);
@@ -112,7 +117,13 @@ type Client struct {
 	name    string
 	libName string
 	libVer  string
-	user    string
+	// user is the ACL user the client is authenticated as (guarded by
+	// mu; only the client's goroutine changes it).
+	user *acl.User
+	// aclOn: user's rules restrict something, so dispatch checks each
+	// command against them; with unrestricted rules (the default user's)
+	// the check costs this one load. Kept current by Server.refreshACL.
+	aclOn atomic.Bool
 	// lastCmd is the latest command's table entry (CLIENT LIST's cmd=),
 	// stored without the lock: it is written on every command.
 	lastCmd atomic.Pointer[cmdtable.Command]
@@ -155,13 +166,14 @@ func newClient(s *Server, nc net.Conn) *Client {
 		nc:      nc,
 		src:     src,
 		created: time.Now(),
-		user:    "default",
+		user:    s.acl.Default(),
 	}
 	c.trk = tracking.NewClient(c.id)
 	c.rd = resp.NewReader(clientInput{c}, 16<<10)
 	c.w.Proto = 2
 	c.protoVer.Store(2)
-	c.authed = s.cfg.RequirePass() == ""
+	c.authed = defaultNeedsNoAuth(s.acl)
+	c.aclOn.Store(!c.user.Rules().Unrestricted())
 	if s.fwd != nil {
 		c.db = s.fwd.DefaultDB()
 		c.dbShown.Store(int32(c.db))
@@ -387,4 +399,149 @@ func (c *Client) keepExpiredIfReading(tx *tiering.Tx) {
 	if cmd := c.lastCmd.Load(); cmd != nil && !cmd.Is(cmdtable.FlagWrite) && !cmd.MayReplicate() {
 		tx.KeepExpired()
 	}
+}
+
+// defaultNeedsNoAuth reports whether a new (or RESET) connection is
+// authenticated as the default user without AUTH: it is on and nopass.
+func defaultNeedsNoAuth(r *acl.Registry) bool {
+	rules := r.Default().Rules()
+	return rules.NoPass() && rules.Enabled()
+}
+
+// userOf returns the client's ACL user.
+func (c *Client) userOf() *acl.User {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+// setUser makes u the client's user: authenticated (AUTH, HELLO) or back
+// to the default user (RESET, with authenticated telling whether it needs
+// no password).
+func (c *Client) setUser(u *acl.User, authenticated bool) {
+	c.mu.Lock()
+	c.user = u
+	c.mu.Unlock()
+	c.aclOn.Store(!u.Rules().Unrestricted())
+	if c.authed != authenticated {
+		c.authed = authenticated
+		c.applyLimits()
+	}
+}
+
+// refreshACL follows a change of u's rules on its clients: their check
+// flag, and, when the change takes channels away (old: the rules before),
+// the Pub/Sub clients subscribed to one of them are disconnected, as
+// Redis's ACLKillPubsubClientsIfNeeded. Killing the caller (self) closes
+// it after its reply.
+func (s *Server) refreshACL(self *Client, u *acl.User, old *acl.Rules) {
+	rules := u.Rules()
+	var revoked func([]byte, bool) bool
+	if old != nil {
+		revoked = rules.ChannelCheck(old)
+	}
+	for _, cl := range s.clientList() {
+		if cl.userOf() != u {
+			continue
+		}
+		cl.aclOn.Store(!rules.Unrestricted())
+		// cl.out is set before the subscription counters clientType reads.
+		if revoked != nil && cl.clientType() == "pubsub" {
+			if q := cl.out; q != nil && s.pubsub.AnyOf(q, revoked) {
+				self.killClient(cl)
+			}
+		}
+	}
+}
+
+// dropUsers disconnects the clients of deleted users (ACL DELUSER, ACL
+// LOAD); the caller itself is closed after its reply. Until its
+// connection ends (after the command it may be running), a client keeps
+// the deleted user's rules: it never gains the default user's.
+func (s *Server) dropUsers(self *Client, gone []*acl.User) {
+	for _, cl := range s.clientList() {
+		u := cl.userOf()
+		for _, g := range gone {
+			if u == g {
+				self.killClient(cl)
+			}
+		}
+	}
+}
+
+// permitted checks a command against the client's ACL rules (dispatch
+// calls it when aclOn is set). A refused command is logged (ACL LOG),
+// answered with Redis's NOPERM error and fails an open MULTI.
+func (c *Client) permitted(cmd *cmdtable.Command, args [][]byte) bool {
+	reason, pos := c.userOf().Rules().Check(cmd, args)
+	if reason == acl.OK {
+		return true
+	}
+	ctx := acl.CtxTopLevel
+	if c.multi.active {
+		ctx = acl.CtxMulti
+	}
+	c.lastCmd.Store(cmd) // the entry's client line names it, as Redis's
+	c.logDenial(c, reason, ctx, denialObject(reason, cmd, args, pos), "", args)
+	var msg string
+	switch reason {
+	case acl.DeniedCmd:
+		msg = "NOPERM this user has no permissions to run the '" + cmd.Name + "' command"
+	case acl.DeniedKey:
+		msg = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	default:
+		msg = "NOPERM this user has no permissions to access one of the channels used as arguments"
+	}
+	c.countRejected(cmd)
+	c.rejectInMulti(msg)
+	return false
+}
+
+// execPermitted re-checks a queued command when EXEC (execArgs) runs it,
+// as Redis does in case the rules changed meanwhile: a refused command is
+// logged and replied NOPERM in EXEC's reply.
+func (c *Client) execPermitted(cmd *cmdtable.Command, args, execArgs [][]byte) bool {
+	if !c.aclOn.Load() {
+		return true
+	}
+	reason, pos := c.userOf().Rules().Check(cmd, args)
+	if reason == acl.OK {
+		return true
+	}
+	c.logDenial(c, reason, acl.CtxMulti, denialObject(reason, cmd, args, pos), "", execArgs)
+	why := "no permission to execute the command or subcommand"
+	switch reason {
+	case acl.DeniedKey:
+		why = "no permission to touch the specified keys"
+	case acl.DeniedChannel:
+		why = "no permission to access one of the channels used as arguments"
+	}
+	c.err("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+	return false
+}
+
+// denialObject is what an ACL LOG entry names: the command, or the key or
+// channel refused.
+func denialObject(reason acl.Reason, cmd *cmdtable.Command, args [][]byte, pos int) string {
+	if reason == acl.DeniedCmd || pos <= 0 || pos >= len(args) {
+		return cmd.Name
+	}
+	return string(args[pos])
+}
+
+// logDenial adds an ACL LOG entry for a refusal to c (the client that
+// sent the command, whose CLIENT LIST line the entry keeps; args its
+// command): username "" is c's user.
+func (c *Client) logDenial(self *Client, reason acl.Reason, ctx acl.Context, object, username string, args [][]byte) {
+	if username == "" {
+		username = c.userOf().Name()
+	}
+	var sb strings.Builder
+	c.describe(&sb, self, args, time.Now())
+	n, _ := c.s.cfg.Value("acllog-max-len")
+	maxLen, _ := strconv.Atoi(n)
+	c.s.acl.Log.Add(acl.LogEntry{
+		Reason: reason, Context: ctx, Object: object, Username: username,
+		Millis: time.Now().UnixMilli(), ClientInfo: strings.TrimSuffix(sb.String(), "\n"),
+	}, maxLen)
 }

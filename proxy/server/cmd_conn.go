@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/strops"
@@ -108,10 +109,7 @@ func cmdReset(x *Ctx, _ [][]byte) error {
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
-	if c.s.cfg.RequirePass() != "" {
-		c.authed = false
-		c.applyLimits()
-	}
+	c.setUser(c.s.acl.Default(), defaultNeedsNoAuth(c.s.acl))
 	c.w.Simple("RESET")
 	return nil
 }
@@ -124,16 +122,19 @@ func (c *Client) setProto(v int) {
 // errWrongPass is the reply to a failed authentication.
 var errWrongPass = resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
 
-// checkPassword authenticates user/pass against requirepass (the default
-// user is the only user): on success the client is authenticated; on
-// failure it returns the error reply and changes nothing.
-func (c *Client) checkPassword(user, pass []byte) error {
-	required := c.s.cfg.RequirePass()
-	if string(user) == "default" && (required == "" || string(pass) == required) {
-		c.authed = true
-		c.applyLimits()
+// checkPassword authenticates user/pass against the ACL users: on success
+// the client is authenticated as the user; on failure the attempt is in
+// ACL LOG (object: args[0] as sent) and the error reply is returned.
+func (c *Client) checkPassword(user, pass []byte, args [][]byte) error {
+	if u := c.s.acl.Authenticate(user, pass); u != nil {
+		c.setUser(u, true)
 		return nil
 	}
+	ctx := acl.CtxTopLevel
+	if c.multi.active || c.group != nil {
+		ctx = acl.CtxMulti
+	}
+	c.logDenial(c, acl.DeniedAuth, ctx, string(args[0]), string(user), args)
 	return errWrongPass
 }
 
@@ -144,13 +145,13 @@ func cmdAuth(x *Ctx, args [][]byte) error {
 	}
 	user, pass := []byte("default"), args[1]
 	if len(args) == 2 {
-		if c.s.cfg.RequirePass() == "" {
+		if c.s.acl.Default().Rules().NoPass() {
 			return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		}
 	} else {
 		user, pass = args[1], args[2]
 	}
-	if err := c.checkPassword(user, pass); err != nil {
+	if err := c.checkPassword(user, pass, args); err != nil {
 		return err
 	}
 	c.w.OK()
@@ -190,11 +191,11 @@ func cmdHello(x *Ctx, args [][]byte) error {
 		}
 	}
 	if user != nil {
-		if err := c.checkPassword(user, pass); err != nil {
+		if err := c.checkPassword(user, pass, args); err != nil {
 			return err
 		}
 	}
-	if !c.authed {
+	if !c.authed && !defaultNeedsNoAuth(c.s.acl) {
 		return resp.Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	if setName {
@@ -287,7 +288,7 @@ func cmdClientGetName(x *Ctx, _ [][]byte) error {
 // buffer: Spillway's reply buffer is a growable slice with no static part.
 func (c *Client) describe(sb *strings.Builder, self *Client, args [][]byte, now time.Time) {
 	c.mu.Lock()
-	name, user := c.name, c.user
+	name, user := c.name, c.user.Name()
 	c.mu.Unlock()
 	cmd := "NULL"
 	if last := c.lastCmd.Load(); last != nil {
@@ -513,7 +514,7 @@ func cmdClientKill(x *Ctx, args [][]byte) error {
 			laddr = string(v)
 		case cstr.EqualFold(args[i], "user"):
 			user = string(v)
-			if user != "default" {
+			if c.s.acl.Get(user) == nil {
 				return resp.Err("ERR No such user '" + cstr.ErrArg(v) + "'")
 			}
 		case cstr.EqualFold(args[i], "skipme"):
@@ -536,6 +537,7 @@ func cmdClientKill(x *Ctx, args [][]byte) error {
 			addr != "" && cl.nc.RemoteAddr().String() != addr,
 			laddr != "" && cl.nc.LocalAddr().String() != laddr,
 			typ != "" && typ != cl.clientType(),
+			user != "" && cl.userOf().Name() != user,
 			skipMe && cl == c:
 			continue
 		}

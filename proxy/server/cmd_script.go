@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/script"
@@ -63,12 +64,12 @@ func registerScripting(t *Table) {
 
 func cmdEval(x *Ctx, args [][]byte) error {
 	s := x.c.s
-	return x.c.runScript(func(h script.Host) { s.scripts.Eval(h, x.W, args) })
+	return x.c.runScript(args, func(h script.Host) { s.scripts.Eval(h, x.W, args) })
 }
 
 func cmdFCall(x *Ctx, args [][]byte) error {
 	s := x.c.s
-	return x.c.runScript(func(h script.Host) { s.scripts.FCall(h, x.W, args) })
+	return x.c.runScript(args, func(h script.Host) { s.scripts.FCall(h, x.W, args) })
 }
 
 func cmdScript(x *Ctx, args [][]byte) error {
@@ -112,7 +113,7 @@ func (s *Server) loadFunctions() error {
 // caller's reply is replaced by it), or nil: the script's reply is
 // written, or, if SHUTDOWN NOSAVE killed the script, no reply at all and
 // the connection closes.
-func (c *Client) runScript(run func(script.Host)) error {
+func (c *Client) runScript(args [][]byte, run func(script.Host)) error {
 	start := c.w.Len()
 	shutdown := false
 	err := c.runGroup(func(tx *tiering.Tx) error {
@@ -125,6 +126,7 @@ func (c *Client) runScript(run func(script.Host)) error {
 			}
 		}()
 		h := c.s.scriptHost(c)
+		h.args = args
 		run(h)
 		busy.end(c.s, tx)
 		ended = true
@@ -154,8 +156,9 @@ var errScriptAborted = errors.New("script killed by SHUTDOWN NOSAVE; its writes 
 
 // scriptHost runs a script's redis.call commands (script.Host).
 type scriptHost struct {
-	sc     *Client // the script's client
-	caller *Client // the client running the script
+	sc     *Client  // the script's client
+	caller *Client  // the client running the script
+	args   [][]byte // the caller's command (EVAL, FCALL...)
 }
 
 // scriptHost readies the server's script client for a script c runs: c's
@@ -164,10 +167,15 @@ type scriptHost struct {
 func (s *Server) scriptHost(c *Client) *scriptHost {
 	sc := s.luaClient
 	if sc == nil {
-		sc = &Client{s: s, id: s.nextID.Add(1), authed: true, user: "default", created: time.Now()}
+		sc = &Client{s: s, id: s.nextID.Add(1), authed: true, user: s.acl.Default(), created: time.Now()}
 		s.luaClient = sc
 	}
 	sc.db = c.db
+	// As Redis, the script's commands run as the caller's user.
+	sc.mu.Lock()
+	sc.user = c.userOf()
+	sc.mu.Unlock()
+	sc.aclOn.Store(c.aclOn.Load())
 	sc.group, sc.groupErr, sc.txID = c.group, nil, c.txID
 	return &scriptHost{sc: sc, caller: c}
 }
@@ -191,6 +199,24 @@ func (h *scriptHost) Rejected(cmd *cmdtable.Command, msg string) {
 	}
 	h.sc.s.countError(msg)
 	h.caller.stat.scriptErrs++
+}
+
+// ACLCheck implements script.Host: the call against the permissions of
+// the caller's user; a refusal logged is in the lua context and names
+// the caller's client.
+func (h *scriptHost) ACLCheck(cmd *cmdtable.Command, args [][]byte, log bool) string {
+	c := h.caller
+	if !c.aclOn.Load() {
+		return ""
+	}
+	reason, pos := c.userOf().Rules().Check(cmd, args)
+	if reason == acl.OK {
+		return ""
+	}
+	if log {
+		c.logDenial(c, reason, acl.CtxLua, denialObject(reason, cmd, args, pos), "", h.args)
+	}
+	return "The user executing the script " + reason.Message()
 }
 
 // WriteRefusal implements script.Host: NOREPLICAS while min-replicas-to-write

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/resp"
@@ -148,3 +149,31 @@ func (c *Client) fail(err error) {
 		c.replyError(err)
 	}
 }
+
+// ACL returns the server's ACL users and log (the ACL command).
+func (x *Ctx) ACL() *acl.Registry { return x.c.s.acl }
+
+// User returns the user the calling client is authenticated as.
+func (x *Ctx) User() *acl.User { return x.c.userOf() }
+
+// UserChanged applies a change of u's rules (old: before it; nil if u was
+// created) to its connections: their permission checks, and Pub/Sub
+// clients subscribed to a channel the change took away are disconnected
+// (the caller after its reply).
+func (x *Ctx) UserChanged(u *acl.User, old *acl.Rules) { x.c.s.refreshACL(x.c, u, old) }
+
+// FullKeyReadAccess reports whether the calling user may run the command
+// args (the current one) with read access to every key, as Redis's
+// ACLUserCheckCmdWithUnrestrictedKeyAccess (SORT's BY and GET patterns).
+func (x *Ctx) FullKeyReadAccess(args [][]byte) bool {
+	c := x.c
+	if !c.aclOn.Load() {
+		return true
+	}
+	cmd := cmdtable.LookupArgs(args)
+	return cmd == nil || c.userOf().Rules().FullKeyAccess(cmd, args, cmdtable.KeyAccess)
+}
+
+// UsersDeleted disconnects the clients of users just removed (the caller
+// after its reply).
+func (x *Ctx) UsersDeleted(gone []*acl.User) { x.c.s.dropUsers(x.c, gone) }

@@ -139,9 +139,12 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 			return
 		}
 	}
-	if !c.authed && !cmd.Is(cmdtable.FlagNoAuth) {
+	if !c.authed && !cmd.Is(cmdtable.FlagNoAuth) && !defaultNeedsNoAuth(c.s.acl) {
 		c.countRejected(cmd)
 		c.rejectInMulti("NOAUTH Authentication required.")
+		return
+	}
+	if c.aclOn.Load() && c.fwd == nil && !c.permitted(cmd, args) {
 		return
 	}
 	if c.subscribedContextReject(cmd) {

@@ -259,17 +259,26 @@ func cmdDiscard(x *Ctx, _ [][]byte) error {
 // handler's error is written in its place by c.call, from its own mark).
 // The transaction ends (MULTI state and WATCHes are dropped) whatever the
 // reply. A storage error that fails the group replaces the whole array.
-func cmdExec(x *Ctx, _ [][]byte) error {
+func cmdExec(x *Ctx, execArgs [][]byte) error {
 	c := x.c
 	if !c.multi.active {
 		return resp.Err("ERR EXEC without MULTI")
 	}
 	queue, failed := c.multi.queue, c.multi.failed
+	n, mem := c.multiLen.Load(), c.multiMem.Load()
 	c.discardMulti()
 	if failed {
 		c.unwatchAll()
 		return resp.Err("EXECABORT Transaction discarded because of previous errors.")
 	}
+	// As Redis, the client shows its transaction in CLIENT LIST (and ACL
+	// LOG's client lines) until EXEC ends.
+	c.multiLen.Store(n)
+	c.multiMem.Store(mem)
+	defer func() {
+		c.multiLen.Store(0)
+		c.multiMem.Store(0)
+	}()
 	start := c.w.Len()
 	err := c.runGroup(func(tx *tiering.Tx) error {
 		if c.multi.unwatchPending {
@@ -287,6 +296,9 @@ func cmdExec(x *Ctx, _ [][]byte) error {
 		c.w.Array(len(queue))
 		for _, q := range queue {
 			c.mark = c.w.Len()
+			if !c.execPermitted(q.cmd, q.args, execArgs) {
+				continue
+			}
 			c.lastCmd.Store(q.cmd)
 			c.callCounted(q.cmd, c.s.table.Handler(q.cmd), q.args, time.Now())
 			if c.groupErr != nil {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
@@ -49,6 +50,10 @@ type Server struct {
 	// abortScript: SHUTDOWN NOSAVE killed the running script, whose writes
 	// must be discarded.
 	abortScript atomic.Bool
+
+	// acl holds the ACL users and the ACL LOG (embedded mode checks
+	// commands against them; the default user follows requirepass).
+	acl *acl.Registry
 
 	// fwd is the forwarding front (upstream mode); nil in embedded mode.
 	fwd Forwarder
@@ -148,6 +153,16 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 		pubsub:      pubsub.New(),
 		trk:         tracking.NewTable(),
 	}
+	s.acl = acl.NewRegistry()
+	s.acl.SetDefaultPassword(cfg.RequirePass())
+	cfg.OnChange("requirepass", func(v string) {
+		s.acl.SetDefaultPassword(v)
+		s.refreshACL(nil, s.acl.Default(), nil)
+	})
+	cfg.SetUserLines(s.userLines)
+	pubsubDefault := func(v string) { s.acl.SetPubSubDefault(v == "allchannels") }
+	pubsubDefault(mustValue(cfg, "acl-pubsub-default"))
+	cfg.OnChange("acl-pubsub-default", pubsubDefault)
 	s.lastSave.Store(time.Now().Unix())
 	s.initKeyEvents()
 	s.initTracking()
@@ -161,8 +176,60 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 }
 
 // LoadState loads what embedded mode keeps besides keys (the FUNCTION
-// libraries) from the store; call it before Serve.
-func (s *Server) LoadState() error { return s.loadFunctions() }
+// libraries) from the store, and the ACL users of the config file (user
+// directives) or of its aclfile; call it before Serve.
+func (s *Server) LoadState() error {
+	if err := s.loadUsers(); err != nil {
+		return err
+	}
+	return s.loadFunctions()
+}
+
+// userLines are the ACL users as CONFIG REWRITE writes them ("user name
+// rules..."), or nil when an aclfile keeps them.
+func (s *Server) userLines() []string {
+	if mustValue(s.cfg, "aclfile") != "" {
+		return nil
+	}
+	var lines []string
+	for _, u := range s.acl.Users() {
+		lines = append(lines, "user "+u.Name()+" "+u.Rules().Describe())
+	}
+	return lines
+}
+
+func mustValue(cfg *config.Config, name string) string {
+	v, _ := cfg.Value(name)
+	return v
+}
+
+// loadUsers applies the config file's user directives, or the aclfile's
+// users (Redis refuses both at once). A user defined twice, or rules
+// Redis would refuse, fail the start.
+func (s *Server) loadUsers() error {
+	file := mustValue(s.cfg, "aclfile")
+	dirs := s.cfg.Users()
+	if file != "" && len(dirs) > 0 {
+		return errors.New("acl: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.")
+	}
+	if file != "" {
+		users, err := acl.LoadFile(file, s.acl.PubSubDefault())
+		if err != nil {
+			return fmt.Errorf("acl: %w", err)
+		}
+		s.acl.Replace(users)
+		return nil
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	users, err := acl.ParseUsers(dirs, s.acl.PubSubDefault())
+	if err != nil {
+		return fmt.Errorf("acl: config file: %w", err)
+	}
+	s.acl.Replace(users)
+	return nil
+}
 
 // Listen binds every configured address (bind) on the configured port,
 // and registers the CONFIG SET port/bind apply hook that rebinds them. An
