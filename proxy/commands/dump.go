@@ -55,64 +55,12 @@ func cmdDump(x *server.Ctx, args [][]byte) error {
 			return nil
 		}
 		var d rdb.Dump
-		if err := dumpValue(tx, x.DB(), args[1], e, &d); err != nil {
+		if err := tx.WriteValue(x.DB(), args[1], e, &d); err != nil {
 			return err
 		}
 		x.W.Bulk(d.Finish())
 		return nil
 	})
-}
-
-// dumpValue writes the value of e, key's live entry, into d.
-func dumpValue(tx *tiering.Tx, db int, key []byte, e *tiering.Entry, d *rdb.Dump) error {
-	var got int64
-	var err error
-	switch e.Type {
-	case codec.TypeString:
-		d.String(e.Str)
-		return nil
-	case codec.TypeHash, codec.TypeSet:
-		hash := e.Type == codec.TypeHash
-		if hash {
-			d.BeginHash(int(e.Count))
-		} else {
-			d.BeginSet(int(e.Count))
-		}
-		err = tx.PeekColl(db, key, e).Each(func(f, v []byte) bool {
-			if got++; got > e.Count {
-				return false
-			}
-			if hash {
-				d.Pair(f, v)
-			} else {
-				d.Elem(f)
-			}
-			return true
-		})
-	case codec.TypeList:
-		d.BeginList(int(e.Count))
-		err = tx.PeekList(db, key, e).Range(0, e.Count-1, false, func(_ int64, v []byte) bool {
-			if got++; got > e.Count {
-				return false
-			}
-			d.Elem(v)
-			return true
-		})
-	case codec.TypeZSet:
-		d.BeginZSet(int(e.Count))
-		err = tx.PeekZSet(db, key, e).Members(func(m []byte, score float64) bool {
-			if got++; got > e.Count {
-				return false
-			}
-			d.ZElem(m, score)
-			return true
-		})
-	default:
-		return fmt.Errorf("%w: %q has unknown type %d", tiering.ErrCorrupt, key, e.Type)
-	}
-	// A count that disagrees with the elements stored is a corrupt store;
-	// the payload would be refused by every RESTORE.
-	return streamed(key, e.Count, got, err)
 }
 
 // restoreOpts are RESTORE's options after the payload.
@@ -412,7 +360,7 @@ func cmdMigrate(x *server.Ctx, args [][]byte) error {
 				continue
 			}
 			d.Reset()
-			if err := dumpValue(tx, x.DB(), k, e, &d); err != nil {
+			if err := tx.WriteValue(x.DB(), k, e, &d); err != nil {
 				return err
 			}
 			var ttl int64

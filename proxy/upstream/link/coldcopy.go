@@ -3,7 +3,6 @@ package link
 import (
 	"fmt"
 
-	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/rdb"
 	"github.com/spillway/spillway/tiering"
 )
@@ -46,46 +45,9 @@ func DumpKey(eng *tiering.Engine, db int, key []byte, d *Dump) (expireAt int64, 
 
 // dumpEntry writes e, key's live cold copy, into d.
 func dumpEntry(tx *tiering.Tx, db int, key []byte, e *tiering.Entry, d *Dump) error {
-	var err error
 	d.Reset()
 	d.Version = dumpRDBVersion
-	switch e.Type {
-	case codec.TypeString:
-		d.String(e.Str)
-	case codec.TypeHash, codec.TypeSet:
-		c := tx.PeekColl(db, key, e)
-		if e.Type == codec.TypeHash {
-			d.BeginHash(int(e.Count))
-		} else {
-			d.BeginSet(int(e.Count))
-		}
-		hash := e.Type == codec.TypeHash
-		err = c.Each(func(f, v []byte) bool {
-			if hash {
-				d.Pair(f, v)
-			} else {
-				d.Elem(f)
-			}
-			return true
-		})
-	case codec.TypeList:
-		l := tx.PeekList(db, key, e)
-		d.BeginList(int(e.Count))
-		err = l.Range(0, e.Count-1, false, func(_ int64, v []byte) bool {
-			d.Elem(v)
-			return true
-		})
-	case codec.TypeZSet:
-		z := tx.PeekZSet(db, key, e)
-		d.BeginZSet(int(e.Count))
-		err = z.Members(func(m []byte, score float64) bool {
-			d.ZElem(m, score)
-			return true
-		})
-	default:
-		return fmt.Errorf("upstream: cold key of unknown type %d", e.Type)
-	}
-	if err != nil {
+	if err := tx.WriteValue(db, key, e, d); err != nil {
 		return fmt.Errorf("upstream: read cold copy: %w", err)
 	}
 	return nil
