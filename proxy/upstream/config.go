@@ -50,7 +50,8 @@ func upConfigSet(c *client, args [][]byte) {
 	if !c.replyOK(mark) || len(args)%2 != 0 {
 		return
 	}
-	fwd := [][]byte{[]byte("CONFIG"), []byte("SET")}
+	// The client's own words: the upstream's SLOWLOG and MONITOR show them.
+	fwd := [][]byte{args[0], args[1]}
 	for i := 2; i+1 < len(args); i += 2 {
 		if !spillwayOnly[strings.ToLower(string(args[i]))] {
 			fwd = append(fwd, args[i], args[i+1])
@@ -76,7 +77,7 @@ func upConfigSet(c *client, args [][]byte) {
 // Spillway's for its own.
 func upConfigGet(c *client, args [][]byte) {
 	local := c.f.cfg.Get(args[2:]...)
-	fwd := append([][]byte{[]byte("CONFIG"), []byte("GET")}, args[2:]...)
+	fwd := append([][]byte{args[0], args[1]}, args[2:]...)
 	r, err := c.f.ctlDo(c.f.defaultDB, fwd)
 	if err == nil && link.IsError(r) {
 		c.CountErrorReply()
@@ -117,7 +118,7 @@ func upConfigResetStat(c *client, args [][]byte) {
 	if !c.replyOK(mark) {
 		return
 	}
-	r, err := c.f.ctlDo(c.f.defaultDB, [][]byte{[]byte("CONFIG"), []byte("RESETSTAT")})
+	r, err := c.f.ctlDo(c.f.defaultDB, [][]byte{args[0], args[1]})
 	if err != nil || link.IsError(r) {
 		c.w.Truncate(mark)
 		if err != nil {
