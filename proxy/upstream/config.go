@@ -77,8 +77,7 @@ func upConfigSet(c *client, args [][]byte) {
 // Spillway's for its own.
 func upConfigGet(c *client, args [][]byte) {
 	local := c.f.cfg.Get(args[2:]...)
-	fwd := append([][]byte{args[0], args[1]}, args[2:]...)
-	r, err := c.f.ctlDo(c.f.defaultDB, fwd)
+	r, err := c.f.ctlDo(c.f.defaultDB, args)
 	if err == nil && link.IsError(r) {
 		c.CountErrorReply()
 		c.w.Raw(r)
@@ -118,7 +117,7 @@ func upConfigResetStat(c *client, args [][]byte) {
 	if !c.replyOK(mark) {
 		return
 	}
-	r, err := c.f.ctlDo(c.f.defaultDB, [][]byte{args[0], args[1]})
+	r, err := c.f.ctlDo(c.f.defaultDB, args)
 	if err != nil || link.IsError(r) {
 		c.w.Truncate(mark)
 		if err != nil {
