@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,35 @@ func TestUpstreamMonitorShowsClientsOnly(t *testing.T) {
 		if strings.Contains(r.Str, `"SET" "mon:key" "v"`) {
 			return
 		}
+	}
+}
+
+// TestUpstreamTrackingRedirect: CLIENT TRACKING ... REDIRECT names a
+// Spillway client; the upstream knows that client by its own id, and
+// Spillway translates it, so a RESP2 client subscribed to
+// __redis__:invalidate gets the invalidations of another's reads.
+func TestUpstreamTrackingRedirect(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	redir := utDial(t, sp.Addr(), 10*time.Second)
+	id := redir.Do("CLIENT", "ID").Int
+	if r := redir.Do("SUBSCRIBE", "__redis__:invalidate"); r.Type != '*' {
+		t.Fatalf("SUBSCRIBE = %s", r.String())
+	}
+	tr := utDial(t, sp.Addr(), 10*time.Second)
+	if r := tr.Do("CLIENT", "TRACKING", "on", "REDIRECT", strconv.FormatInt(id, 10)); r.Str != "OK" {
+		t.Fatalf("CLIENT TRACKING on REDIRECT %d = %s", id, r.String())
+	}
+	w := utDial(t, sp.Addr(), 10*time.Second)
+	w.Do("SET", "trk:key", "1")
+	tr.Do("GET", "trk:key")
+	w.Do("SET", "trk:key", "2")
+	r := redir.Read()
+	if len(r.Elems) != 3 || r.Elems[0].Str != "message" || r.Elems[1].Str != "__redis__:invalidate" ||
+		len(r.Elems[2].Elems) != 1 || r.Elems[2].Elems[0].Str != "trk:key" {
+		t.Fatalf("redirected invalidation = %s; want message __redis__:invalidate [trk:key]", r.String())
+	}
+	if r := tr.Do("CLIENT", "TRACKING", "on", "REDIRECT", "999999"); !r.IsError() || !strings.Contains(r.Str, "does not exist") {
+		t.Fatalf("REDIRECT to no client = %s; want Redis's error", r.String())
 	}
 }

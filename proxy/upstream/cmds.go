@@ -184,6 +184,40 @@ func upPassthroughCommand(c *client, args [][]byte) {
 	c.flushForwards()
 }
 
+// upClientTracking is CLIENT TRACKING, passed through on the client's
+// pinned connection (the upstream tracks what it reads there). REDIRECT
+// names a Spillway client; the upstream knows that client by its own id
+// for the pinned connection the client is subscribed on, so the id is
+// translated. A client that is not in passthrough has no such connection:
+// its id goes as it is, and the upstream refuses it as Redis refuses an
+// unknown client.
+func upClientTracking(c *client, args [][]byte) {
+	for i := 2; i+1 < len(args); i++ {
+		if !cstr.EqualFold(args[i], "redirect") {
+			continue
+		}
+		id, ok := cstr.ParseInt(args[i+1])
+		if !ok {
+			break
+		}
+		addr, ok := c.f.passAddrs.Load(id)
+		if !ok {
+			break
+		}
+		upID, err := c.f.upstreamClientID(addr.(string))
+		if err != nil {
+			c.Err(link.ErrorReply(err))
+			return
+		}
+		if upID != "" {
+			args = append([][]byte(nil), args...)
+			args[i+1] = []byte(upID)
+		}
+		break
+	}
+	upPassthroughCommand(c, args)
+}
+
 // Replication in upstream mode is refused, never forwarded: the shared
 // connections carry many clients' requests, and a SYNC on one of them
 // would turn it into a replication stream that every other client's

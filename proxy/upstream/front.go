@@ -63,6 +63,11 @@ type Front struct {
 
 	reloads, reloadConflicts, coldReads atomic.Int64
 
+	// passAddrs maps the id of each client in passthrough (subscribed,
+	// MONITOR, tracking) to its pinned connection's address, by which the
+	// upstream knows it (CLIENT TRACKING ... REDIRECT).
+	passAddrs sync.Map
+
 	// blocked maps the id of each client blocked upstream (upBlocking)
 	// to the connection it waits on, for CLIENT UNBLOCK.
 	blockedMu sync.Mutex

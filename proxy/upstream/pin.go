@@ -42,6 +42,7 @@ func (c *client) maybeUnpin() {
 // dropPinned closes a broken pinned connection and forgets the state that
 // lived on it.
 func (c *client) dropPinned() {
+	c.f.passAddrs.Delete(c.id)
 	if c.passthrough {
 		c.ptClosing.Store(true)
 	}
@@ -57,6 +58,7 @@ func (c *client) dropPinned() {
 
 // upClose releases what a closing client holds.
 func (c *client) upClose() {
+	c.f.passAddrs.Delete(c.id)
 	c.awaitAsync()
 	c.n, c.reqs = 0, nil
 	c.leaveGate()
@@ -182,6 +184,7 @@ func (c *client) startPassthrough() bool {
 	c.ptClosing.Store(false)
 	conn := c.pinned
 	pool := c.f.pool
+	c.f.passAddrs.Store(c.id, conn.LocalAddr())
 	go func() {
 		for {
 			r, err := conn.Read()
@@ -236,12 +239,11 @@ func upClientUnblock(c *client, args [][]byte) {
 	}
 	upID := ""
 	if addr != "" {
-		r, err := c.f.ctlDo(c.f.defaultDB, [][]byte{[]byte("CLIENT"), []byte("LIST"), []byte("TYPE"), []byte("normal")})
-		if err != nil {
+		var err error
+		if upID, err = c.f.upstreamClientID(addr); err != nil {
 			c.Err(link.ErrorReply(err))
 			return
 		}
-		upID = clientIDByAddr(link.ReplyText(r), addr)
 	}
 	if upID == "" {
 		c.Call(c.f.clientUnblock, args)
@@ -257,6 +259,16 @@ func upClientUnblock(c *client, args [][]byte) {
 		return
 	}
 	c.w.Raw(r)
+}
+
+// upstreamClientID returns the upstream's id of its client connected from
+// addr (one of Spillway's connections), or "" if it lists none.
+func (f *Front) upstreamClientID(addr string) (string, error) {
+	r, err := f.ctlDo(f.defaultDB, [][]byte{[]byte("CLIENT"), []byte("LIST")})
+	if err != nil {
+		return "", err
+	}
+	return clientIDByAddr(link.ReplyText(r), addr), nil
 }
 
 // clientIDByAddr returns the id= of the CLIENT LIST line whose addr= is

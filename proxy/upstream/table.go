@@ -58,7 +58,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	f.reset = f.srv.Handler(lookup("reset"))
 	f.sel = f.srv.Handler(lookup("select"))
 	f.randomKey = f.srv.Handler(lookup("randomkey"))
-	local("client|tracking", upPassthroughCommand)
+	local("client|tracking", upClientTracking)
 	local("hello", upHello)
 	local("reset", upReset)
 	local("select", upSelect)
