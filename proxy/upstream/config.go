@@ -57,10 +57,15 @@ func upConfigSet(c *client, args [][]byte) {
 			fwd = append(fwd, args[i], args[i+1])
 		}
 	}
-	if len(fwd) == 2 {
-		return
+	if len(fwd) > 2 {
+		c.alsoUpstream(mark, fwd)
 	}
-	r, err := c.f.ctlDo(c.f.defaultDB, fwd)
+}
+
+// alsoUpstream runs args on the upstream after Spillway ran them with
+// success (the reply at mark): an upstream failure replaces that reply.
+func (c *client) alsoUpstream(mark int, args [][]byte) {
+	r, err := c.f.ctlDo(c.f.defaultDB, args)
 	if err != nil || link.IsError(r) {
 		c.w.Truncate(mark)
 		if err != nil {
@@ -114,16 +119,7 @@ func upConfigGet(c *client, args [][]byte) {
 func upConfigResetStat(c *client, args [][]byte) {
 	mark := c.w.Len()
 	c.Call(c.f.configResetStat, args)
-	if !c.replyOK(mark) {
-		return
-	}
-	r, err := c.f.ctlDo(c.f.defaultDB, args)
-	if err != nil || link.IsError(r) {
-		c.w.Truncate(mark)
-		if err != nil {
-			c.Err(link.ErrorReply(err))
-		} else {
-			c.w.Raw(r)
-		}
+	if c.replyOK(mark) {
+		c.alsoUpstream(mark, args)
 	}
 }
