@@ -165,3 +165,68 @@ func TestUpstreamTrackingRedirect(t *testing.T) {
 		t.Fatalf("REDIRECT to no client = %s; want Redis's error", r.String())
 	}
 }
+
+// TestUpstreamTrackingPassthroughState: a client in passthrough for
+// CLIENT TRACKING alone is not in RESP2's subscribed context (it can turn
+// tracking off and on again with another REDIRECT), CLIENT GETREDIR and
+// TRACKINGINFO name the Spillway client it redirects to (the upstream
+// knows another id), and HELLO 3 switches its upstream connection too, so
+// invalidations then arrive as RESP3 pushes on it.
+func TestUpstreamTrackingPassthroughState(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	redir := utDial(t, sp.Addr(), 10*time.Second)
+	id := strconv.FormatInt(redir.Do("CLIENT", "ID").Int, 10)
+	redir.Do("SUBSCRIBE", "__redis__:invalidate")
+	tr := utDial(t, sp.Addr(), 10*time.Second)
+	w := utDial(t, sp.Addr(), 10*time.Second)
+	for _, step := range [][]string{
+		{"CLIENT", "TRACKING", "on", "REDIRECT", id},
+		{"CLIENT", "TRACKING", "off"},
+		{"CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", id},
+	} {
+		if r := tr.Do(step...); r.Str != "OK" {
+			t.Fatalf("%v = %s; want OK", step, r.String())
+		}
+	}
+	if r := tr.Do("CLIENT", "GETREDIR"); r.Type != ':' || r.Str != id {
+		t.Fatalf("CLIENT GETREDIR = %s; want %s", r.String(), id)
+	}
+	info := tr.Do("CLIENT", "TRACKINGINFO")
+	found := false
+	for i := 0; i+1 < len(info.Elems); i += 2 {
+		if info.Elems[i].Str == "redirect" {
+			found = true
+			if info.Elems[i+1].Str != id {
+				t.Fatalf("TRACKINGINFO redirect = %s; want %s", info.Elems[i+1].String(), id)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("TRACKINGINFO = %s; no redirect field", info.String())
+	}
+	w.Do("SET", "bc:key", "1")
+	if r := redir.Read(); len(r.Elems) != 3 || len(r.Elems[2].Elems) != 1 || r.Elems[2].Elems[0].Str != "bc:key" {
+		t.Fatalf("BCAST invalidation = %s; want [bc:key]", r.String())
+	}
+
+	tr.Do("CLIENT", "TRACKING", "off")
+	if r := tr.Do("HELLO", "3"); r.Type != '%' {
+		t.Fatalf("HELLO 3 = %s", r.String())
+	}
+	tr.Do("CLIENT", "TRACKING", "on")
+	w.Do("SET", "r3:key", "1")
+	if r := tr.Do("GET", "r3:key"); r.Str != "1" {
+		t.Fatalf("GET = %s; want 1 (a stray frame is ahead of the reply)", r.String())
+	}
+	w.Do("SET", "r3:key", "2")
+	if r := tr.Read(); r.Type != '>' || len(r.Elems) != 2 || r.Elems[0].Str != "invalidate" {
+		t.Fatalf("invalidation after HELLO 3 = %s; want a RESP3 push", r.String())
+	}
+	if r := tr.Do("HELLO", "2"); r.Type != '*' {
+		t.Fatalf("HELLO 2 = %s", r.String())
+	}
+	if r := tr.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING after HELLO 2 = %s; want PONG (the upstream's HELLO reply must not reach the client)", r.String())
+	}
+}

@@ -53,8 +53,21 @@ type client struct {
 	// passthrough: the pinned connection's frames are copied to the client
 	// as they come (pub/sub, MONITOR, CLIENT TRACKING), by ptLoop.
 	passthrough bool
-	ptClosing   atomic.Bool
-	wmu         sync.Mutex // serializes socket writes in passthrough
+	// subscribed is set once a passthrough client sent a (P|S)SUBSCRIBE
+	// (kept until RESET: replies are relayed, not parsed, so an
+	// unsubscribe that empties the set goes unnoticed): only then is it
+	// in RESP2's subscribed context, where the upstream must answer the
+	// commands Spillway would answer itself. A client in passthrough for
+	// CLIENT TRACKING alone is not.
+	subscribed bool
+	ptClosing  atomic.Bool
+	// ptFixes are the changes the relay makes to coming frames, in order
+	// (relayFixes).
+	ptFixes relayFixes
+	// redir is the translation of the last CLIENT TRACKING ... REDIRECT,
+	// nil before one.
+	redir *redirIDs
+	wmu   sync.Mutex // serializes socket writes in passthrough
 	// protected are the keys this client keeps from demotion.
 	protected []protectedKey
 
@@ -298,7 +311,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 // sends a command Spillway would answer itself: the upstream gets it, so
 // the client sees Redis's "only (P|S)SUBSCRIBE ... allowed" error.
 func (c *client) subscribedRESP2(cmd *cmdtable.Command) bool {
-	if !c.passthrough || c.w.Proto != 2 {
+	if !c.subscribed || c.w.Proto != 2 {
 		return false
 	}
 	switch cmd.Name {

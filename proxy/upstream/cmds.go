@@ -36,8 +36,26 @@ func upHello(c *client, args [][]byte) {
 	if c.w.Proto == before || c.pinned == nil {
 		return
 	}
-	if c.passthrough || c.inMulti {
-		return // the subscription or transaction keeps its protocol
+	if c.inMulti {
+		return // the transaction keeps its protocol
+	}
+	if c.passthrough {
+		// The relay reads this connection: HELLO goes through it, and the
+		// relay drops the upstream's reply (the client has Spillway's),
+		// the first frame of the new protocol's map (RESP3) or array
+		// (RESP2) type. Until then frames are the old protocol's, whose
+		// pushes, messages and MONITOR lines are never of that type.
+		want := byte('%')
+		if c.w.Proto == 2 {
+			want = '*'
+		}
+		c.ptFixes.add(relayFix{first: want})
+		c.enqueue([][]byte{[]byte("HELLO"), []byte(strconv.Itoa(c.w.Proto))})
+		c.flushForwards()
+		if c.pinned != nil {
+			c.pinned.Proto = c.w.Proto
+		}
+		return
 	}
 	// Switch the pinned connection too; its HELLO reply is Spillway's own.
 	if r, err := c.pinned.Do("HELLO", strconv.Itoa(c.w.Proto)); err != nil || link.IsError(r) {
@@ -54,7 +72,7 @@ func upReset(c *client, args [][]byte) {
 		c.pinned.Close()
 		c.pinned = nil
 	}
-	c.inMulti, c.watching, c.passthrough, c.txRefused = false, false, false, false
+	c.inMulti, c.watching, c.passthrough, c.subscribed, c.txRefused = false, false, false, false, false
 	c.Call(c.f.reset, args)
 	c.SetDB(c.f.defaultDB)
 }
@@ -180,42 +198,11 @@ func upPassthroughCommand(c *client, args [][]byte) {
 	if !c.startPassthrough() {
 		return
 	}
+	if cstr.EqualFold(args[0], "subscribe") || cstr.EqualFold(args[0], "psubscribe") || cstr.EqualFold(args[0], "ssubscribe") {
+		c.subscribed = true
+	}
 	c.enqueue(args)
 	c.flushForwards()
-}
-
-// upClientTracking is CLIENT TRACKING, passed through on the client's
-// pinned connection (the upstream tracks what it reads there). REDIRECT
-// names a Spillway client; the upstream knows that client by its own id
-// for the pinned connection the client is subscribed on, so the id is
-// translated. A client that is not in passthrough has no such connection:
-// its id goes as it is, and the upstream refuses it as Redis refuses an
-// unknown client.
-func upClientTracking(c *client, args [][]byte) {
-	for i := 2; i+1 < len(args); i++ {
-		if !cstr.EqualFold(args[i], "redirect") {
-			continue
-		}
-		id, ok := cstr.ParseInt(args[i+1])
-		if !ok {
-			break
-		}
-		addr, ok := c.f.passAddrs.Load(id)
-		if !ok {
-			break
-		}
-		upID, err := c.f.upstreamClientID(addr.(string))
-		if err != nil {
-			c.Err(link.ErrorReply(err))
-			return
-		}
-		if upID != "" {
-			args = append([][]byte(nil), args...)
-			args[i+1] = []byte(upID)
-		}
-		break
-	}
-	upPassthroughCommand(c, args)
 }
 
 // Replication in upstream mode is refused, never forwarded: the shared

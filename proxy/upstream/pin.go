@@ -51,7 +51,7 @@ func (c *client) dropPinned() {
 	c.inMulti, c.watching, c.txRefused = false, false, false
 	c.unprotectAll()
 	if c.passthrough {
-		c.passthrough = false
+		c.passthrough, c.subscribed = false, false
 		c.Quit() // the subscription is gone; the client must reconnect
 	}
 }
@@ -196,6 +196,10 @@ func (c *client) startPassthrough() bool {
 			}
 			if addr := monitorAddr(r); addr != nil && pool.IsInternal(addr) {
 				continue // Spillway's own command, not a client's
+			}
+			var drop bool
+			if r, drop = c.ptFixes.apply(r); drop {
+				continue // the reply to a HELLO the client had answered
 			}
 			c.wmu.Lock()
 			_, werr := c.WriteSocket(r)
