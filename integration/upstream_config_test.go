@@ -230,3 +230,34 @@ func TestUpstreamTrackingPassthroughState(t *testing.T) {
 		t.Fatalf("PING after HELLO 2 = %s; want PONG (the upstream's HELLO reply must not reach the client)", r.String())
 	}
 }
+
+// TestUpstreamMonitorShowsLocalCommands: the commands Spillway answers
+// itself never reach the upstream, whose MONITOR is what a monitor sees;
+// Spillway writes their lines into it, with Redis's redactions, in order
+// with the relayed ones.
+func TestUpstreamMonitorShowsLocalCommands(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	mon := utDial(t, sp.Addr(), 10*time.Second)
+	if r := mon.Do("MONITOR"); r.Str != "OK" {
+		t.Fatalf("MONITOR = %s", r.String())
+	}
+	c := utDial(t, sp.Addr(), 10*time.Second)
+	c.Do("AUTH", "not-real")
+	c.Do("HELLO", "2", "AUTH", "u", "secret-pw")
+	c.Do("CLIENT", "SETNAME", "mon-test")
+	c.Do("SET", "mon:after", "v")
+	want := []string{`"auth" "(redacted)"`, `"hello" "2" "AUTH" "(redacted)" "(redacted)"`, `"client" "setname" "mon-test"`, `"SET" "mon:after" "v"`}
+	for _, w := range want {
+		r := mon.Read()
+		if r.Err != nil {
+			t.Fatalf("monitor read: %v (waiting for %s)", r.Err, w)
+		}
+		if strings.Contains(r.Str, "secret-pw") || strings.Contains(r.Str, "not-real") {
+			t.Fatalf("MONITOR showed a secret: %s", r.Str)
+		}
+		if !strings.Contains(strings.ToLower(r.Str), strings.ToLower(w)) {
+			t.Fatalf("MONITOR line = %s; want one with %s", r.Str, w)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -219,4 +220,16 @@ func (c *Client) waitInput() bool {
 			return false
 		}
 	}
+}
+
+// MonitorLine returns the MONITOR line Redis shows for cmd (args as the
+// client sent them) run by this connection's client in its current
+// database, secrets redacted, and false for a command Redis hides from
+// monitors (admin, skip_monitor). A front relaying another server's
+// MONITOR shows the commands it answers itself with it.
+func (c *Conn) MonitorLine(cmd *cmdtable.Command, args [][]byte) ([]byte, bool) {
+	if cmd.Is(cmdtable.FlagAdmin) || cmd.Is(cmdtable.FlagSkipMonitor) {
+		return nil, false
+	}
+	return c.cl().monitorLine(time.Now(), args), true
 }

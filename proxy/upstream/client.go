@@ -293,6 +293,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
 		h(c, args)
+		c.f.feedLocal(c, cmd, args)
 		return
 	}
 	switch {

@@ -66,6 +66,7 @@ func upHello(c *client, args [][]byte) {
 }
 
 func upReset(c *client, args [][]byte) {
+	c.f.monitors.remove(c)
 	c.unprotectAll()
 	if c.pinned != nil {
 		c.ptClosing.Store(true)
@@ -200,6 +201,9 @@ func upPassthroughCommand(c *client, args [][]byte) {
 	}
 	if cstr.EqualFold(args[0], "subscribe") || cstr.EqualFold(args[0], "psubscribe") || cstr.EqualFold(args[0], "ssubscribe") {
 		c.subscribed = true
+	}
+	if isMonitor(args) {
+		c.f.monitors.add(c)
 	}
 	c.enqueue(args)
 	c.flushForwards()

@@ -83,6 +83,10 @@ type Front struct {
 
 	// local holds the commands Spillway answers itself (localTable).
 	local map[*cmdtable.Command]localHandler
+	// monitorLocal are the local commands that never reach the upstream:
+	// Spillway shows them to the monitors itself (feedLocal).
+	monitorLocal map[*cmdtable.Command]bool
+	monitors     monitors
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler

@@ -43,6 +43,7 @@ func (c *client) maybeUnpin() {
 // lived on it.
 func (c *client) dropPinned() {
 	c.f.passAddrs.Delete(c.id)
+	c.f.monitors.remove(c)
 	if c.passthrough {
 		c.ptClosing.Store(true)
 	}
@@ -59,6 +60,7 @@ func (c *client) dropPinned() {
 // upClose releases what a closing client holds.
 func (c *client) upClose() {
 	c.f.passAddrs.Delete(c.id)
+	c.f.monitors.remove(c)
 	c.awaitAsync()
 	c.n, c.reqs = 0, nil
 	c.leaveGate()

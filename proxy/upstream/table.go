@@ -34,6 +34,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		return func(c *client, args [][]byte) { c.Call(h, args) }
 	}
 	local := func(name string, h localHandler) { t[lookup(name)] = h }
+	f.monitorLocal = map[*cmdtable.Command]bool{lookup("auth"): true, lookup("hello"): true}
 	for _, name := range []string{"auth", "quit", "shutdown"} {
 		t[lookup(name)] = serverHandler(lookup(name))
 	}
@@ -41,11 +42,13 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		for _, sub := range lookup(parent).Subcommands {
 			if h := serverHandler(sub); h != nil {
 				t[sub] = h
+				f.monitorLocal[sub] = true
 			}
 		}
 	}
 	for _, name := range []string{"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
 		delete(t, lookup(name))
+		delete(f.monitorLocal, lookup(name))
 	}
 	f.configSet = f.srv.Handler(lookup("config|set"))
 	f.configResetStat = f.srv.Handler(lookup("config|resetstat"))
