@@ -261,3 +261,40 @@ func TestUpstreamMonitorShowsLocalCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamBlockingOrder: blocking commands sent one after the other on
+// two connections block upstream in that order (Redis serves the first
+// blocked first), though each goes on a dedicated upstream connection of
+// its own. Repeated: without the ordering wait the second overtakes the
+// first now and then.
+func TestUpstreamBlockingOrder(t *testing.T) {
+	up := harness.StartRedis(t)
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	r := utDial(t, sp.Addr(), 10*time.Second)
+	for i := range 20 {
+		rd1 := utDial(t, sp.Addr(), 10*time.Second)
+		rd2 := utDial(t, sp.Addr(), 10*time.Second)
+		r.Do("DEL", "bo:list", "bo:t1", "bo:t2") // (the connections are accepted meanwhile)
+		if err := rd1.Send("BRPOPLPUSH", "bo:list", "bo:t1", "0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd1.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd2.Send("BRPOPLPUSH", "bo:list", "bo:t2", "0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd2.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		r.Do("LPUSH", "bo:list", "a", "b")
+		if got := rd1.Read(); got.Str != "a" {
+			t.Fatalf("round %d: first blocked client got %s; want a (it blocked first)", i, got.String())
+		}
+		if got := rd2.Read(); got.Str != "b" {
+			t.Fatalf("round %d: second blocked client got %s; want b", i, got.String())
+		}
+		rd1.Close()
+		rd2.Close()
+	}
+}

@@ -384,17 +384,17 @@ const (
 // inputPending reports whether the client has sent commands it has not
 // run yet, for a client waiting with ticket: it is not waiting for input
 // (it is running what it read), or its socket holds input it has not
-// read. A client waiting for others itself counts if its command was read
-// first (it goes first), not otherwise (no two clients wait for each
-// other). A blocked client and a connection without a descriptor (a
+// read. A client waiting for others itself (ticket) counts if it goes
+// first (goesFirst against ticket and id, the waiting client's), not
+// otherwise (no two clients wait for each other). A blocked client and a connection without a descriptor (a
 // pipe in a test) report false.
-func (c *Client) inputPending(ticket int64) bool {
+func (c *Client) inputPending(ticket, id int64) bool {
 	s := c.src
 	if s.rc == nil || c.blocked.Load() || c.killed.Load() {
 		return false
 	}
 	if t := s.ticket.Load(); t != 0 {
-		return t < ticket
+		return goesFirst(t, c.id, ticket, id)
 	}
 	reads, waiting := s.raw.ReadState()
 	if !waiting {
@@ -413,6 +413,26 @@ func (c *Client) inputPending(ticket int64) bool {
 	return again != reads || !waiting
 }
 
+// orderTie is how close two clients' reads are for their order to be
+// taken as unknown: the order the connection goroutines read in need not
+// be the order the commands arrived in (two commands sent 10 µs apart on
+// two connections are often read the other way round). Within it the
+// client connected first goes first, as a test or an application that
+// opens its connections in order and sends on them in order expects.
+const orderTie = int64(2 * time.Millisecond)
+
+// goesFirst reports whether the client with ticket t1 and id id1 goes
+// before the one with t2 and id2 among clients waiting for each other's
+// input. Three clients within orderTie of each other can make a cycle;
+// the waits are bounded (orderWaitMax), so a cycle costs time, never a
+// hang.
+func goesFirst(t1, id1, t2, id2 int64) bool {
+	if d := t1 - t2; d > orderTie || d < -orderTie {
+		return t1 < t2
+	}
+	return id1 < id2
+}
+
 // awaitOthers waits, before c blocks, until no other client has input it
 // has not run (see inputPending), so that a blocking command sent earlier
 // on another connection blocks (or pops) first, as in Redis. It does not
@@ -428,7 +448,7 @@ func (c *Client) awaitOthers() {
 	for {
 		busy := false
 		for _, o := range clients {
-			if o != c && o.inputPending(ticket) {
+			if o != c && o.inputPending(ticket, c.id) {
 				busy = true
 				break
 			}

@@ -233,3 +233,9 @@ func (c *Conn) MonitorLine(cmd *cmdtable.Command, args [][]byte) ([]byte, bool) 
 	}
 	return c.cl().monitorLine(time.Now(), args), true
 }
+
+// AwaitOthers waits, before a blocking command is sent elsewhere, until
+// the other clients have run the input they had (bounded, as embedded
+// mode's blocking commands wait): a blocking command another client sent
+// earlier then blocks first, as in Redis.
+func (c *Conn) AwaitOthers() { c.cl().awaitOthers() }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"strings"
+	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
@@ -84,6 +85,11 @@ func (c *client) upQueue(cmd *cmdtable.Command, args [][]byte) {
 	c.enqueue(args)
 }
 
+// blockSettle is how long a blocking command sent upstream is given to
+// reach the upstream's event loop before another client's blocking
+// command may follow it (see Conn.AwaitOthers).
+const blockSettle = 300 * time.Microsecond
+
 // upBlocking runs a blocking command, or a script (Front.scripts), on a
 // dedicated connection, its keys reloaded and protected while it waits. A client that disconnects while
 // blocked has its upstream connection closed, so the upstream stops
@@ -113,12 +119,21 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		}
 		own = true
 	}
+	if cmd.Is(cmdtable.FlagBlocking) {
+		c.AwaitOthers() // BRPOPLPUSH sent earlier elsewhere blocks first
+	}
 	c.f.setBlocked(c.ID(), conn)
 	defer c.f.setBlocked(c.ID(), nil)
 	conn.SendArgs(args)
 	if err := conn.Flush(); err != nil {
 		c.blockingFailed(conn, own, err)
 		return
+	}
+	if cmd.Is(cmdtable.FlagBlocking) {
+		// Other clients' blocking commands wait for this one until it
+		// is marked blocked (Block): give the upstream time to read it
+		// first, as it reads sockets ready at once in any order.
+		time.Sleep(blockSettle)
 	}
 	type result struct {
 		r   []byte
