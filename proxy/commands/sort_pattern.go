@@ -43,20 +43,10 @@ func sortLookup(x *server.Ctx, tx *tiering.Tx, pattern, el []byte) ([]byte, bool
 	if len(cs) == 1 && cs[0] == '#' {
 		return el, true, nil
 	}
-	star := bytes.IndexByte(cs, '*')
-	if star < 0 {
+	key, field, ok := sortPatternKey(pattern, el)
+	if !ok {
 		return nil, false, nil
 	}
-	var field []byte
-	keyEnd := len(pattern)
-	if f := bytes.Index(cs[star+1:], []byte("->")); f >= 0 {
-		f += star + 1
-		if f+2 < len(pattern) && pattern[f+2] != 0 {
-			field, keyEnd = pattern[f+2:], f
-		}
-	}
-	key := make([]byte, 0, keyEnd-1+len(el))
-	key = append(append(append(key, pattern[:star]...), el...), pattern[star+1:keyEnd]...)
 	if field != nil {
 		h, err := tx.OpenColl(x.DB(), key, codec.TypeHash, false)
 		switch {
@@ -166,4 +156,61 @@ func exponentDigits(t []byte) int {
 	}
 	exp := bytes.TrimLeft(t[i+1:], "+-")
 	return len(bytes.TrimLeft(exp, "0"))
+}
+
+// sortPatternKey returns the key a BY or GET pattern reaches for element
+// el (its first '*' replaced by el), and the hash field after "->" when
+// the pattern names one (nil otherwise); ok is false for a pattern with
+// no '*' (a constant, or "#"), which reaches no key. The search for '*'
+// and "->" stops at a NUL byte, as C's does.
+func sortPatternKey(pattern, el []byte) (key, field []byte, ok bool) {
+	cs := cString(pattern)
+	star := bytes.IndexByte(cs, '*')
+	if star < 0 {
+		return nil, nil, false
+	}
+	keyEnd := len(pattern)
+	if f := bytes.Index(cs[star+1:], []byte("->")); f >= 0 {
+		f += star + 1
+		if f+2 < len(pattern) && pattern[f+2] != 0 {
+			field, keyEnd = pattern[f+2:], f
+		}
+	}
+	key = make([]byte, 0, keyEnd-1+len(el))
+	key = append(append(append(key, pattern[:star]...), el...), pattern[star+1:keyEnd]...)
+	return key, field, true
+}
+
+// SortPatterns returns the BY and GET patterns of SORT's options (opts:
+// the arguments after the key) that reach other keys (those with a '*';
+// a constant BY sorts nothing and reaches none), or nil when there are
+// none or the options are malformed (SORT then fails before any lookup).
+func SortPatterns(opts [][]byte) [][]byte {
+	o, err := parseSortOpts(opts, false, func() bool { return true })
+	if err != nil {
+		return nil
+	}
+	var ps [][]byte
+	if o.by != nil && !o.dontsort {
+		ps = append(ps, o.by)
+	}
+	for _, g := range o.gets {
+		if bytes.IndexByte(cString(g), '*') >= 0 {
+			ps = append(ps, g)
+		}
+	}
+	return ps
+}
+
+// SortPatternKeys appends to dst the keys patterns (SortPatterns) reach
+// for elems, as SORT would look them up.
+func SortPatternKeys(dst, patterns, elems [][]byte) [][]byte {
+	for _, el := range elems {
+		for _, p := range patterns {
+			if k, _, ok := sortPatternKey(p, el); ok {
+				dst = append(dst, k)
+			}
+		}
+	}
+	return dst
 }

@@ -62,6 +62,10 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	f.sel = f.srv.Handler(lookup("select"))
 	f.randomKey = f.srv.Handler(lookup("randomkey"))
 	local("client|tracking", upClientTracking)
+	for _, name := range []string{"sort", "sort_ro"} {
+		cmd := lookup(name)
+		local(name, func(c *client, args [][]byte) { upSort(c, cmd, args) })
+	}
 	for _, name := range []string{"client|getredir", "client|trackinginfo"} {
 		cmd := lookup(name)
 		local(name, func(c *client, args [][]byte) { upTrackingQuery(c, cmd, args) })
