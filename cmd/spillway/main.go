@@ -5,6 +5,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/tlsconf"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering"
@@ -171,6 +173,13 @@ func run(args []string) error {
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
 	srv := server.NewServer(cfg, engine, log, commands.Table())
+	tlsm, err := newTLS(cfg, log, target, upstreamMode)
+	if err != nil {
+		engine.Close()
+		cold.Close()
+		return err
+	}
+	srv.SetTLS(tlsm)
 	if !upstreamMode {
 		oom := func(string) { srv.SetOutOfMemory(budgetUnreachable(cfg.MaxMemory(), cfg.BlockCache())) }
 		oom("")
@@ -185,9 +194,11 @@ func run(args []string) error {
 	if upstreamMode {
 		mode = "upstream"
 		clean := takeCleanMarker(dir)
-		front, err = upstream.Enable(srv, upstream.Options{Target: link.Target{
-			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
-		}, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
+		lt := link.Target{Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB}
+		if target.TLS {
+			lt.TLS = func() *tls.Config { return tlsm.ClientConfig(target.Host) }
+		}
+		front, err = upstream.Enable(srv, upstream.Options{Target: lt, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
 		if err != nil {
 			engine.Close()
 			cold.Close()
@@ -269,6 +280,22 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 	policy := func(string) { engine.SetPolicy(cfg.PromoteMinHits(), cfg.ColdReadMaxBytes()) }
 	cfg.OnChange("promote-min-hits", policy)
 	cfg.OnChange("cold-read-max-bytes", policy)
+}
+
+// newTLS returns the TLS configuration's manager, loaded now when the
+// upstream is rediss:// (the server loads it for tls-port).
+func newTLS(cfg *config.Config, log *slog.Logger, target config.Upstream, upstreamMode bool) (*tlsconf.Manager, error) {
+	upTLS := upstreamMode && target.TLS
+	m, err := tlsconf.New(cfg, log, upTLS)
+	if err != nil {
+		return nil, err
+	}
+	if upTLS {
+		if err := m.Load(); err != nil {
+			return nil, fmt.Errorf("upstream %s is rediss://: %w", target.Addr, err)
+		}
+	}
+	return m, nil
 }
 
 // upstreamBudget sizes the store for upstream mode: a block cache (64 MB

@@ -207,7 +207,7 @@ func TestParseErrors(t *testing.T) {
 			`loglevel "loud": argument(s) must be one of the following: debug, verbose, notice, warning`},
 		{"policy", "maxmemory-policy lru\n", nil, `maxmemory-policy "lru": argument(s) must be one of the following: volatile-lru,`},
 		{"supervised", "supervised foo\n", nil, `must be one of the following: upstart, systemd, auto, no`},
-		{"upstream scheme", "upstream http://x:1\n", nil, `upstream "http://x:1": argument must be a redis://[user:password@]host:port[/db] URL`},
+		{"upstream scheme", "upstream http://x:1\n", nil, `upstream "http://x:1": argument must be a redis[s]://[user:password@]host:port[/db] URL`},
 		{"upstream port", "upstream redis://x:0\n", nil, `upstream "redis://x:0": argument must be a redis://`},
 		{"upstream db", "upstream redis://x:1/a\n", nil, `(bad db number)`},
 		{"upstream host", "upstream redis://:1\n", nil, `(missing host)`},
