@@ -77,12 +77,12 @@ type Server struct {
 	plain, secure listenerSet
 	tlsm          *tlsconf.Manager
 	serving       bool
-	accepting sync.WaitGroup // accept loops
-	clients   map[int64]*Client
-	nextID    atomic.Int64
-	closing   atomic.Bool
-	done      chan struct{}
-	wg        sync.WaitGroup
+	accepting     sync.WaitGroup // accept loops
+	clients       map[int64]*Client
+	nextID        atomic.Int64
+	closing       atomic.Bool
+	done          chan struct{}
+	wg            sync.WaitGroup
 
 	// CLIENT PAUSE's state: until when and what is paused, the timer
 	// that ends the pause, and ended, closed when it ends. paused is the
