@@ -23,6 +23,7 @@ import (
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/metrics"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/tlsconf"
 	"github.com/spillway/spillway/proxy/upstream"
@@ -230,6 +231,25 @@ func run(args []string) error {
 		"keys_on_disk", engine.KeysOnDisk(),
 		"gomaxprocs", runtime.GOMAXPROCS(0),
 		"startup", time.Since(start).Round(time.Millisecond))
+
+	if addr := cfg.MetricsAddr(); addr != "" {
+		info := srv.InfoText
+		if front != nil {
+			info = front.InfoText
+		}
+		ep, err := metrics.Start(metrics.Options{Addr: addr, Info: info, Store: cold, Logger: log})
+		if err != nil {
+			srv.Close()
+			if front != nil {
+				front.Close()
+			}
+			engine.Close()
+			cold.Close()
+			return err
+		}
+		defer ep.Close()
+		log.Info("metrics endpoint ready", "addr", "http://"+ep.Addr()+"/metrics")
+	}
 
 	serveDone := make(chan struct{})
 	go func() {

@@ -1,0 +1,58 @@
+package coldstore
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// ReadLatencyBounds are the upper bounds, in seconds, of the buckets of
+// the store's point-read latency histogram (ReadLatency): 10 µs to 1 s.
+var ReadLatencyBounds = [...]float64{
+	10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
+	1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1,
+}
+
+// boundsNs are ReadLatencyBounds in nanoseconds.
+var boundsNs = func() (b [len(ReadLatencyBounds)]int64) {
+	for i, s := range ReadLatencyBounds {
+		b[i] = int64(s * 1e9)
+	}
+	return b
+}()
+
+// readLatency is a histogram of point reads, kept with atomics only: an
+// observation is a bucket search over 16 bounds and two atomic adds.
+type readLatency struct {
+	buckets [len(ReadLatencyBounds) + 1]atomic.Uint64 // the last: over 1 s
+	sumNs   atomic.Int64
+}
+
+func (h *readLatency) observe(d time.Duration) {
+	ns := int64(d)
+	i := 0
+	for i < len(boundsNs) && ns > boundsNs[i] {
+		i++
+	}
+	h.buckets[i].Add(1)
+	h.sumNs.Add(ns)
+}
+
+// ReadLatency is the histogram of the store's point reads (the meta
+// record of a key not in the hot tier, a cold field, element or member)
+// since the store opened: Counts[i] reads took at most
+// ReadLatencyBounds[i] and more than the bound before it; the last count
+// is of reads over the last bound. Sum is their total duration.
+type ReadLatency struct {
+	Counts [len(ReadLatencyBounds) + 1]uint64
+	Sum    time.Duration
+}
+
+// ReadLatency returns the point-read latency histogram.
+func (s *Store) ReadLatency() ReadLatency {
+	var r ReadLatency
+	for i := range r.Counts {
+		r.Counts[i] = s.readLat.buckets[i].Load()
+	}
+	r.Sum = time.Duration(s.readLat.sumNs.Load())
+	return r
+}

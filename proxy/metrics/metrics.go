@@ -1,0 +1,149 @@
+// Package metrics is Spillway's Prometheus endpoint (metrics-port,
+// `/metrics` over HTTP), built on the Prometheus Go client.
+//
+// Redis's figures come from the server's own INFO text, rendered at each
+// scrape by the mode's INFO code (embedded: the server's; upstream: the
+// front's, the upstream's INFO with Spillway's clients and both tiers'
+// keys) and converted with redis_exporter's names, as redis_exporter
+// itself converts INFO: existing Redis dashboards work unchanged, and the
+// endpoint and INFO never disagree. Spillway's own figures are under
+// spillway_: the Tiering section's (hot and cold keys and bytes, budget,
+// demotions, promotions, cold reads, upstream link), the cold store's
+// point-read latency histogram, and Pebble's (compactions, read
+// amplification, block cache hits and misses). Nothing is counted per
+// command for the endpoint: a scrape reads what INFO reads.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/spillway/spillway/coldstore"
+)
+
+// Options configure the endpoint.
+type Options struct {
+	// Addr is the listen address (host:port).
+	Addr string
+	// Info returns INFO EVERYTHING's text (sections, "\r\n" line ends).
+	Info func() string
+	// Store is the cold store whose Pebble figures and read latencies
+	// are exported (nil: none).
+	Store  *coldstore.Store
+	Logger *slog.Logger
+}
+
+// Endpoint is a running metrics endpoint.
+type Endpoint struct {
+	srv *http.Server
+	ln  net.Listener
+	log *slog.Logger
+}
+
+// Start listens on o.Addr and serves /metrics until Close.
+func Start(o Options) (*Endpoint, error) {
+	if o.Info == nil {
+		return nil, errors.New("metrics: no INFO source")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(&collector{info: o.Info, store: o.Store}); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	reg.MustRegister(collectors.NewGoCollector())
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %s: %w", o.Addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
+	}))
+	e := &Endpoint{
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		ln:  ln, log: o.Logger,
+	}
+	go func() {
+		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("metrics endpoint stopped", "err", err)
+		}
+	}()
+	return e, nil
+}
+
+// Addr is the address the endpoint listens on.
+func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
+
+// Close stops the endpoint, waiting up to a few seconds for scrapes in
+// progress.
+func (e *Endpoint) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	e.srv.Shutdown(ctx)
+}
+
+// collector renders the metrics at each scrape. It is unchecked (describes
+// nothing): which commands, errors and databases appear depends on INFO.
+type collector struct {
+	info  func() string
+	store *coldstore.Store
+}
+
+func (c *collector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	text := c.info()
+	in := parseInfo(text)
+	up := 0.0
+	if len(in["server"]) > 0 || len(in["tiering"]) > 0 {
+		up = 1
+	}
+	emit(ch, "redis_up", "1 when INFO could be read.", prometheus.GaugeValue, up)
+	collectInfo(ch, in)
+	if c.store != nil {
+		collectStore(ch, c.store)
+	}
+}
+
+// collectStore exports the cold store's read latencies and Pebble's
+// figures.
+func collectStore(ch chan<- prometheus.Metric, s *coldstore.Store) {
+	rl := s.ReadLatency()
+	buckets := make(map[float64]uint64, len(coldstore.ReadLatencyBounds))
+	var cum uint64
+	for i, b := range coldstore.ReadLatencyBounds {
+		cum += rl.Counts[i]
+		buckets[b] = cum
+	}
+	total := cum + rl.Counts[len(rl.Counts)-1]
+	ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc("spillway_cold_read_duration_seconds",
+		"Duration of the cold store's point reads (a key's meta record, a cold field or member).", nil, nil),
+		total, rl.Sum.Seconds(), buckets)
+
+	m := s.Metrics()
+	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	emit(ch, "spillway_pebble_compactions_total", "Pebble compactions.", counter, float64(m.Compact.Count))
+	emit(ch, "spillway_pebble_compaction_debt_bytes", "Bytes Pebble estimates it must compact.", gauge,
+		float64(m.Compact.EstimatedDebt))
+	emit(ch, "spillway_pebble_compactions_in_progress", "Pebble compactions running.", gauge, float64(m.Compact.NumInProgress))
+	emit(ch, "spillway_pebble_flushes_total", "Pebble memtable flushes.", counter, float64(m.Flush.Count))
+	emit(ch, "spillway_pebble_read_amplification", "Pebble's read amplification (sublevels a read may visit).",
+		gauge, float64(m.ReadAmp()))
+	emit(ch, "spillway_pebble_block_cache_hits_total", "Pebble block cache hits.", counter, float64(m.BlockCache.Hits))
+	emit(ch, "spillway_pebble_block_cache_misses_total", "Pebble block cache misses.", counter, float64(m.BlockCache.Misses))
+	emit(ch, "spillway_pebble_block_cache_bytes", "Bytes in Pebble's block cache.", gauge, float64(m.BlockCache.Size))
+	emit(ch, "spillway_pebble_memtable_bytes", "Bytes of Pebble's memtables.", gauge, float64(m.MemTable.Size))
+	t := m.Total()
+	emit(ch, "spillway_pebble_sstables", "Pebble sstables, all levels.", gauge, float64(t.TablesCount))
+}
