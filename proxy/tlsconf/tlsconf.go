@@ -123,20 +123,28 @@ func Build(s Settings) (*Bundle, error) {
 		MaxVersion:             maxV,
 		CipherSuites:           suites,
 		SessionTicketsDisabled: !s.SessionCaching,
-		// OpenSSL with no verify locations trusts no client: an empty pool,
-		// never the system's roots.
-		ClientCAs: pool,
 	}
-	if base.ClientCAs == nil {
-		base.ClientCAs = x509.NewCertPool()
+	// Client certificates are verified against the CA by hand, not with
+	// ClientCAs: Go would send the CA's name in the certificate request,
+	// and Go clients then hold back a certificate of another CA instead
+	// of presenting it and being refused, as OpenSSL (Redis, which sends
+	// no names) makes them. No CA trusts no client, as OpenSSL with no
+	// verify locations: never the system's roots.
+	caPool := pool
+	if caPool == nil {
+		caPool = x509.NewCertPool()
 	}
+	verify := func(raw [][]byte, _ [][]*x509.Certificate) error { return verifyClient(raw, caPool) }
 	b := &Bundle{}
-	for i, auth := range []tls.ClientAuthType{tls.NoClientCert, tls.VerifyClientCertIfGiven, tls.RequireAndVerifyClientCert} {
+	for i, auth := range []tls.ClientAuthType{tls.NoClientCert, tls.RequestClientCert, tls.RequireAnyClientCert} {
 		if certs == nil {
 			break
 		}
 		c := base.Clone()
 		c.ClientAuth = auth
+		if auth != tls.NoClientCert {
+			c.VerifyPeerCertificate = verify
+		}
 		b.server[i] = c
 	}
 	// The client side presents tls-client-cert-file, or, as Redis does
@@ -162,6 +170,34 @@ func Build(s Settings) (*Bundle, error) {
 		b.client.VerifyConnection = func(cs tls.ConnectionState) error { return verifyChain(cs, pool) }
 	}
 	return b, nil
+}
+
+// verifyClient checks a client's certificate chain (raw, leaf first; none:
+// a client that sent none, which RequireAnyClientCert has refused already)
+// against pool, for client authentication.
+func verifyClient(raw [][]byte, pool *x509.CertPool) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	certs := make([]*x509.Certificate, len(raw))
+	for i, r := range raw {
+		c, err := x509.ParseCertificate(r)
+		if err != nil {
+			return fmt.Errorf("tls: client certificate: %w", err)
+		}
+		certs[i] = c
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	_, err := certs[0].Verify(x509.VerifyOptions{
+		Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return fmt.Errorf("tls: client certificate: %w", err)
+	}
+	return nil
 }
 
 // verifyChain checks the peer's certificate chain against pool, for a
