@@ -134,8 +134,9 @@ func TestTLSReload(t *testing.T) {
 		note := func(s string) { got[i] = append(got[i], s) }
 		note(serial())
 		note(string(admin.Do("CONFIG", "SET", "tls-cert-file", filepath.Join(p.pki.dir, "missing.crt")).Raw))
-		note(serial()) // the old certificate
-		note(string(admin.Do("CONFIG", "SET", "tls-key-file", second.Key).Raw)) // does not match the cert
+		note(serial()) // still the old certificate
+		// A key that does not match the certificate.
+		note(string(admin.Do("CONFIG", "SET", "tls-key-file", second.Key).Raw))
 		note(serial())
 		note(string(admin.Do("CONFIG", "SET", "tls-cert-file", second.Cert, "tls-key-file", second.Key).Raw))
 		note(serial())
