@@ -2,8 +2,12 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +53,59 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 		t.Fatalf("scrape %s: %v", addr, err)
 	}
 	return out
+}
+
+// dashboardMetrics returns the metric names deploy/grafana/spillway.json
+// queries (a histogram's by its series: _bucket, _sum, _count), checking
+// that it is valid JSON.
+func dashboardMetrics(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "spillway.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("the dashboard is not valid JSON: %v", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range metricNameRe.FindAllString(tg.Expr, -1) {
+				if !seen[name] {
+					seen[name] = true
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("the dashboard queries only %d metrics: %v", len(out), out)
+	}
+	return out
+}
+
+var metricNameRe = regexp.MustCompile(`\b(redis|spillway)_[a-z0-9_]+`)
+
+// checkDashboard fails for each metric of the dashboard missing from the
+// scrape m, except those of skip.
+func checkDashboard(t *testing.T, m map[string]float64, skip func(string) bool) {
+	t.Helper()
+	names := map[string]bool{}
+	for series := range m {
+		name, _, _ := strings.Cut(series, "{")
+		names[name] = true
+	}
+	for _, name := range dashboardMetrics(t) {
+		if !names[name] && !skip(name) {
+			t.Errorf("the dashboard queries %s, which the endpoint does not export", name)
+		}
+	}
 }
 
 // metric returns a sample that must be there.
@@ -196,6 +253,7 @@ func TestMetricsEmbedded(t *testing.T) {
 		"spillway_pebble_block_cache_hits_total", "spillway_pebble_block_cache_misses_total", `spillway_mode_info{mode="embedded"}`} {
 		metric(t, m, name)
 	}
+	checkDashboard(t, m, func(name string) bool { return strings.HasPrefix(name, "spillway_upstream_") })
 }
 
 func TestMetricsUpstream(t *testing.T) {
@@ -212,9 +270,15 @@ func TestMetricsUpstream(t *testing.T) {
 			t.Fatalf("SET: %s", r.String())
 		}
 	}
+	if r := c.Do("GETRANGE", "k:0", "a", "b"); !r.IsError() {
+		t.Fatalf("GETRANGE with bad offsets: %s", r.String())
+	}
 	m := scrape(t, maddr)
 	if got := metric(t, m, `redis_commands_total{cmd="set"}`); got != n {
 		t.Errorf(`redis_commands_total{cmd="set"} = %v; want %d`, got, n)
+	}
+	if got := metric(t, m, `redis_errors_total{err="ERR"}`); got != 1 {
+		t.Errorf(`redis_errors_total{err="ERR"} = %v; want 1`, got)
 	}
 	if metric(t, m, "spillway_upstream_up") != 1 || metric(t, m, "spillway_cold_keys") != 0 ||
 		metric(t, m, `spillway_mode_info{mode="upstream"}`) != 1 {
@@ -245,6 +309,10 @@ func TestMetricsUpstream(t *testing.T) {
 	if metric(t, m, "redis_connected_clients") != 1 {
 		t.Errorf("redis_connected_clients = %v; want 1 (Spillway's clients, not the upstream's)", m["redis_connected_clients"])
 	}
+	// The hot tier's figures are embedded mode's: the upstream is the hot tier.
+	checkDashboard(t, m, func(name string) bool {
+		return name == "spillway_hot_keys" || name == "spillway_hot_bytes" || name == "spillway_hot_budget_bytes"
+	})
 
 	// The upstream goes away: the link is reported down.
 	up.Kill9()
