@@ -202,8 +202,8 @@ var redisSettings = []*setting{
 	tlsFile("tls-ca-cert-dir", "Directory of CA certificates (every PEM file in it)."),
 	tlsText("tls-protocols", "TLS versions, among `TLSv1 TLSv1.1 TLSv1.2 TLSv1.3` (empty: TLSv1.2 and TLSv1.3). "+
 		"Go enables a range: the lowest to the highest named."),
-	tlsText("tls-ciphers", "TLS 1.2 cipher suites, OpenSSL's or IANA's names, colon-separated, in order; "+
-		"keywords (DEFAULT, HIGH, !x) keep Go's default list."),
+	tlsText("tls-ciphers", "TLS 1.2 cipher list as OpenSSL's, over the suites Go implements: a name "+
+		"(OpenSSL's or IANA's) adds a suite, !name or -name removes it, keywords (DEFAULT, HIGH) add Go's defaults."),
 	tlsText("tls-ciphersuites", "TLS 1.3 suites: checked (Go's three names), Go always enables all three."),
 
 	// several arguments

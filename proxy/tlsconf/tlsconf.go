@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,13 +266,18 @@ var openSSLSuites = map[string]uint16{
 	"AES256-GCM-SHA384":             tls.TLS_RSA_WITH_AES_256_GCM_SHA384,
 	"AES128-SHA":                    tls.TLS_RSA_WITH_AES_128_CBC_SHA,
 	"AES256-SHA":                    tls.TLS_RSA_WITH_AES_256_CBC_SHA,
+	"AES128-SHA256":                 tls.TLS_RSA_WITH_AES_128_CBC_SHA256,
+	"ECDHE-ECDSA-AES128-SHA256":     tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256,
+	"ECDHE-RSA-AES128-SHA256":       tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256,
+	"DES-CBC3-SHA":                  tls.TLS_RSA_WITH_3DES_EDE_CBC_SHA,
+	"ECDHE-RSA-DES-CBC3-SHA":        tls.TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA,
 }
 
 // parseCiphers reads tls-ciphers, OpenSSL's colon-separated cipher list
-// for TLS 1.2 and older: the suites named (OpenSSL's or IANA's names) are
-// enabled in that order; keywords and exclusions (DEFAULT, HIGH, !aNULL)
-// leave Go's default list. As OpenSSL, a list that names only suites
-// nobody implements is refused.
+// for TLS 1.2 and older, over the suites Go implements: a suite's name
+// (OpenSSL's or IANA's) adds it, `!name` or `-name` removes it, a keyword
+// (DEFAULT, HIGH, ALL...) adds Go's default suites, `+name` and unknown
+// names are skipped. As OpenSSL, a list that leaves no suite is refused.
 func parseCiphers(s string) ([]uint16, error) {
 	if s == "" {
 		return nil, nil
@@ -280,18 +286,41 @@ func parseCiphers(s string) ([]uint16, error) {
 	for _, cs := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
 		iana[cs.Name] = cs.ID
 	}
+	lookup := func(name string) (uint16, bool) {
+		name = strings.ToUpper(name)
+		if id, ok := openSSLSuites[name]; ok {
+			return id, true
+		}
+		id, ok := iana[name]
+		return id, ok
+	}
 	var out []uint16
-	keyword := false
-	for _, tok := range strings.FieldsFunc(s, func(r rune) bool { return r == ':' || r == ',' || r == ' ' }) {
-		if id, ok := openSSLSuites[strings.ToUpper(tok)]; ok {
+	add := func(id uint16) {
+		if !slices.Contains(out, id) {
 			out = append(out, id)
-		} else if id, ok := iana[strings.ToUpper(tok)]; ok {
-			out = append(out, id)
-		} else if strings.ContainsAny(tok[:1], "!-+@") || strings.ToUpper(tok) == tok && !strings.Contains(tok, "-") {
-			keyword = true
 		}
 	}
-	if len(out) == 0 && !keyword {
+	for _, tok := range strings.FieldsFunc(s, func(r rune) bool { return r == ':' || r == ',' || r == ' ' }) {
+		switch tok[0] {
+		case '!', '-':
+			if id, ok := lookup(tok[1:]); ok {
+				out = slices.DeleteFunc(out, func(x uint16) bool { return x == id })
+			}
+			continue
+		case '+', '@':
+			continue
+		}
+		if id, ok := lookup(tok); ok {
+			add(id)
+		} else if strings.ToUpper(tok) == tok && !strings.Contains(tok, "-") {
+			for _, cs := range tls.CipherSuites() {
+				if cs.SupportedVersions[0] < tls.VersionTLS13 {
+					add(cs.ID)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
 		return nil, fmt.Errorf("Failed to configure ciphers: %s", s)
 	}
 	return out, nil

@@ -41,8 +41,16 @@ func TestParseCiphers(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("named suites: %v %v; want %v", got, err, want)
 	}
-	if got, err := parseCiphers("DEFAULT:!MEDIUM"); err != nil || got != nil {
-		t.Errorf("keywords: %v %v; want Go's default (nil)", got, err)
+	def, err := parseCiphers("DEFAULT:!MEDIUM")
+	if err != nil || !slices.Contains(def, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) {
+		t.Errorf("keywords: %v %v; want Go's default suites", def, err)
+	}
+	less, err := parseCiphers("DEFAULT:-ECDHE-RSA-AES128-GCM-SHA256")
+	if err != nil || len(less) != len(def)-1 || slices.Contains(less, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) {
+		t.Errorf("an exclusion: %v %v", less, err)
+	}
+	if _, err := parseCiphers("AES128-SHA256:!AES128-SHA256"); err == nil {
+		t.Error("a list left empty was accepted")
 	}
 	if _, err := parseCiphers("NO-SUCH-CIPHER"); err == nil {
 		t.Error("a list naming no known suite was accepted")
