@@ -281,6 +281,7 @@ func TestMetricsUpstream(t *testing.T) {
 		t.Errorf(`redis_errors_total{err="ERR"} = %v; want 1`, got)
 	}
 	if metric(t, m, "spillway_upstream_up") != 1 || metric(t, m, "spillway_cold_keys") != 0 ||
+		metric(t, m, "spillway_upstream_pipeline_depth") != 0 ||
 		metric(t, m, `spillway_mode_info{mode="upstream"}`) != 1 {
 		t.Fatalf("upstream_up %v, cold_keys %v", m["spillway_upstream_up"], m["spillway_cold_keys"])
 	}

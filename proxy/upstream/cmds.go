@@ -642,6 +642,7 @@ func (f *Front) writeTiering(sb *strings.Builder) {
 	server.InfoField(sb, "upstream", f.pool.Target().Addr)
 	server.InfoField(sb, "upstream_status", st)
 	server.InfoField(sb, "upstream_reconnects", f.pool.Reconnects.Load())
+	server.InfoField(sb, "upstream_pipeline_depth", f.pool.InFlight())
 	server.InfoField(sb, "upstream_used_memory", d.UsedMemory.Load())
 	server.InfoField(sb, "upstream_used_memory_peak", d.PeakUsed.Load())
 	server.InfoField(sb, "maxmemory", f.cfg.MaxMemory())
