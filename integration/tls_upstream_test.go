@@ -23,9 +23,24 @@ func TestTLSUpstream(t *testing.T) {
 	url := "rediss://127.0.0.1:" + strconv.Itoa(tport)
 
 	t.Setenv("SPILLWAY_TEST_HOOKS", "1") // DEBUG DEMOTE-ALL
+	// Spillway's own TLS port too, in upstream mode: its server
+	// certificate is tls-cert-file, the upstream sees tls-client-cert-file.
+	frontCert := pki.issue(t, "front")
+	client := pki.issue(t, "client")
+	sport := harness.FreePort(t)
 	sp := harness.StartSpillway(t, "", "--upstream", url, "--tls-ca-cert-file", pki.CA,
-		"--tls-client-cert-file", spillCert.Cert, "--tls-client-key-file", spillCert.Key)
+		"--tls-client-cert-file", spillCert.Cert, "--tls-client-key-file", spillCert.Key,
+		"--tls-port", strconv.Itoa(sport), "--tls-cert-file", frontCert.Cert, "--tls-key-file", frontCert.Key)
 	c := sp.Conn(t)
+	if out, ok := redisCli(t, append(cliTLS(sport, pki, &client), "SET", "via-tls", "1")...); out != "OK" || !ok {
+		t.Fatalf("redis-cli --tls to spillway in upstream mode: %q ok=%v", out, ok)
+	}
+	if r := up.Conn(t).Do("GET", "via-tls"); r.Str != "1" {
+		t.Fatalf("GET on the upstream of a key set over TLS end to end: %s", r.String())
+	}
+	if serial, _, err := tlsPing(addrOf(sport), pki.clientTLS(t, &client)); err != nil || serial != frontCert.Serial {
+		t.Fatalf("spillway's TLS port served serial %d (%v); want the front's %d", serial, err, frontCert.Serial)
+	}
 	if r := c.Do("SET", "k", "over-tls"); r.Str != "OK" {
 		t.Fatalf("SET through spillway: %s", r.String())
 	}
