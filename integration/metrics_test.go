@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -254,6 +255,50 @@ func TestMetricsEmbedded(t *testing.T) {
 		metric(t, m, name)
 	}
 	checkDashboard(t, m, func(name string) bool { return strings.HasPrefix(name, "spillway_upstream_") })
+}
+
+// TestMetricsConfigSet: CONFIG SET metrics-port moves the endpoint (the
+// new port is bound before the old one closes), refuses a port in use
+// keeping the old one, and 0 stops it.
+func TestMetricsConfigSet(t *testing.T) {
+	mport := harness.FreePort(t)
+	sp := harness.StartSpillway(t, "", "--metrics-port", strconv.Itoa(mport))
+	c := sp.Conn(t)
+	up := func(port int) bool {
+		client := &http.Client{Timeout: 5 * time.Second}
+		resp, err := client.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	if !up(mport) {
+		t.Fatal("endpoint not serving at start")
+	}
+	moved := harness.FreePort(t)
+	if r := c.Do("CONFIG", "SET", "metrics-port", strconv.Itoa(moved)); r.Str != "OK" {
+		t.Fatalf("CONFIG SET metrics-port: %s", r.String())
+	}
+	if !up(moved) || up(mport) {
+		t.Fatalf("after the move: new port serving %v, old port serving %v", up(moved), up(mport))
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+	want := "ERR CONFIG SET failed (possibly related to argument 'metrics-port') - Unable to listen on this port. Check server logs."
+	if r := c.Do("CONFIG", "SET", "metrics-port", busyPort); r.Str != want {
+		t.Fatalf("CONFIG SET metrics-port to a busy port: %s", r.String())
+	}
+	if r := c.Do("CONFIG", "GET", "metrics-port"); len(r.Elems) != 2 || r.Elems[1].Str != strconv.Itoa(moved) || !up(moved) {
+		t.Fatalf("after a refused move: %s, serving %v", r.String(), up(moved))
+	}
+	if r := c.Do("CONFIG", "SET", "metrics-port", "0"); r.Str != "OK" || up(moved) {
+		t.Fatalf("CONFIG SET metrics-port 0: %s, still serving %v", r.String(), up(moved))
+	}
 }
 
 func TestMetricsUpstream(t *testing.T) {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -232,24 +234,21 @@ func run(args []string) error {
 		"gomaxprocs", runtime.GOMAXPROCS(0),
 		"startup", time.Since(start).Round(time.Millisecond))
 
-	if addr := cfg.MetricsAddr(); addr != "" {
-		info := srv.InfoText
-		if front != nil {
-			info = front.InfoText
-		}
-		ep, err := metrics.Start(metrics.Options{Addr: addr, Info: info, Store: cold, Logger: log})
-		if err != nil {
-			srv.Close()
-			if front != nil {
-				front.Close()
-			}
-			engine.Close()
-			cold.Close()
-			return err
-		}
-		defer ep.Close()
-		log.Info("metrics endpoint ready", "addr", "http://"+ep.Addr()+"/metrics")
+	info := srv.InfoText
+	if front != nil {
+		info = front.InfoText
 	}
+	ep, err := startMetrics(cfg, log, metrics.Options{Info: info, Store: cold, Logger: log})
+	if err != nil {
+		srv.Close()
+		if front != nil {
+			front.Close()
+		}
+		engine.Close()
+		cold.Close()
+		return err
+	}
+	defer ep.close()
 
 	serveDone := make(chan struct{})
 	go func() {
@@ -316,6 +315,69 @@ func newTLS(cfg *config.Config, log *slog.Logger, target config.Upstream, upstre
 		}
 	}
 	return m, nil
+}
+
+// metricsEndpoint is the Prometheus endpoint as metrics-port and
+// metrics-bind say: started, moved or stopped by CONFIG SET.
+type metricsEndpoint struct {
+	mu   sync.Mutex
+	ep   *metrics.Endpoint // nil: metrics-port 0
+	opts metrics.Options
+	log  *slog.Logger
+}
+
+// startMetrics starts the endpoint if metrics-port is set and registers
+// the CONFIG SET apply step of metrics-port and metrics-bind.
+func startMetrics(cfg *config.Config, log *slog.Logger, o metrics.Options) (*metricsEndpoint, error) {
+	m := &metricsEndpoint{opts: o, log: log}
+	if err := m.apply(cfg.MetricsAddr()); err != nil {
+		return nil, err
+	}
+	err := cfg.RegisterApply(func() error {
+		if err := m.apply(cfg.MetricsAddr()); err != nil {
+			log.Warn("CONFIG SET: could not listen", "err", err)
+			return errors.New("Unable to listen on this port. Check server logs.")
+		}
+		return nil
+	}, "metrics-port", "metrics-bind")
+	return m, err
+}
+
+// apply serves the endpoint on addr ("": stops it).
+func (m *metricsEndpoint) apply(addr string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case addr == "" && m.ep != nil:
+		m.ep.Close()
+		m.ep = nil
+		m.log.Info("metrics endpoint stopped")
+		return nil
+	case addr == "":
+		return nil
+	case m.ep == nil:
+		o := m.opts
+		o.Addr = addr
+		ep, err := metrics.Start(o)
+		if err != nil {
+			return err
+		}
+		m.ep = ep
+	default:
+		if err := m.ep.Rebind(addr); err != nil {
+			return err
+		}
+	}
+	m.log.Info("metrics endpoint ready", "addr", "http://"+m.ep.Addr()+"/metrics")
+	return nil
+}
+
+func (m *metricsEndpoint) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ep != nil {
+		m.ep.Close()
+	}
 }
 
 // upstreamBudget sizes the store for upstream mode: a block cache (64 MB

@@ -238,11 +238,11 @@ var keyed = [numKeyed]*setting{
 	idxExpireSweepKeysPerTick: intSetting("expire-sweep-keys-per-tick", 1, maxInt32, "1000",
 		"Expired cold keys removed per sweeper tick, at most.").own(),
 	idxMetricsPort: intSetting("metrics-port", 0, 65535, "0",
-		"Port of the Prometheus endpoint (`/metrics` over HTTP) on metrics-bind; 0: none.").
-		withMut(fixed).own(),
+		"Port of the Prometheus endpoint (`/metrics` over HTTP) on metrics-bind; 0: none. CONFIG SET "+
+			"starts, moves (the new address is bound before the old one is closed) or stops it.").own(),
 	idxMetricsBind: strSetting("metrics-bind", "127.0.0.1",
 		"Address of the Prometheus endpoint (`*`: every address). Loopback by default: the "+
-			"metrics name commands and key counts.").withMut(fixed).own(),
+			"metrics name commands and key counts.").own(),
 
 	idxSave: listSetting("save", "", parseSave,
 		"Stored, no effect: Spillway persists every write continuously (Redis's default is `3600 1 300 100 60 10000`)."),

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,9 +45,11 @@ type Options struct {
 
 // Endpoint is a running metrics endpoint.
 type Endpoint struct {
-	srv *http.Server
-	ln  net.Listener
-	log *slog.Logger
+	handler http.Handler
+	log     *slog.Logger
+	mu      sync.Mutex // guards srv and ln (Rebind, Close)
+	srv     *http.Server
+	ln      net.Listener
 }
 
 // Start listens on o.Addr and serves /metrics until Close.
@@ -62,35 +65,61 @@ func Start(o Options) (*Endpoint, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	reg.MustRegister(collectors.NewGoCollector())
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s: %w", o.Addr, err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
 	}))
-	e := &Endpoint{
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
-		ln:  ln, log: o.Logger,
+	e := &Endpoint{handler: mux, log: o.Logger}
+	if err := e.Rebind(o.Addr); err != nil {
+		return nil, err
 	}
-	go func() {
-		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			e.log.Error("metrics endpoint stopped", "err", err)
-		}
-	}()
 	return e, nil
 }
 
+// Rebind moves the endpoint to addr: it listens there first, then stops
+// the old listener (scrapes in progress finish); if addr cannot be
+// listened on, the old listener stays and the error is returned.
+func (e *Endpoint) Rebind(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("metrics endpoint stopped", "err", err)
+		}
+	}()
+	e.mu.Lock()
+	old := e.srv
+	e.srv, e.ln = srv, ln
+	e.mu.Unlock()
+	if old != nil {
+		shutdown(old)
+	}
+	return nil
+}
+
 // Addr is the address the endpoint listens on.
-func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
+func (e *Endpoint) Addr() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ln.Addr().String()
+}
 
 // Close stops the endpoint, waiting up to a few seconds for scrapes in
 // progress.
 func (e *Endpoint) Close() {
+	e.mu.Lock()
+	srv := e.srv
+	e.mu.Unlock()
+	shutdown(srv)
+}
+
+func shutdown(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	e.srv.Shutdown(ctx)
+	srv.Shutdown(ctx)
 }
 
 // collector renders the metrics at each scrape. It is unchecked (describes
