@@ -196,7 +196,8 @@ var redisSettings = []*setting{
 	tlsFile("tls-client-cert-file", "Client certificate presented to a rediss:// upstream."),
 	tlsFile("tls-client-key-file", "Private key of tls-client-cert-file."),
 	tlsText("tls-client-key-file-pass", "Password of an encrypted tls-client-key-file."),
-	text("tls-dh-params-file", "").withVolatile(),
+	tlsFile("tls-dh-params-file", "DH parameters: must be readable, as Redis reads them; unused (Go's TLS "+
+		"has no finite-field DHE)."),
 	tlsFile("tls-ca-cert-file", "CA certificates (PEM) that client certificates and a rediss:// upstream's "+
 		"certificate are verified against."),
 	tlsFile("tls-ca-cert-dir", "Directory of CA certificates (every PEM file in it)."),

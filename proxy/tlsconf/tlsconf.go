@@ -35,6 +35,9 @@ type Settings struct {
 	CAFile, CADir                                    string
 	AuthClients                                      string // no, optional, yes
 	Protocols, Ciphers, Ciphersuites                 string
+	// DHParamsFile must be readable, as Redis reads it; Go's TLS has no
+	// finite-field DHE, so its parameters are not used.
+	DHParamsFile string
 	SessionCaching                                   bool
 	// Server: the server side is needed (tls-port is set). Without it a
 	// certificate is optional: a rediss:// upstream that asks for none.
@@ -52,6 +55,7 @@ func FromConfig(cfg *config.Config) Settings {
 		AuthClients: v("tls-auth-clients"),
 		Protocols:   v("tls-protocols"), Ciphers: v("tls-ciphers"), Ciphersuites: v("tls-ciphersuites"),
 		SessionCaching: v("tls-session-caching") == "yes",
+		DHParamsFile:   v("tls-dh-params-file"),
 	}
 }
 
@@ -92,6 +96,11 @@ func Build(s Settings) (*Bundle, error) {
 	}
 	if s.Server && s.AuthClients != "no" && s.CAFile == "" && s.CADir == "" {
 		return nil, errors.New("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!")
+	}
+	if s.DHParamsFile != "" {
+		if _, err := os.ReadFile(s.DHParamsFile); err != nil {
+			return nil, fmt.Errorf("Failed to load %s: %w", s.DHParamsFile, err)
+		}
 	}
 	minV, maxV, err := parseProtocols(s.Protocols)
 	if err != nil {

@@ -73,6 +73,10 @@ func TestBuildChecks(t *testing.T) {
 		!strings.Contains(err.Error(), "tls-ca-cert-file or tls-ca-cert-dir") {
 		t.Errorf("client auth without a CA: %v", err)
 	}
+	if _, err := Build(Settings{Server: true, CertFile: cert, KeyFile: key, AuthClients: "no",
+		DHParamsFile: filepath.Join(dir, "missing.dh")}); err == nil || !strings.Contains(err.Error(), "Failed to load") {
+		t.Errorf("a missing tls-dh-params-file: %v", err)
+	}
 	b, err := Build(Settings{Server: true, CertFile: cert, KeyFile: key, AuthClients: "yes", CADir: dir})
 	if err != nil {
 		t.Fatal(err)
