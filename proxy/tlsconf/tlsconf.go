@@ -37,8 +37,8 @@ type Settings struct {
 	Protocols, Ciphers, Ciphersuites                 string
 	// DHParamsFile must be readable, as Redis reads it; Go's TLS has no
 	// finite-field DHE, so its parameters are not used.
-	DHParamsFile string
-	SessionCaching                                   bool
+	DHParamsFile   string
+	SessionCaching bool
 	// Server: the server side is needed (tls-port is set). Without it a
 	// certificate is optional: a rediss:// upstream that asks for none.
 	Server bool
