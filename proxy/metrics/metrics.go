@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -157,7 +158,8 @@ func collectStore(ch chan<- prometheus.Metric, s *coldstore.Store) {
 	}
 	total := cum + rl.Counts[len(rl.Counts)-1]
 	ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc("spillway_cold_read_duration_seconds",
-		"Duration of the cold store's point reads (a key's meta record, a cold field or member).", nil, nil),
+		"Duration of the cold store's point reads (a key's meta record, a cold field or member); one read in "+
+			strconv.Itoa(coldstore.ReadLatencySample)+" is timed (spillway_cold_store_gets_total counts them all).", nil, nil),
 		total, rl.Sum.Seconds(), buckets)
 
 	m := s.Metrics()
