@@ -228,11 +228,23 @@ func TestTLSPorts(t *testing.T) {
 		note(string(c.Do("CONFIG", "SET", "port", strconv.Itoa(srv.Port())).Raw))
 		_, err = harness.Dial(srv.Addr())
 		note("plain port back: " + strconv.FormatBool(err == nil))
+		// With no TLS port, TLS files are not loaded (a bad one is
+		// accepted); opening the port again serves the configuration
+		// loaded before.
+		plain := srv.Conn(t)
+		note(string(plain.Do("CONFIG", "SET", "tls-port", "0").Raw))
+		note(string(plain.Do("CONFIG", "SET", "tls-cert-file", filepath.Join(p.pki.dir, "missing.crt")).Raw))
+		again := harness.FreePort(t)
+		note(string(plain.Do("CONFIG", "SET", "tls-port", strconv.Itoa(again)).Raw))
+		serial, r, err := tlsPing(addrOf(again), cfg)
+		note(r + " " + strconv.FormatBool(err == nil && serial == p.srvCert.Serial))
+		note(string(plain.Do("CONFIG", "SET", "tls-cert-file", p.srvCert.Cert).Raw))
 	})
 	if strings.Join(got[0], "\n") != strings.Join(got[1], "\n") {
 		t.Fatalf("redis-server:\n%s\nspillway:\n%s", strings.Join(got[0], "\n"), strings.Join(got[1], "\n"))
 	}
-	want := "+OK\r\n\nPONG true\nold port refused: true\n+OK\r\n\nplain port refused: true\nPONG true\ntls-port moved: true\n+OK\r\n\nplain port back: true"
+	want := "+OK\r\n\nPONG true\nold port refused: true\n+OK\r\n\nplain port refused: true\nPONG true\ntls-port moved: true\n+OK\r\n\nplain port back: true\n" +
+		"+OK\r\n\n+OK\r\n\n+OK\r\n\nPONG true\n+OK\r\n"
 	if strings.Join(got[1], "\n") != want {
 		t.Fatalf("got:\n%s", strings.Join(got[1], "\n"))
 	}

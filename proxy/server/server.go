@@ -365,9 +365,9 @@ next:
 }
 
 // rebind is the CONFIG SET port/bind/tls-port apply hook: it rebinds the
-// plain listeners, then the TLS ones (loading the TLS configuration
-// first if it never was, as Redis's applyTLSPort), each as rebindSet
-// says. If the TLS ones fail after the plain ones changed, the plain ones
+// plain listeners, then the TLS ones (loading the TLS configuration first
+// when the TLS port opens, as Redis's applyTLSPort does when TLS was never
+// configured), each as rebindSet says. If the TLS ones fail after the plain ones changed, the plain ones
 // are rebound to the old port and addresses by the config's restore,
 // which runs this hook again on the old values.
 func (s *Server) rebind() error {
@@ -384,8 +384,11 @@ func (s *Server) rebind() error {
 	if tport != 0 && s.tlsm == nil {
 		return errors.New("Unable to update TLS configuration. Check server logs.")
 	}
-	if tport != 0 && !s.tlsm.ServerLoaded() {
-		if err := s.tlsm.Load(); err != nil {
+	// A TLS port opened now loads the files as they are (tls-* changes
+	// made while no TLS port was open were not loaded); if they do not
+	// load, the configuration loaded before serves, as Redis's does.
+	if tport != 0 && (s.secure.port == 0 || !s.tlsm.ServerLoaded()) {
+		if err := s.tlsm.Load(); err != nil && !s.tlsm.ServerLoaded() {
 			return tlsconf.ErrApply
 		}
 	}

@@ -452,8 +452,8 @@ func New(cfg *config.Config, log *slog.Logger, client bool) (*Manager, error) {
 		return b.server[authIndex(mode)], nil
 	}
 	err := cfg.RegisterApply(func() error {
-		if m.cur.Load() == nil && !m.serverSide() && !m.client {
-			return nil
+		if !m.serverSide() && !m.client {
+			return nil // not in use: loaded when tls-port is set
 		}
 		if err := m.Load(); err != nil {
 			return ErrApply
