@@ -66,10 +66,6 @@ type Bundle struct {
 	// side, Settings.Server was false and no certificate is set).
 	server [3]*tls.Config
 	client *tls.Config
-	// pinnedCA: the client verifies the peer's chain against the
-	// configured CA only, without a host name check, as Redis's
-	// replication link does.
-	pinnedCA bool
 }
 
 // authIndex maps tls-auth-clients to Bundle.server's index.
@@ -175,7 +171,9 @@ func Build(s Settings) (*Bundle, error) {
 		RootCAs:      pool,
 	}
 	if pool != nil {
-		b.pinnedCA = true
+		// The configured CA pins the upstream: its chain is verified
+		// against it, without a host name check, as Redis's replication
+		// link does.
 		b.client.InsecureSkipVerify = true // replaced by VerifyConnection below
 		b.client.VerifyConnection = func(cs tls.ConnectionState) error { return verifyChain(cs, pool) }
 	}
