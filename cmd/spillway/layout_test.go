@@ -36,6 +36,8 @@ var importRules = map[string][]string{
 	"proxy/pubsub":     {"proxy/cstr"},
 	"proxy/tracking":   {"proxy/cstr"},
 	"proxy/acl":        {"proxy/cmdtable", "proxy/cstr"},
+	"proxy/tlsconf":    {"proxy/config", "proxy/cstr"},
+	"proxy/metrics":    {"coldstore"},
 	"proxy/script/...": {"proxy/script", "proxy/cmdtable", "proxy/cstr", "proxy/rdb", "proxy/resp"},
 	// The command library sees the handler contract and the engine, never
 	// a front's internals or upstream mode.

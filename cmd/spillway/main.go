@@ -5,6 +5,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,13 +18,16 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/metrics"
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/tlsconf"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering"
@@ -171,6 +176,13 @@ func run(args []string) error {
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
 	srv := server.NewServer(cfg, engine, log, commands.Table())
+	tlsm, err := newTLS(cfg, log, target, upstreamMode)
+	if err != nil {
+		engine.Close()
+		cold.Close()
+		return err
+	}
+	srv.SetTLS(tlsm)
 	if !upstreamMode {
 		oom := func(string) { srv.SetOutOfMemory(budgetUnreachable(cfg.MaxMemory(), cfg.BlockCache())) }
 		oom("")
@@ -185,9 +197,11 @@ func run(args []string) error {
 	if upstreamMode {
 		mode = "upstream"
 		clean := takeCleanMarker(dir)
-		front, err = upstream.Enable(srv, upstream.Options{Target: link.Target{
-			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
-		}, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
+		lt := link.Target{Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB}
+		if target.TLS {
+			lt.TLS = func() *tls.Config { return tlsm.ClientConfig(target.Host) }
+		}
+		front, err = upstream.Enable(srv, upstream.Options{Target: lt, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
 		if err != nil {
 			engine.Close()
 			cold.Close()
@@ -219,6 +233,22 @@ func run(args []string) error {
 		"keys_on_disk", engine.KeysOnDisk(),
 		"gomaxprocs", runtime.GOMAXPROCS(0),
 		"startup", time.Since(start).Round(time.Millisecond))
+
+	info := srv.InfoText
+	if front != nil {
+		info = front.InfoText
+	}
+	ep, err := startMetrics(cfg, log, metrics.Options{Info: info, Store: cold, Logger: log})
+	if err != nil {
+		srv.Close()
+		if front != nil {
+			front.Close()
+		}
+		engine.Close()
+		cold.Close()
+		return err
+	}
+	defer ep.close()
 
 	serveDone := make(chan struct{})
 	go func() {
@@ -269,6 +299,85 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 	policy := func(string) { engine.SetPolicy(cfg.PromoteMinHits(), cfg.ColdReadMaxBytes()) }
 	cfg.OnChange("promote-min-hits", policy)
 	cfg.OnChange("cold-read-max-bytes", policy)
+}
+
+// newTLS returns the TLS configuration's manager, loaded now when the
+// upstream is rediss:// (the server loads it for tls-port).
+func newTLS(cfg *config.Config, log *slog.Logger, target config.Upstream, upstreamMode bool) (*tlsconf.Manager, error) {
+	upTLS := upstreamMode && target.TLS
+	m, err := tlsconf.New(cfg, log, upTLS)
+	if err != nil {
+		return nil, err
+	}
+	if upTLS {
+		if err := m.Load(); err != nil {
+			return nil, fmt.Errorf("upstream %s is rediss://: %w", target.Addr, err)
+		}
+	}
+	return m, nil
+}
+
+// metricsEndpoint is the Prometheus endpoint as metrics-port and
+// metrics-bind say: started, moved or stopped by CONFIG SET.
+type metricsEndpoint struct {
+	mu   sync.Mutex
+	ep   *metrics.Endpoint // nil: metrics-port 0
+	opts metrics.Options
+	log  *slog.Logger
+}
+
+// startMetrics starts the endpoint if metrics-port is set and registers
+// the CONFIG SET apply step of metrics-port and metrics-bind.
+func startMetrics(cfg *config.Config, log *slog.Logger, o metrics.Options) (*metricsEndpoint, error) {
+	m := &metricsEndpoint{opts: o, log: log}
+	if err := m.apply(cfg.MetricsAddr()); err != nil {
+		return nil, err
+	}
+	err := cfg.RegisterApply(func() error {
+		if err := m.apply(cfg.MetricsAddr()); err != nil {
+			log.Warn("CONFIG SET: could not listen", "err", err)
+			return errors.New("Unable to listen on this port. Check server logs.")
+		}
+		return nil
+	}, "metrics-port", "metrics-bind")
+	return m, err
+}
+
+// apply serves the endpoint on addr ("": stops it).
+func (m *metricsEndpoint) apply(addr string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case addr == "" && m.ep != nil:
+		m.ep.Close()
+		m.ep = nil
+		m.log.Info("metrics endpoint stopped")
+		return nil
+	case addr == "":
+		return nil
+	case m.ep == nil:
+		o := m.opts
+		o.Addr = addr
+		ep, err := metrics.Start(o)
+		if err != nil {
+			return err
+		}
+		m.ep = ep
+	default:
+		if err := m.ep.Rebind(addr); err != nil {
+			return err
+		}
+	}
+	m.log.Info("metrics endpoint ready", "addr", "http://"+m.ep.Addr()+"/metrics")
+	return nil
+}
+
+func (m *metricsEndpoint) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ep != nil {
+		m.ep.Close()
+	}
 }
 
 // upstreamBudget sizes the store for upstream mode: a block cache (64 MB

@@ -3,6 +3,8 @@ package config
 import (
 	"log/slog"
 	"math"
+	"net"
+	"strconv"
 	"time"
 )
 
@@ -139,6 +141,20 @@ func (c *Config) BlockCache() int64 {
 
 // ExpireSweepKeysPerTick bounds the expired cold keys removed per sweeper tick.
 func (c *Config) ExpireSweepKeysPerTick() int { return int(c.load(idxExpireSweepKeysPerTick).n) }
+
+// MetricsAddr is the Prometheus endpoint's listen address, "" when
+// metrics-port is 0.
+func (c *Config) MetricsAddr() string {
+	port := c.load(idxMetricsPort).n
+	if port == 0 {
+		return ""
+	}
+	host := c.load(idxMetricsBind).s
+	if host == "*" {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.FormatInt(port, 10))
+}
 
 // Hz is the background task frequency, 1..500.
 func (c *Config) Hz() int { return int(c.load(idxHz).n) }

@@ -156,7 +156,7 @@ func TestParseTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, ok := c.UpstreamTarget()
-	if !ok || u != (Upstream{Addr: "[::1]:7000", Username: "alice", Password: "s3cret", DB: 3}) {
+	if !ok || u != (Upstream{Addr: "[::1]:7000", Username: "alice", Password: "s3cret", DB: 3, Host: "::1"}) {
 		t.Errorf("UpstreamTarget = %+v %v", u, ok)
 	}
 	if c.LogLevel() != LevelVerbose || c.Timeout().Seconds() != 30 || c.BlockCache() != 1<<20 ||
@@ -207,8 +207,8 @@ func TestParseErrors(t *testing.T) {
 			`loglevel "loud": argument(s) must be one of the following: debug, verbose, notice, warning`},
 		{"policy", "maxmemory-policy lru\n", nil, `maxmemory-policy "lru": argument(s) must be one of the following: volatile-lru,`},
 		{"supervised", "supervised foo\n", nil, `must be one of the following: upstart, systemd, auto, no`},
-		{"upstream scheme", "upstream http://x:1\n", nil, `upstream "http://x:1": argument must be a redis://[user:password@]host:port[/db] URL`},
-		{"upstream port", "upstream redis://x:0\n", nil, `upstream "redis://x:0": argument must be a redis://`},
+		{"upstream scheme", "upstream http://x:1\n", nil, `upstream "http://x:1": argument must be a redis[s]://[user:password@]host:port[/db] URL`},
+		{"upstream port", "upstream redis://x:0\n", nil, `upstream "redis://x:0": argument must be a redis[s]://`},
 		{"upstream db", "upstream redis://x:1/a\n", nil, `(bad db number)`},
 		{"upstream host", "upstream redis://:1\n", nil, `(missing host)`},
 		{"bind too many", "bind 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n", nil, `Too many bind addresses specified.`},
@@ -373,13 +373,15 @@ func TestParseUpstream(t *testing.T) {
 		want Upstream
 		ok   bool
 	}{
-		{"redis://h:1", Upstream{Addr: "h:1"}, true},
-		{"redis://h", Upstream{Addr: "h:6379"}, true},
-		{"redis://h:6379/", Upstream{Addr: "h:6379"}, true},
-		{"redis://:pw@h:2/15", Upstream{Addr: "h:2", Password: "pw", DB: 15}, true},
-		{"redis://u:p%40ss@127.0.0.1:3", Upstream{Addr: "127.0.0.1:3", Username: "u", Password: "p@ss"}, true},
-		{"redis://[::1]:4", Upstream{Addr: "[::1]:4"}, true},
-		{"rediss://h:1", Upstream{}, false},
+		{"redis://h:1", Upstream{Addr: "h:1", Host: "h"}, true},
+		{"redis://h", Upstream{Addr: "h:6379", Host: "h"}, true},
+		{"redis://h:6379/", Upstream{Addr: "h:6379", Host: "h"}, true},
+		{"redis://:pw@h:2/15", Upstream{Addr: "h:2", Host: "h", Password: "pw", DB: 15}, true},
+		{"redis://u:p%40ss@127.0.0.1:3", Upstream{Addr: "127.0.0.1:3", Host: "127.0.0.1", Username: "u", Password: "p@ss"}, true},
+		{"redis://[::1]:4", Upstream{Addr: "[::1]:4", Host: "::1"}, true},
+		{"rediss://h:1", Upstream{Addr: "h:1", Host: "h", TLS: true}, true},
+		{"rediss://:pw@h/2", Upstream{Addr: "h:6379", Host: "h", Password: "pw", DB: 2, TLS: true}, true},
+		{"http://h:1", Upstream{}, false},
 		{"h:1", Upstream{}, false},
 		{"redis://h:", Upstream{}, false},
 		{"redis://h:65536", Upstream{}, false},

@@ -15,6 +15,15 @@ func memory(name string, lo, hi uint64, def string) *setting {
 	return memSetting(name, lo, hi, def, noEffect)
 }
 func text(name, def string) *setting { return strSetting(name, def, noEffect) }
+
+// tlsText and tlsFile are the TLS settings Spillway acts on; a CONFIG SET
+// of a file setting reloads even with the same value (a renewed file).
+func tlsText(name, doc string) *setting { return strSetting(name, "", doc+tlsReload).acted() }
+func tlsFile(name, doc string) *setting { return tlsText(name, doc).withVolatile() }
+
+const tlsReload = " CONFIG SET reloads the TLS configuration while TLS is in use; a file that fails to " +
+	"load is refused and the previous configuration stays."
+
 func oneOf(name string, enum []string, def string) *setting {
 	return enumSetting(name, enum, def, noEffect)
 }
@@ -165,27 +174,38 @@ var redisSettings = []*setting{
 	{name: "maxmemory-clients", kind: kindPercent, min: -100, umax: maxInt64, def: "0",
 		doc: "Stored, no effect: a size, or a percentage of maxmemory (`N%`)."},
 
-	// TLS (Spillway has no TLS listener)
-	integer("tls-port", 0, 65535, "0"),
+	// TLS (proxy/tlsconf builds Go's crypto/tls configurations from them)
+	intSetting("tls-port", 0, 65535, "0",
+		"TLS port to listen on, on the bind addresses, besides port or alone (port 0); 0: none. "+
+			"CONFIG SET rebinds as for port.").acted(),
 	integer("tls-session-cache-size", 0, maxInt32, "20480"),
 	integer("tls-session-cache-timeout", 0, maxInt32, "300"),
 	yesNo("tls-cluster", "no"),
 	yesNo("tls-replication", "no"),
-	oneOf("tls-auth-clients", []string{"no", "yes", "optional"}, "yes"),
-	yesNo("tls-prefer-server-ciphers", "no"),
-	yesNo("tls-session-caching", "yes"),
-	text("tls-cert-file", ""),
-	text("tls-key-file", ""),
-	text("tls-key-file-pass", ""),
-	text("tls-client-cert-file", ""),
-	text("tls-client-key-file", ""),
-	text("tls-client-key-file-pass", ""),
-	text("tls-dh-params-file", ""),
-	text("tls-ca-cert-file", ""),
-	text("tls-ca-cert-dir", ""),
-	text("tls-protocols", ""),
-	text("tls-ciphers", ""),
-	text("tls-ciphersuites", ""),
+	enumSetting("tls-auth-clients", []string{"no", "yes", "optional"}, "yes",
+		"Client certificates on the TLS port: required and verified against the CA (yes), "+
+			"verified if sent (optional), not asked for (no). Read at each handshake.").acted(),
+	boolSetting("tls-prefer-server-ciphers", "no",
+		"Accepted; Go's TLS always chooses the suite by its own preference order.").acted(),
+	boolSetting("tls-session-caching", "yes",
+		"Session resumption (Go's session tickets); no disables it.").acted(),
+	tlsFile("tls-cert-file", "Certificate (PEM chain) of the TLS port and, without "+
+		"tls-client-cert-file, of rediss:// upstream connections."),
+	tlsFile("tls-key-file", "Private key of tls-cert-file (PEM; PKCS#8 or legacy encrypted with tls-key-file-pass)."),
+	tlsText("tls-key-file-pass", "Password of an encrypted tls-key-file."),
+	tlsFile("tls-client-cert-file", "Client certificate presented to a rediss:// upstream."),
+	tlsFile("tls-client-key-file", "Private key of tls-client-cert-file."),
+	tlsText("tls-client-key-file-pass", "Password of an encrypted tls-client-key-file."),
+	tlsFile("tls-dh-params-file", "DH parameters: must be readable, as Redis reads them; unused (Go's TLS "+
+		"has no finite-field DHE)."),
+	tlsFile("tls-ca-cert-file", "CA certificates (PEM) that client certificates and a rediss:// upstream's "+
+		"certificate are verified against."),
+	tlsFile("tls-ca-cert-dir", "Directory of CA certificates (every PEM file in it)."),
+	tlsText("tls-protocols", "TLS versions, among `TLSv1 TLSv1.1 TLSv1.2 TLSv1.3` (empty: TLSv1.2 and TLSv1.3). "+
+		"Go enables a range: the lowest to the highest named."),
+	tlsText("tls-ciphers", "TLS 1.2 cipher list as OpenSSL's, over the suites Go implements: a name "+
+		"(OpenSSL's or IANA's) adds a suite, !name or -name removes it, keywords (DEFAULT, HIGH) add Go's defaults."),
+	tlsText("tls-ciphersuites", "TLS 1.3 suites: checked (Go's three names), Go always enables all three."),
 
 	// several arguments
 	listSetting("oom-score-adj-values", "0 200 800", parseOOMValues, noEffect),

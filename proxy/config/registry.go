@@ -62,6 +62,8 @@ const (
 	idxColdReadMaxBytes
 	idxBlockCache
 	idxExpireSweepKeysPerTick
+	idxMetricsPort
+	idxMetricsBind
 	// Redis-compatible settings.
 	idxSave
 	idxAppendOnly
@@ -126,6 +128,10 @@ type setting struct {
 	// one (nil: none yet) into the value stored: a directive that sets
 	// only part of the setting.
 	merge func(old, v *value) *value
+	// volatile settings (Redis's VOLATILE_CONFIG) run their apply hooks
+	// on every CONFIG SET, even to the same value: a file setting whose
+	// file changed.
+	volatile bool
 	// spillway marks Spillway's own settings.
 	spillway bool
 	// effect marks the settings Spillway acts upon; the others are stored
@@ -165,6 +171,7 @@ func (s *setting) withCheck(f func(*value) error) *setting { s.check = f; return
 func (s *setting) own() *setting                           { s.spillway, s.effect = true, true; return s }
 func (s *setting) acted() *setting                         { s.effect = true; return s }
 func (s *setting) hide() *setting                          { s.hidden = true; return s }
+func (s *setting) withVolatile() *setting                  { s.volatile = true; return s }
 
 const (
 	maxInt32  = math.MaxInt32
@@ -230,6 +237,12 @@ var keyed = [numKeyed]*setting{
 		"Cold store block cache size (0: maxmemory/8; 64mb in upstream mode).").own(),
 	idxExpireSweepKeysPerTick: intSetting("expire-sweep-keys-per-tick", 1, maxInt32, "1000",
 		"Expired cold keys removed per sweeper tick, at most.").own(),
+	idxMetricsPort: intSetting("metrics-port", 0, 65535, "0",
+		"Port of the Prometheus endpoint (`/metrics` over HTTP) on metrics-bind; 0: none. CONFIG SET "+
+			"starts, moves (the new address is bound before the old one is closed) or stops it.").own(),
+	idxMetricsBind: strSetting("metrics-bind", "127.0.0.1",
+		"Address of the Prometheus endpoint (`*`: every address). Loopback by default: the "+
+			"metrics name commands and key counts.").own(),
 
 	idxSave: listSetting("save", "", parseSave,
 		"Stored, no effect: Spillway persists every write continuously (Redis's default is `3600 1 300 100 60 10000`)."),

@@ -105,7 +105,7 @@ func (c *Config) Set(pairs [][2]string) error {
 			newVals[i] = m(c.vals[e.idx].Load(), newVals[i])
 		}
 		oldVals[i] = c.vals[e.idx].Swap(newVals[i])
-		changed[i] = oldVals[i].text != newVals[i].text
+		changed[i] = oldVals[i].text != newVals[i].text || registry[e.idx].volatile
 	}
 	c.mu.Unlock()
 

@@ -373,13 +373,18 @@ type Upstream struct {
 	Username string // empty: none (or "default" when only a password is given)
 	Password string
 	DB       int
+	// TLS: a rediss:// URL, the connection is TLS (tls-* settings).
+	TLS bool
+	// Host is the host part, which a TLS connection without a configured
+	// CA verifies the certificate against.
+	Host string
 }
 
 // upstreamSyntax is the shape an upstream URL must have.
-const upstreamSyntax = "redis://[user:password@]host:port[/db]"
+const upstreamSyntax = "redis[s]://[user:password@]host:port[/db]"
 
 // ParseUpstream validates and parses a redis://[user:password@]host:port[/db]
-// URL. The port defaults to 6379 and the db to 0.
+// URL, or a rediss:// one (TLS). The port defaults to 6379 and the db to 0.
 func ParseUpstream(s string) (Upstream, error) {
 	bad := func(why string) (Upstream, error) {
 		return Upstream{}, fmt.Errorf("argument must be a %s URL (%s)", upstreamSyntax, why)
@@ -388,8 +393,8 @@ func ParseUpstream(s string) (Upstream, error) {
 	if err != nil {
 		return bad("malformed")
 	}
-	if u.Scheme != "redis" {
-		return bad("scheme must be redis")
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return bad("scheme must be redis or rediss")
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return bad("missing host")
@@ -410,7 +415,7 @@ func ParseUpstream(s string) (Upstream, error) {
 	if p, ok := cstr.ParseInt(port); !ok || p < 1 || p > 65535 {
 		return bad("bad port")
 	}
-	up := Upstream{Addr: joinHostPort(host, port)}
+	up := Upstream{Addr: joinHostPort(host, port), TLS: u.Scheme == "rediss", Host: host}
 	if u.User != nil {
 		up.Username = u.User.Username()
 		up.Password, _ = u.User.Password()

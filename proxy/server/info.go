@@ -88,6 +88,17 @@ func cmdInfo(x *Ctx, args [][]byte) error {
 	return nil
 }
 
+// InfoText is INFO EVERYTHING's text (embedded mode), rendered outside
+// any client for the metrics endpoint.
+func (s *Server) InfoText() string {
+	var sb strings.Builder
+	for _, sec := range append(infoSections[:len(infoSections):len(infoSections)], "tiering") {
+		s.writeInfoSection(&sb, sec, nil)
+		sb.WriteString("\r\n")
+	}
+	return sb.String()
+}
+
 // InfoField writes one INFO line, "name:value".
 func InfoField(sb *strings.Builder, name string, v any) {
 	sb.WriteString(name)
@@ -425,7 +436,11 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 	case "keyspace":
 		sb.WriteString("# Keyspace\r\n")
 		e := s.engine
-		c.withLock(func(tx *tiering.Tx) error {
+		withLock := e.View // InfoText: no client
+		if c != nil {
+			withLock = c.withLock
+		}
+		withLock(func(tx *tiering.Tx) error {
 			for db := 0; db < e.Databases(); db++ {
 				n := tx.DBSize(db)
 				if n == 0 {

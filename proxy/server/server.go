@@ -5,6 +5,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
+	"github.com/spillway/spillway/proxy/tlsconf"
 	"github.com/spillway/spillway/proxy/tracking"
 	"github.com/spillway/spillway/tiering"
 )
@@ -68,16 +70,19 @@ type Server struct {
 	trkMaxKey atomic.Int64 // tracking-table-max-keys
 	trkCron   sync.Once
 
-	mu        sync.Mutex
-	listeners []boundListener // guarded by mu, like boundPort and serving
-	boundPort int
-	serving   bool
-	accepting sync.WaitGroup // accept loops
-	clients   map[int64]*Client
-	nextID    atomic.Int64
-	closing   atomic.Bool
-	done      chan struct{}
-	wg        sync.WaitGroup
+	mu sync.Mutex
+	// plain and secure are the port and tls-port listeners; guarded by
+	// mu, like serving. tlsm builds the TLS listeners' configuration (nil:
+	// no TLS, SetTLS).
+	plain, secure listenerSet
+	tlsm          *tlsconf.Manager
+	serving       bool
+	accepting     sync.WaitGroup // accept loops
+	clients       map[int64]*Client
+	nextID        atomic.Int64
+	closing       atomic.Bool
+	done          chan struct{}
+	wg            sync.WaitGroup
 
 	// CLIENT PAUSE's state: until when and what is paused, the timer
 	// that ends the pause, and ended, closed when it ends. paused is the
@@ -231,24 +236,68 @@ func (s *Server) loadUsers() error {
 	return nil
 }
 
-// Listen binds every configured address (bind) on the configured port,
-// and registers the CONFIG SET port/bind apply hook that rebinds them. An
-// address prefixed with '-' is skipped if it is not available, one of an
-// address family the system lacks always is, as in Redis; not listening
-// anywhere is an error.
+// SetTLS gives the server the TLS configuration of its tls-port
+// listeners; call it before Listen. Without it tls-port must be 0.
+func (s *Server) SetTLS(m *tlsconf.Manager) { s.tlsm = m }
+
+// tlsPort is the tls-port setting.
+func (s *Server) tlsPort() int {
+	v, _ := s.cfg.Value("tls-port")
+	p, _ := strconv.Atoi(v)
+	return p
+}
+
+// Listen binds every configured address (bind) on the configured port
+// and, when tls-port is set, on the TLS port (loading the TLS
+// configuration first), and registers the CONFIG SET port/bind/tls-port
+// apply hook that rebinds them. Port 0 opens no plain listener, tls-port
+// 0 no TLS one, as in Redis. An address prefixed with '-' is skipped if it
+// is not available, one of an address family the system lacks always is,
+// as in Redis; not listening anywhere is an error.
 func (s *Server) Listen() error {
-	port := s.cfg.Port()
-	lns, err := listenAll(s.cfg.Bind(), port, nil)
-	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+	port, tport := s.cfg.Port(), s.tlsPort()
+	var lns, tlns []boundListener
+	var err error
+	if tport != 0 {
+		if s.tlsm == nil {
+			return errors.New("proxy: tls-port is set but TLS is not available")
+		}
+		if err := s.tlsm.Load(); err != nil {
+			return fmt.Errorf("proxy: Failed to configure TLS: %w", err)
+		}
+		if tlns, err = listenAll(s.cfg.Bind(), tport, nil, s.wrapTLS); err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
 	}
-	if len(lns) == 0 {
+	if port != 0 {
+		if lns, err = listenAll(s.cfg.Bind(), port, nil, nil); err != nil {
+			closeAll(tlns)
+			return fmt.Errorf("proxy: %w", err)
+		}
+	}
+	if len(lns)+len(tlns) == 0 {
 		return errors.New("proxy: configured to not listen anywhere")
 	}
 	s.mu.Lock()
-	s.listeners, s.boundPort = lns, port
+	s.plain = listenerSet{lns: lns, port: port}
+	s.secure = listenerSet{lns: tlns, port: tport, wrap: s.wrapTLS}
 	s.mu.Unlock()
-	return s.cfg.RegisterApply(s.rebind, "port", "bind")
+	return s.cfg.RegisterApply(s.rebind, "port", "bind", "tls-port")
+}
+
+// wrapTLS makes a TLS listener of l: each connection's handshake (run by
+// its first read, in the connection's goroutine) takes the configuration
+// current then.
+func (s *Server) wrapTLS(l net.Listener) net.Listener {
+	return tls.NewListener(l, s.tlsm.ServerConfig())
+}
+
+// listenerSet is the listeners of one port: port's or tls-port's.
+type listenerSet struct {
+	lns  []boundListener
+	port int
+	// wrap makes the set's listeners of a socket's (nil: plain TCP).
+	wrap func(net.Listener) net.Listener
 }
 
 // boundListener is a listener and the bind address it was opened for.
@@ -257,11 +306,17 @@ type boundListener struct {
 	spec string // as in bind, '-' included
 }
 
+func closeAll(lns []boundListener) {
+	for _, l := range lns {
+		l.Close()
+	}
+}
+
 // listenAll listens on every address of specs at port, taking a listener
-// of keep already bound to the same address instead of binding it again.
-// On failure it closes what it opened (never a listener of keep) and
-// returns the error.
-func listenAll(specs []string, port int, keep []boundListener) ([]boundListener, error) {
+// of keep already bound to the same address instead of binding it again,
+// and wrapping each new listener with wrap (when not nil). On failure it
+// closes what it opened (never a listener of keep) and returns the error.
+func listenAll(specs []string, port int, keep []boundListener, wrap func(net.Listener) net.Listener) ([]boundListener, error) {
 	var out []boundListener
 	fail := func(err error) ([]boundListener, error) {
 		for _, l := range out {
@@ -295,6 +350,9 @@ next:
 		ln, err := net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
 		switch {
 		case err == nil:
+			if wrap != nil {
+				ln = wrap(ln)
+			}
 			out = append(out, boundListener{ln, spec})
 		case optional && errors.Is(err, syscall.EADDRNOTAVAIL),
 			errors.Is(err, syscall.EAFNOSUPPORT), errors.Is(err, syscall.EPROTONOSUPPORT):
@@ -306,28 +364,54 @@ next:
 	return out, nil
 }
 
-// rebind is the CONFIG SET port/bind apply hook. It binds the configured
-// addresses first (keeping the listeners of addresses already bound on the
-// same port), then closes the listeners no longer wanted; if an address
-// cannot be bound the old listeners stay and the error is Redis's reason.
-// A new address overlapping an old one on the same port (127.0.0.1 and *)
-// is bound after closing the old listeners, which are bound again if that
-// fails. Port 0 closes every listener, as in Redis.
+// rebind is the CONFIG SET port/bind/tls-port apply hook: it rebinds the
+// plain listeners, then the TLS ones (loading the TLS configuration first
+// when the TLS port opens, as Redis's applyTLSPort does when TLS was never
+// configured), each as rebindSet says. If the TLS ones fail after the plain ones changed, the plain ones
+// are rebound to the old port and addresses by the config's restore,
+// which runs this hook again on the old values.
 func (s *Server) rebind() error {
-	port, specs := s.cfg.Port(), s.cfg.Bind()
+	specs := s.cfg.Bind()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing.Load() {
 		return nil
 	}
+	if err := s.rebindSet(&s.plain, s.cfg.Port(), specs); err != nil {
+		return err
+	}
+	tport := s.tlsPort()
+	if tport != 0 && s.tlsm == nil {
+		return errors.New("Unable to update TLS configuration. Check server logs.")
+	}
+	// A TLS port opened now loads the files as they are (tls-* changes
+	// made while no TLS port was open were not loaded); if they do not
+	// load, the configuration loaded before serves, as Redis's does.
+	if tport != 0 && (s.secure.port == 0 || !s.tlsm.ServerLoaded()) {
+		if err := s.tlsm.Load(); err != nil && !s.tlsm.ServerLoaded() {
+			return tlsconf.ErrApply
+		}
+	}
+	return s.rebindSet(&s.secure, tport, specs)
+}
+
+// rebindSet rebinds one set of listeners: it binds the configured
+// addresses first (keeping the listeners of addresses already bound on
+// the same port), then closes the listeners no longer wanted; if an
+// address cannot be bound the old listeners stay and the error is
+// Redis's reason. A new address overlapping an old one on the same port
+// (127.0.0.1 and *) is bound after closing the old listeners, which are
+// bound again if that fails. Port 0 closes every listener, as in Redis.
+// s.mu is held.
+func (s *Server) rebindSet(set *listenerSet, port int, specs []string) error {
 	var keep []boundListener
-	if port == s.boundPort {
-		keep = s.listeners
+	if port == set.port {
+		keep = set.lns
 	}
 	var next []boundListener
 	var err error
 	if port != 0 {
-		next, err = listenAll(specs, port, keep)
+		next, err = listenAll(specs, port, keep, set.wrap)
 	}
 	if err != nil && keep != nil && errors.Is(err, syscall.EADDRINUSE) {
 		var stay, stale []string
@@ -338,53 +422,57 @@ func (s *Server) rebind() error {
 				stale = append(stale, l.spec)
 			}
 		}
-		s.setListeners(keep, stay, port)
-		if next, err = listenAll(specs, port, s.listeners); err != nil {
-			back, _ := listenAll(stale, port, nil)
-			s.setListeners(append(s.listeners, back...), append(stay, stale...), port)
+		s.setListeners(set, keep, stay, port)
+		if next, err = listenAll(specs, port, set.lns, set.wrap); err != nil {
+			back, _ := listenAll(stale, port, nil, set.wrap)
+			s.setListeners(set, append(set.lns, back...), append(stay, stale...), port)
 		}
 	}
 	if err != nil {
 		s.log.Warn("CONFIG SET: could not listen", "err", err)
-		if port != s.boundPort {
+		if port != set.port {
 			return errors.New("Unable to listen on this port. Check server logs.")
 		}
 		return errors.New("Failed to bind to specified addresses.")
 	}
-	s.setListeners(next, specs, port)
+	s.setListeners(set, next, specs, port)
 	return nil
 }
 
 // setListeners makes the listeners of lns whose address is in specs the
-// server's: it closes the current ones that are not among them and starts
-// accept loops on the new ones. s.mu is held.
-func (s *Server) setListeners(lns []boundListener, specs []string, port int) {
+// set's: it closes the set's current ones that are not among them and
+// starts accept loops on the new ones. s.mu is held.
+func (s *Server) setListeners(set *listenerSet, lns []boundListener, specs []string, port int) {
 	var next []boundListener
 	for _, l := range lns {
 		if slices.Contains(specs, l.spec) && !slices.Contains(next, l) {
 			next = append(next, l)
 		}
 	}
-	for _, l := range s.listeners {
+	for _, l := range set.lns {
 		if !slices.Contains(next, l) {
 			l.Close()
 		}
 	}
 	for _, l := range next {
-		if s.serving && !slices.Contains(s.listeners, l) {
+		if s.serving && !slices.Contains(set.lns, l) {
 			s.startAccept(l)
 		}
 	}
-	s.listeners, s.boundPort = next, port
+	set.lns, set.port = next, port
 }
 
-// Addrs returns the bound addresses.
+// Addrs returns the bound addresses: the plain ones, then the TLS ones
+// (prefixed "tls://").
 func (s *Server) Addrs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for _, ln := range s.listeners {
+	for _, ln := range s.plain.lns {
 		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range s.secure.lns {
+		out = append(out, "tls://"+ln.Addr().String())
 	}
 	return out
 }
@@ -395,7 +483,7 @@ func (s *Server) Addrs() []string {
 func (s *Server) Serve() {
 	s.mu.Lock()
 	s.serving = true
-	for _, l := range s.listeners {
+	for _, l := range slices.Concat(s.plain.lns, s.secure.lns) {
 		s.startAccept(l)
 	}
 	s.mu.Unlock()
@@ -427,8 +515,12 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		if len(s.clients) >= s.cfg.MaxClients() {
 			s.mu.Unlock()
 			s.stats.rejectedConns.Add(1)
-			nc.Write([]byte("-ERR max number of clients reached\r\n"))
-			nc.Close()
+			if _, ok := nc.(*tls.Conn); ok {
+				// Its write runs the handshake: not in the accept loop.
+				go rejectConn(nc)
+			} else {
+				rejectConn(nc)
+			}
 			continue
 		}
 		c := newClient(s, nc)
@@ -448,11 +540,17 @@ func (s *Server) acceptLoop(ln net.Listener) {
 	}
 }
 
+// rejectConn tells a client over maxclients so, and closes it.
+func rejectConn(nc net.Conn) {
+	nc.SetDeadline(time.Now().Add(time.Second))
+	nc.Write([]byte("-ERR max number of clients reached\r\n"))
+	nc.Close()
+}
+
 func (s *Server) closeListeners() {
 	s.mu.Lock()
-	for _, ln := range s.listeners {
-		ln.Close()
-	}
+	closeAll(s.plain.lns)
+	closeAll(s.secure.lns)
 	s.mu.Unlock()
 }
 

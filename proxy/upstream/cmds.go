@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -530,6 +531,25 @@ func upInfo(c *client, args [][]byte) {
 		c.w.Raw(r)
 		return
 	}
+	c.w.Verbatim("txt", []byte(c.f.infoBody(r, err, args)))
+}
+
+// InfoText is INFO EVERYTHING as a client of the default database gets
+// it, for the metrics endpoint.
+func (f *Front) InfoText() string {
+	args := [][]byte{[]byte("INFO"), []byte("everything")}
+	f.census.Lock()
+	defer f.census.Unlock()
+	r, err := f.ctlDo(f.defaultDB, args)
+	if err == nil && link.IsError(r) {
+		err = errors.New(string(r))
+	}
+	return f.infoBody(r, err, args)
+}
+
+// infoBody makes the reply to INFO args out of the upstream's reply r (or
+// err: unreachable).
+func (f *Front) infoBody(r []byte, err error, args [][]byte) string {
 	var body string
 	if err == nil {
 		body = string(link.BulkPayload(r))
@@ -547,25 +567,25 @@ func upInfo(c *client, args [][]byte) {
 	}
 	var tiering strings.Builder
 	if want {
-		c.f.writeTiering(&tiering)
+		f.writeTiering(&tiering)
 	}
-	body = addBlockedClients(body, c.f.srv.PostponedClients())
+	body = addBlockedClients(body, f.srv.PostponedClients())
 	// The clients are Spillway's (CLIENT LIST and KILL are), not the
 	// upstream's, whose are Spillway's own connections.
-	body = setInfoField(body, "connected_clients", c.f.srv.ConnectedClients())
+	body = setInfoField(body, "connected_clients", f.srv.ConnectedClients())
 	ks := strings.Index(body, "# Keyspace\r\n")
 	if ks >= 0 {
 		if tiering.Len() > 0 {
 			tiering.WriteString("\r\n")
 		}
-		body = body[:ks] + tiering.String() + c.f.mergedKeyspace(body[ks:])
+		body = body[:ks] + tiering.String() + f.mergedKeyspace(body[ks:])
 	} else if tiering.Len() > 0 {
 		if body != "" {
 			body += "\r\n"
 		}
 		body += tiering.String()
 	}
-	c.w.Verbatim("txt", []byte(body))
+	return body
 }
 
 // mergedKeyspace adds the cold store's keys to an INFO keyspace section.
@@ -613,6 +633,7 @@ func (f *Front) writeTiering(sb *strings.Builder) {
 	server.InfoField(sb, "upstream", f.pool.Target().Addr)
 	server.InfoField(sb, "upstream_status", st)
 	server.InfoField(sb, "upstream_reconnects", f.pool.Reconnects.Load())
+	server.InfoField(sb, "upstream_pipeline_depth", f.pool.InFlight())
 	server.InfoField(sb, "upstream_used_memory", d.UsedMemory.Load())
 	server.InfoField(sb, "upstream_used_memory_peak", d.PeakUsed.Load())
 	server.InfoField(sb, "maxmemory", f.cfg.MaxMemory())

@@ -11,6 +11,7 @@ package link
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,10 @@ type Target struct {
 	Username string
 	Password string
 	DB       int
+	// TLS, when set, makes every connection TLS with the configuration it
+	// returns at dial time (nil: not configured, the dial fails), so that
+	// reloaded certificates apply to new connections.
+	TLS func() *tls.Config
 }
 
 // ErrUnavailable wraps every error caused by an unreachable upstream. It is
@@ -69,9 +74,22 @@ func Dial(t Target, proto, db int, timeout time.Duration) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	nc.SetDeadline(time.Now().Add(timeout))
+	if t.TLS != nil {
+		cfg := t.TLS()
+		if cfg == nil {
+			nc.Close()
+			return nil, fmt.Errorf("%w: %s: TLS is not configured", ErrUnavailable, t.Addr)
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.Handshake(); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("%w: %s: TLS handshake: %v", ErrUnavailable, t.Addr, err)
+		}
+		nc = tc
+	}
 	c := newConn(nc, proto)
 	c.DB = db
-	nc.SetDeadline(time.Now().Add(timeout))
 	if err := c.handshake(t, proto, db); err != nil {
 		nc.Close()
 		return nil, err

@@ -91,6 +91,18 @@ func newMux(c *Conn, p *Pool) *Mux {
 	return m
 }
 
+// inFlight is how many requests the calls still awaiting replies hold
+// (a call partly answered counts whole: its got belongs to the reader).
+func (m *Mux) inFlight() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.queue[m.head:] {
+		n += c.n
+	}
+	return n
+}
+
 // Broken reports whether the connection failed.
 func (m *Mux) Broken() bool { return m.broken.Load() }
 

@@ -136,6 +136,22 @@ func (p *Pool) Shared(proto int, id int64) (*Mux, error) {
 	return m, nil
 }
 
+// InFlight is the pipeline depth of the shared connections: the requests
+// of the batches written or queued whose replies have not all arrived,
+// summed over all of them (INFO tiering's upstream_pipeline_depth; it
+// takes each one's lock briefly, never on the command path).
+func (p *Pool) InFlight() int {
+	n := 0
+	for i := range p.shared {
+		for j := range p.shared[i] {
+			if m := p.shared[i][j].Load(); m != nil {
+				n += m.inFlight()
+			}
+		}
+	}
+	return n
+}
+
 // Dial opens a dedicated connection in the given protocol, on db.
 func (p *Pool) Dial(proto, db int) (*Conn, error) {
 	c, err := Dial(p.opts.Target, proto, db, p.opts.DialTimeout)

@@ -134,7 +134,7 @@ func TestPoolStartsUp(t *testing.T) {
 	target := Target{Addr: s.addr, Password: "pw", DB: 4}
 	p := NewPool(Options{Target: target, Logger: quietLog})
 	defer p.Close()
-	if p.Target() != target {
+	if got := p.Target(); got.Addr != target.Addr || got.Password != target.Password || got.DB != target.DB {
 		t.Fatalf("Target() = %+v; want %+v", p.Target(), target)
 	}
 	if !p.Up() {
