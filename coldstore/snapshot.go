@@ -43,3 +43,6 @@ func (sn *Snapshot) Close() error {
 	}
 	return nil
 }
+
+// Dir is the directory the store was opened in.
+func (s *Store) Dir() string { return s.opts.Dir }

@@ -225,15 +225,25 @@ func run(args []string) error {
 		srv.Serve()
 		close(serveDone)
 	}()
+	stopSaves := make(chan struct{})
+	if !upstreamMode {
+		go srv.RunSavePoints(stopSaves)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case s := <-sigs:
 		log.Info("signal received, shutting down", "signal", s.String())
+		close(stopSaves)
+		if err := srv.SaveOnSignal(); err != nil {
+			log.Error("the final RDB save failed", "err", err)
+		}
 	case <-srv.ShutdownRequested():
+		close(stopSaves)
 	}
 	srv.Close()
 	<-serveDone
+	srv.StopSaves()
 	if front != nil {
 		front.Close()
 	}

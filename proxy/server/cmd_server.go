@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/latency"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/tiering"
@@ -158,9 +161,10 @@ func cmdTime(x *Ctx, _ [][]byte) error {
 	return nil
 }
 
-// save makes everything durable now: the WAL is synced and the memtable
-// flushed, so a restart needs no log replay.
-func (c *Client) save() error {
+// syncStore makes everything durable now: the WAL is synced and the
+// memtable flushed, so a restart needs no log replay. Upstream mode's SAVE
+// and BGSAVE do only this (its store is not the whole dataset).
+func (c *Client) syncStore() error {
 	dirty := c.s.dirtyCount()
 	if err := c.s.engine.Cold().SyncWAL(); err != nil {
 		return err
@@ -173,27 +177,159 @@ func (c *Client) save() error {
 	return nil
 }
 
-// cmdSave returns the store's error, a failure replied "ERR <err>".
+// rdbJob is a save of the whole dataset to dir/dbfilename, the snapshot
+// taken by view (under the engine lock); a success resets the change
+// counter by what the snapshot covered and sets LASTSAVE.
+func (s *Server) rdbJob(view func(fn func(tx *tiering.Tx) error) error) rdbfile.Job {
+	opts := s.rdbOptions()
+	return rdbfile.Job{
+		Snapshot: func() (snap *tiering.Snapshot, dirty int64, err error) {
+			err = view(func(tx *tiering.Tx) (err error) {
+				dirty = s.dirtyCount()
+				opts.UsedMem = tx.Engine().Hot().UsedBytes()
+				snap, err = tx.Snapshot()
+				return err
+			})
+			return snap, dirty, err
+		},
+		Path:    filepath.Join(s.engine.Cold().Dir(), s.configValue("dbfilename")),
+		Options: &opts,
+		Done: func(dirty int64, err error) {
+			if err == nil {
+				s.lastSave.Store(time.Now().Unix())
+				s.noteSaved(dirty)
+			}
+		},
+	}
+}
+
+// rdbOptions are the RDB writer's options from the settings: the compact
+// encodings' limits and the function libraries.
+func (s *Server) rdbOptions() rdbfile.Options {
+	o := rdbfile.DefaultOptions()
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{
+		{"hash-max-listpack-entries", &o.HashMaxListpackEntries},
+		{"hash-max-listpack-value", &o.HashMaxListpackValue},
+		{"zset-max-listpack-entries", &o.ZSetMaxListpackEntries},
+		{"zset-max-listpack-value", &o.ZSetMaxListpackValue},
+		{"set-max-intset-entries", &o.SetMaxIntsetEntries},
+		{"list-max-listpack-size", &o.ListMaxListpackSize},
+	} {
+		if n, err := strconv.ParseInt(s.configValue(f.name), 10, 64); err == nil {
+			*f.v = n
+		}
+	}
+	if libs := s.scripts.Libraries(); len(libs) > 10 {
+		o.Functions = libs[:len(libs)-10] // FUNCTION DUMP's payload without its footer
+	}
+	return o
+}
+
+// saveReplyError is the reply of a save refused or failed.
+func saveReplyError(err error) error {
+	if errors.Is(err, rdbfile.ErrInProgress) {
+		return resp.Err("ERR Background save already in progress")
+	}
+	return err
+}
+
+// cmdSave writes the RDB file now (the client waits; others go on); a
+// failure is replied "ERR <err>".
 func cmdSave(x *Ctx, _ [][]byte) error {
-	if err := x.c.save(); err != nil {
-		return err
+	if x.c.fwd != nil {
+		if err := x.c.syncStore(); err != nil {
+			return err
+		}
+		x.W.OK()
+		return nil
+	}
+	if err := x.c.s.rdb.Save(x.c.s.rdbJob(x.View)); err != nil {
+		return saveReplyError(err)
 	}
 	x.W.OK()
 	return nil
 }
 
+// cmdBgsave starts writing the RDB file in the background. In MULTI it is
+// scheduled (the save's snapshot waits for EXEC to release the lock), as
+// Redis schedules it after EXEC.
 func cmdBgsave(x *Ctx, args [][]byte) error {
 	c := x.c
 	if len(args) > 2 || (len(args) == 2 && !cstr.EqualFold(args[1], "schedule")) {
 		return resp.Err("ERR syntax error")
 	}
-	go func() {
-		if err := c.save(); err != nil {
-			c.s.log.Error("background save failed", "err", err)
-		}
-	}()
+	if c.fwd != nil {
+		go func() {
+			if err := c.syncStore(); err != nil {
+				c.s.log.Error("background save failed", "err", err)
+			}
+		}()
+		c.w.Simple("Background saving started")
+		return nil
+	}
+	if err := c.s.rdb.Background(c.s.rdbJob(c.s.engine.View)); err != nil {
+		return saveReplyError(err)
+	}
+	if x.InGroup() {
+		c.w.Simple("Background saving scheduled")
+		return nil
+	}
 	c.w.Simple("Background saving started")
 	return nil
+}
+
+// RunSavePoints starts BGSAVE whenever a `save` point is reached (checked
+// every second, as Redis's serverCron does), until stop is closed.
+// Embedded mode only.
+func (s *Server) RunSavePoints(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			points, err := rdbfile.ParseSavePoints(s.configValue("save"))
+			if err != nil || len(points) == 0 {
+				continue
+			}
+			dirty := s.dirtyCount()
+			p, due := s.rdb.Due(points, dirty, time.Unix(s.lastSave.Load(), 0), now)
+			if !due {
+				continue
+			}
+			s.log.Info("save point reached, saving", "changes", dirty, "seconds", p.Seconds)
+			if err := s.rdb.Background(s.rdbJob(s.engine.View)); err != nil && !errors.Is(err, rdbfile.ErrInProgress) {
+				s.log.Error("background save failed to start", "err", err)
+			}
+		}
+	}
+}
+
+// shutdownSave is the save of a shutdown: a running background save is
+// canceled, then the file is written with view's snapshot.
+func (s *Server) shutdownSave(view func(fn func(tx *tiering.Tx) error) error) error {
+	s.rdb.Cancel()
+	s.log.Info("saving the final RDB snapshot before exiting")
+	return s.rdb.Save(s.rdbJob(view))
+}
+
+// StopSaves cancels a running background save and waits for it to end:
+// the store must not close under its snapshot.
+func (s *Server) StopSaves() { s.rdb.Cancel() }
+
+// SaveOnSignal is the shutdown on SIGTERM or SIGINT: as Redis, it writes
+// the RDB file when save points are configured (embedded mode), and waits
+// for no other save. A failure is logged and returned.
+func (s *Server) SaveOnSignal() error {
+	if s.fwd != nil || strings.TrimSpace(s.configValue("save")) == "" {
+		s.rdb.Cancel()
+		return nil
+	}
+	return s.shutdownSave(s.engine.View)
 }
 
 // cmdShutdown replies nothing when it shuts the server down: the
@@ -226,7 +362,23 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 		}
 	}
 	// Every acknowledged write is already in the store's log; the shutdown
-	// path syncs and closes it, so SAVE and NOSAVE both lose nothing.
+	// path syncs and closes it, so SAVE and NOSAVE both lose nothing of the
+	// dataset. The RDB file is written as Redis writes it: with SAVE, or
+	// when save points are configured, unless NOSAVE; a failed save keeps
+	// the server running unless FORCE.
+	if c.fwd == nil {
+		save := hasArg(args[1:], "save") || strings.TrimSpace(c.s.configValue("save")) != ""
+		if hasArg(args[1:], "nosave") {
+			save = false
+		}
+		if save {
+			if err := c.s.shutdownSave(x.View); err != nil && !hasArg(args[1:], "force") {
+				return resp.Err("ERR Errors trying to SHUTDOWN. Check logs.")
+			}
+		} else {
+			c.s.rdb.Cancel()
+		}
+	}
 	c.s.log.Info("shutdown requested by client", "client", c.id)
 	c.s.requestShutdown()
 	c.quit = true

@@ -538,9 +538,18 @@ func (s *Server) infoPersistence(sb *strings.Builder) {
 	sb.WriteString("# Persistence\r\n")
 	sb.WriteString(fixedLoading)
 	InfoField(sb, "rdb_changes_since_last_save", s.info.dirty.Load())
-	InfoField(sb, "rdb_bgsave_in_progress", 0)
+	st := s.rdb.Status()
+	InfoField(sb, "rdb_bgsave_in_progress", b2i(st.InProgress))
 	InfoField(sb, "rdb_last_save_time", s.lastSave.Load())
-	sb.WriteString(fixedRdbLastBgsaveStatus)
+	if st.LastBgsaveOK {
+		InfoField(sb, "rdb_last_bgsave_status", "ok")
+	} else {
+		InfoField(sb, "rdb_last_bgsave_status", "err")
+	}
+	InfoField(sb, "rdb_last_bgsave_time_sec", st.LastBgsaveSecs)
+	InfoField(sb, "rdb_current_bgsave_time_sec", st.CurrentBgsaveSecs)
+	InfoField(sb, "rdb_saves", st.Saves)
+	sb.WriteString(fixedRdbLastCowSize)
 	InfoField(sb, "spillway_appendfsync", s.engine.Cold().FsyncPolicy().String())
 	InfoField(sb, "spillway_durability", "pebble-wal")
 }
@@ -712,8 +721,7 @@ var (
 	fixedLoading = infoFixed("loading:0 async_loading:0 current_cow_peak:0 current_cow_size:0 " +
 		"current_cow_size_age:0 current_fork_perc:0.00 current_save_keys_processed:0 " +
 		"current_save_keys_total:0")
-	fixedRdbLastBgsaveStatus = infoFixed("rdb_last_bgsave_status:ok rdb_last_bgsave_time_sec:-1 " +
-		"rdb_current_bgsave_time_sec:-1 rdb_saves:0 rdb_last_cow_size:0 " +
+	fixedRdbLastCowSize = infoFixed("rdb_last_cow_size:0 " +
 		"rdb_last_load_keys_expired:0 rdb_last_load_keys_loaded:0 aof_enabled:0 " +
 		"aof_rewrite_in_progress:0 aof_rewrite_scheduled:0 aof_last_rewrite_time_sec:-1 " +
 		"aof_current_rewrite_time_sec:-1 aof_last_bgrewrite_status:ok aof_rewrites:0 " +

@@ -21,6 +21,7 @@ import (
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/proxy/tracking"
@@ -121,6 +122,9 @@ type Server struct {
 	// shutdownReq is signalled by SHUTDOWN.
 	shutdownReq chan struct{}
 	shutdownOne sync.Once
+
+	// rdb runs SAVE, BGSAVE and save points' RDB files (cmd_server.go).
+	rdb rdbfile.Saver
 }
 
 type serverStats struct {
