@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -315,6 +316,53 @@ func (s *Server) shutdownSave(view func(fn func(tx *tiering.Tx) error) error) er
 	s.rdb.Cancel()
 	s.log.Info("saving the final RDB snapshot before exiting")
 	return s.rdb.Save(s.rdbJob(view))
+}
+
+// rdbLoadState is an RDB load's progress while it runs, then its outcome
+// (INFO persistence).
+type rdbLoadState struct {
+	progress *rdbfile.Progress
+	stats    rdbfile.LoadStats
+}
+
+// loadingRule: an RDB file is loading (LoadRDB): every command without the
+// loading flag is refused, as Redis refuses them.
+var loadingRule = refusalRule{msg: "LOADING Redis is loading the dataset in memory",
+	applies: func(_ *Server, cmd *cmdtable.Command, _ [][]byte) bool { return !cmd.Is(cmdtable.FlagLoading) }}
+
+// SetLoading marks the server as loading (true) before it listens, so that
+// no client sees the dataset before LoadRDB has filled it.
+func (s *Server) SetLoading(on bool) { s.loading.Store(on) }
+
+// LoadRDB loads the RDB file at path into the engine (whose store must be
+// empty) and then the function libraries it held. Commands are refused
+// with -LOADING meanwhile; progress is logged and shown by INFO
+// persistence. On error nothing of the file is kept.
+func (s *Server) LoadRDB(path string) (rdbfile.LoadStats, error) {
+	s.loading.Store(true)
+	defer s.loading.Store(false)
+	f, err := os.Open(path)
+	if err != nil {
+		return rdbfile.LoadStats{}, fmt.Errorf("load RDB: %w", err)
+	}
+	defer f.Close()
+	st := &rdbLoadState{progress: &rdbfile.Progress{Start: time.Now()}}
+	if fi, err := f.Stat(); err == nil {
+		st.progress.Total = fi.Size()
+	}
+	s.rdbLoad.Store(st)
+	s.log.Info("loading RDB file", "path", path, "bytes", st.progress.Total)
+	stats, err := rdbfile.Load(f, s.engine, rdbfile.LoadOptions{Logger: s.log, Size: st.progress.Total, Progress: st.progress})
+	s.rdbLoad.Store(&rdbLoadState{stats: stats})
+	if err != nil {
+		return stats, fmt.Errorf("load RDB %s: %w", path, err)
+	}
+	if stats.Functions > 0 {
+		if err := s.loadFunctions(); err != nil {
+			return stats, err
+		}
+	}
+	return stats, nil
 }
 
 // StopSaves cancels a running background save and waits for it to end:

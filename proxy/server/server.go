@@ -123,8 +123,12 @@ type Server struct {
 	shutdownReq chan struct{}
 	shutdownOne sync.Once
 
-	// rdb runs SAVE, BGSAVE and save points' RDB files (cmd_server.go).
-	rdb rdbfile.Saver
+	// rdb runs SAVE, BGSAVE and save points' RDB files; loading refuses
+	// commands while an RDB file loads, rdbLoad is the last load's state
+	// (cmd_server.go).
+	rdb     rdbfile.Saver
+	loading atomic.Bool
+	rdbLoad atomic.Pointer[rdbLoadState]
 }
 
 type serverStats struct {
