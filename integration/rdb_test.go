@@ -281,4 +281,11 @@ func TestRDBSavePointsAndShutdown(t *testing.T) {
 	if r := loadInRedis(t, path).Do("GET", "k"); r.Str != "v5" {
 		t.Fatalf("after SIGTERM with save points: GET k = %s", r.String())
 	}
+	// With save points, FLUSHALL rewrites the file without keys, as Redis.
+	sp.Restart()
+	c = sp.Conn(t)
+	c.Do("FLUSHALL")
+	if r := loadInRedis(t, path).Do("DBSIZE"); r.Int != 0 {
+		t.Fatalf("after FLUSHALL with save points: the file still holds %d keys", r.Int)
+	}
 }

@@ -123,12 +123,9 @@ type Server struct {
 	shutdownReq chan struct{}
 	shutdownOne sync.Once
 
-	// rdb runs SAVE, BGSAVE and save points' RDB files; loading refuses
-	// commands while an RDB file loads, rdbLoad is the last load's state
-	// (cmd_server.go).
-	rdb     rdbfile.Saver
-	loading atomic.Bool
-	rdbLoad atomic.Pointer[rdbLoadState]
+	// rdb writes and loads RDB files: SAVE, BGSAVE, save points, shutdown,
+	// the start's load (cmd_server.go).
+	rdb rdbfile.Saver
 }
 
 type serverStats struct {
@@ -177,6 +174,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initInfo()
 	s.initMonitors()
 	s.scripts = script.New(script.Options{Logger: log})
+	s.initRDB()
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
 	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
