@@ -107,6 +107,19 @@ func (l *Listpack) Finish() []byte {
 	return out
 }
 
+// AppendStringPlain appends s as rdbSaveRawString does with rdbcompression
+// no: as an integer when s is the canonical decimal form of a 32-bit
+// integer, else its length and bytes.
+func AppendStringPlain(buf, s []byte) []byte {
+	if len(s) <= 11 {
+		if _, ok := canonicalInt(s); ok {
+			return AppendString(buf, s) // an integer: never compressed
+		}
+	}
+	buf = AppendLen(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
 // ParseInt reports whether s is the canonical decimal form of a 64-bit
 // integer (what Redis's string2ll accepts and ll2string gives back), and
 // its value: the members an intset may hold.

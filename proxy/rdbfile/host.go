@@ -62,6 +62,8 @@ func (s *Saver) options() Options {
 			*f.v = n
 		}
 	}
+	o.NoCompression = s.host.Setting("rdbcompression") == "no"
+	o.NoChecksum = s.host.Setting("rdbchecksum") == "no"
 	if libs := s.host.Functions(); len(libs) > 10 {
 		o.Functions = libs[:len(libs)-10] // FUNCTION DUMP's payload without its footer
 	}

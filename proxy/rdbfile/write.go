@@ -40,6 +40,10 @@ type Options struct {
 	Repl *ReplInfo
 	// AOFBase marks the file as an AOF's base (aof-base 1).
 	AOFBase bool
+	// NoCompression writes strings without LZF (rdbcompression no);
+	// NoChecksum writes a zero checksum (rdbchecksum no).
+	NoCompression bool
+	NoChecksum    bool
 }
 
 // ReplInfo is the replication state an RDB records for a replica to
@@ -75,6 +79,8 @@ type writer struct {
 	lp  rdb.Listpack
 	tmp []byte
 	err error
+	// plain: no LZF compression (rdbcompression no)
+	plain bool
 }
 
 func (w *writer) flush() error {
@@ -98,15 +104,26 @@ func (w *writer) maybeFlush() error {
 	return w.err
 }
 
+// put appends s as an RDB string: integer-encoded where it can be, LZF-
+// compressed (unless NoCompression) where that saves space, as
+// rdbSaveRawString.
+func (w *writer) put(s []byte) {
+	if w.plain {
+		w.buf = rdb.AppendStringPlain(w.buf, s)
+	} else {
+		w.buf = rdb.AppendString(w.buf, s)
+	}
+}
+
 func (w *writer) str(s []byte) error {
-	w.buf = rdb.AppendString(w.buf, s)
+	w.put(s)
 	return w.maybeFlush()
 }
 
 func (w *writer) aux(k, v string) {
 	w.buf = append(w.buf, opAux)
-	w.buf = rdb.AppendString(w.buf, []byte(k))
-	w.buf = rdb.AppendString(w.buf, []byte(v))
+	w.put([]byte(k))
+	w.put([]byte(v))
 }
 
 // Write writes snap as a complete RDB file to w: the "REDIS0010" magic,
@@ -120,7 +137,7 @@ func (w *writer) aux(k, v string) {
 // them). A key whose type cannot be encoded fails the write with
 // ErrUnsupportedType. Write does not close snap.
 func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
-	wr := &writer{w: w, buf: make([]byte, 0, flushAt+4096)}
+	wr := &writer{w: w, buf: make([]byte, 0, flushAt+4096), plain: opts.NoCompression}
 	wr.buf = append(wr.buf, "REDIS0010"...)
 	ctime := opts.Ctime
 	if ctime.IsZero() {
@@ -153,7 +170,11 @@ func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
 	if err := wr.flush(); err != nil {
 		return err
 	}
-	wr.buf = binary.LittleEndian.AppendUint64(wr.buf, wr.crc)
+	sum := wr.crc
+	if opts.NoChecksum {
+		sum = 0 // rdbchecksum no: loaders skip the check
+	}
+	wr.buf = binary.LittleEndian.AppendUint64(wr.buf, sum)
 	if _, err := w.Write(wr.buf); err != nil {
 		return fmt.Errorf("rdbfile: write: %w", err)
 	}
@@ -201,7 +222,7 @@ func (w *writer) key(it *tiering.SnapshotKeys, opts *Options) error {
 	switch it.Type() {
 	case codec.TypeString:
 		w.buf = append(w.buf, typeString)
-		w.buf = rdb.AppendString(w.buf, it.Key())
+		w.put(it.Key())
 		return w.str(it.Value())
 	case codec.TypeHash:
 		return w.hash(it, opts)
@@ -218,7 +239,7 @@ func (w *writer) key(it *tiering.SnapshotKeys, opts *Options) error {
 // header writes the type byte and the key's name.
 func (w *writer) header(typ byte, key []byte) {
 	w.buf = append(w.buf, typ)
-	w.buf = rdb.AppendString(w.buf, key)
+	w.put(key)
 }
 
 // compact writes a compact blob as an RDB string.
@@ -248,7 +269,7 @@ func (w *writer) hash(it *tiering.SnapshotKeys, opts *Options) error {
 	w.header(typeHash, it.Key())
 	w.buf = rdb.AppendLen(w.buf, uint64(it.Len()))
 	return it.Fields(func(f, v []byte) error {
-		w.buf = rdb.AppendString(w.buf, f)
+		w.put(f)
 		return w.str(v)
 	})
 }
@@ -299,7 +320,7 @@ func (w *writer) zset(it *tiering.SnapshotKeys, opts *Options) error {
 	w.header(typeZSet2, it.Key())
 	w.buf = rdb.AppendLen(w.buf, uint64(it.Len()))
 	return it.Members(func(m []byte, score float64) error {
-		w.buf = rdb.AppendString(w.buf, m)
+		w.put(m)
 		w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(score))
 		return w.maybeFlush()
 	})

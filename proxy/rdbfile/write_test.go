@@ -123,12 +123,13 @@ func TestWriteLoadsInRedis(t *testing.T) {
 	for _, mode := range []struct {
 		name   string
 		budget int64
-	}{{"hot", 256 << 20}, {"cold", 0}} {
-		t.Run(mode.name, func(t *testing.T) { testWriteLoads(t, mode.budget) })
+		plain  bool
+	}{{"hot", 256 << 20, false}, {"cold", 0, false}, {"uncompressed-nochecksum", 256 << 20, true}} {
+		t.Run(mode.name, func(t *testing.T) { testWriteLoads(t, mode.budget, mode.plain) })
 	}
 }
 
-func testWriteLoads(t *testing.T, budget int64) {
+func testWriteLoads(t *testing.T, budget int64, plain bool) {
 	ref := harness.StartRedis(t)
 	rc := ref.Conn(t)
 	s, e := openLocal(t, budget)
@@ -167,6 +168,7 @@ func testWriteLoads(t *testing.T, budget int64) {
 	}
 	opts := rdbfile.DefaultOptions()
 	opts.Functions = functionRecords(t, l)
+	opts.NoCompression, opts.NoChecksum = plain, plain
 	if err := rdbfile.Write(f, snap, opts); err != nil {
 		t.Fatal(err)
 	}
