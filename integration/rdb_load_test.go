@@ -39,7 +39,7 @@ func rdbLargeValues() [][]string {
 // the reference connection and a copy of its RDB file.
 func redisRDB(t *testing.T) (*harness.Conn, string) {
 	t.Helper()
-	ref := harness.StartRedis(t)
+	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
 	rc := ref.Conn(t)
 	feed(t, rdbDataset(time.Now().Add(time.Hour).UnixMilli()), rc)
 	feed(t, rdbLargeValues(), rc)

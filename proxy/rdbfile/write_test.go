@@ -130,7 +130,7 @@ func TestWriteLoadsInRedis(t *testing.T) {
 }
 
 func testWriteLoads(t *testing.T, budget int64, plain bool) {
-	ref := harness.StartRedis(t)
+	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
 	rc := ref.Conn(t)
 	s, e := openLocal(t, budget)
 	l := s.NewLocal()
@@ -179,7 +179,7 @@ func testWriteLoads(t *testing.T, budget int64, plain bool) {
 		t.Fatal(err)
 	}
 
-	loaded := harness.StartRedis(t, "--dir", dir, "--dbfilename", "dump.rdb")
+	loaded := harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb")
 	lc := loaded.Conn(t)
 	compareRedis(t, rc, lc)
 }
@@ -203,8 +203,9 @@ func functionRecords(t *testing.T, l *server.Local) []byte {
 // type, encoding, value digest and expiry; and the same functions.
 func compareRedis(t *testing.T, want, got *harness.Conn) {
 	t.Helper()
-	if w, g := want.Do("DEBUG", "DIGEST").Str, got.Do("DEBUG", "DIGEST").Str; w != g || strings.Trim(w, "0") == "" {
-		t.Errorf("DEBUG DIGEST: loaded %s, reference %s", g, w)
+	wd, gd := want.Do("DEBUG", "DIGEST"), got.Do("DEBUG", "DIGEST")
+	if wd.IsError() || gd.IsError() || wd.Str != gd.Str || strings.Trim(wd.Str, "0") == "" {
+		t.Errorf("DEBUG DIGEST: loaded %s, reference %s", gd.String(), wd.String())
 	}
 	for db := range 16 {
 		d := strconv.Itoa(db)
@@ -217,8 +218,9 @@ func compareRedis(t *testing.T, want, got *harness.Conn) {
 		}
 		for _, k := range wk {
 			for _, c := range [][]string{{"TYPE", k}, {"OBJECT", "ENCODING", k}, {"DEBUG", "DIGEST-VALUE", k}, {"PEXPIRETIME", k}} {
-				if w, g := want.Do(c...).String(), got.Do(c...).String(); w != g {
-					t.Errorf("db %d %v: loaded %s, reference %s", db, c, g, w)
+				w, g := want.Do(c...), got.Do(c...)
+				if w.IsError() || g.IsError() || w.String() != g.String() {
+					t.Errorf("db %d %v: loaded %s, reference %s", db, c, g.String(), w.String())
 				}
 			}
 		}
