@@ -79,8 +79,7 @@ type writer struct {
 	lp  rdb.Listpack
 	tmp []byte
 	err error
-	// plain: no LZF compression (rdbcompression no)
-	plain bool
+	sw  rdb.StringWriter
 }
 
 func (w *writer) flush() error {
@@ -107,13 +106,7 @@ func (w *writer) maybeFlush() error {
 // put appends s as an RDB string: integer-encoded where it can be, LZF-
 // compressed (unless NoCompression) where that saves space, as
 // rdbSaveRawString.
-func (w *writer) put(s []byte) {
-	if w.plain {
-		w.buf = rdb.AppendStringPlain(w.buf, s)
-	} else {
-		w.buf = rdb.AppendString(w.buf, s)
-	}
-}
+func (w *writer) put(s []byte) { w.buf = w.sw.Append(w.buf, s) }
 
 func (w *writer) str(s []byte) error {
 	w.put(s)
@@ -137,7 +130,8 @@ func (w *writer) aux(k, v string) {
 // them). A key whose type cannot be encoded fails the write with
 // ErrUnsupportedType. Write does not close snap.
 func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
-	wr := &writer{w: w, buf: make([]byte, 0, flushAt+4096), plain: opts.NoCompression}
+	wr := &writer{w: w, buf: make([]byte, 0, flushAt+4096)}
+	wr.sw.Plain = opts.NoCompression
 	wr.buf = append(wr.buf, "REDIS0010"...)
 	ctime := opts.Ctime
 	if ctime.IsZero() {
