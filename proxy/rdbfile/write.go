@@ -320,37 +320,78 @@ func (w *writer) zset(it *tiering.SnapshotKeys, opts *Options) error {
 	})
 }
 
-// listNodeFits reports whether a listpack of size bytes holding n
-// elements fits one quicklist node under list-max-listpack-size.
-func listNodeFits(limit int64, size, n int) bool {
-	if limit >= 0 {
-		return int64(n) <= max(limit, 1)
+// quicklistSafetyLimit is Redis's SIZE_SAFETY_LIMIT: the largest
+// listpack node a count-limited quicklist grows.
+const quicklistSafetyLimit = 8192
+
+// nodeTakes reports whether a quicklist node holding lp may take element
+// v, as quicklistPushTail decides (_quicklistNodeAllowInsert with Redis's
+// 8-byte estimate of an entry's overhead): list-max-listpack-size -1..-5
+// bounds a node's bytes (4 KiB to 64 KiB), a positive size its count (and
+// 8 KiB). The first element of a node is always taken.
+func nodeTakes(fill int64, lp *rdb.Listpack, v []byte) bool {
+	if lp.Len() == 0 {
+		return true
 	}
-	idx := min(-limit, 5) - 1
-	return size <= 4096<<idx
+	newSize := lp.Size() + len(v) + 8
+	if fill < 0 {
+		return newSize <= 4096<<(min(-fill, 5)-1)
+	}
+	return newSize <= quicklistSafetyLimit && int64(lp.Len()) < fill
 }
 
+// list writes a list as Redis 7.0 does, a quicklist of listpack nodes
+// (RDB_TYPE_LIST_QUICKLIST_2), split where quicklistPushTail would split
+// it. A first pass counts the nodes (the count comes first) and keeps the
+// node when there is only one; a second writes them. One node is in memory
+// at a time.
 func (w *writer) list(it *tiering.SnapshotKeys, opts *Options) error {
+	fill := opts.ListMaxListpackSize
+	nodes := 0
 	w.lp.Reset()
 	err := it.Elements(func(v []byte) error {
-		w.lp.Append(v)
-		if !listNodeFits(opts.ListMaxListpackSize, w.lp.Size(), w.lp.Len()) {
-			return errNotCompact
+		if !nodeTakes(fill, &w.lp, v) {
+			nodes++
+			w.lp.Reset()
 		}
+		w.lp.Append(v)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	nodes++
+	w.header(typeListQuicklist2, it.Key())
+	w.buf = rdb.AppendLen(w.buf, uint64(nodes))
+	if nodes == 1 {
+		w.buf = append(w.buf, containerPacked)
+		return w.str(w.lp.Finish())
+	}
+	w.lp.Reset()
+	written := 0
+	emit := func() error {
+		written++
+		w.buf = append(w.buf, containerPacked)
+		err := w.str(w.lp.Finish())
+		w.lp.Reset()
+		return err
+	}
+	err = it.Elements(func(v []byte) error {
+		if !nodeTakes(fill, &w.lp, v) {
+			if err := emit(); err != nil {
+				return err
+			}
+		}
+		w.lp.Append(v)
 		return nil
 	})
 	if err == nil {
-		w.header(typeListQuicklist2, it.Key())
-		w.buf = append(w.buf, 1, containerPacked)
-		return w.str(w.lp.Finish())
+		err = emit()
 	}
-	if err != errNotCompact {
-		return err
+	if err == nil && written != nodes {
+		err = fmt.Errorf("rdbfile: list %q: %d quicklist nodes counted, %d written", it.Key(), nodes, written)
 	}
-	w.lp.Reset()
-	w.header(typeList, it.Key())
-	w.buf = rdb.AppendLen(w.buf, uint64(it.Len()))
-	return it.Elements(func(v []byte) error { return w.str(v) })
+	return err
 }
 
 // appendD2String formats a score as Redis's d2string does for a listpack
