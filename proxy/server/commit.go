@@ -36,10 +36,15 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		}
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
+			c.s.prop.Reset()
 			return ferr // aborted
 		}
 		if c.trk.On() && c.trkCmd != nil {
 			c.rememberRead() // under the lock the read held
+		}
+		if c.s.repl.Active() {
+			c.propEnd()
+			c.s.propFlush(c)
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
@@ -97,10 +102,72 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		c.group = nil
 		if gerr := c.groupErr; gerr != nil {
 			c.groupErr = nil
+			c.s.prop.Reset()
 			return gerr // aborted
+		}
+		if c.s.repl.Active() {
+			c.s.propFlush(c)
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
 	})
 	return c.committed(served, p, err, nil)
+}
+
+// Propagation to replicas, as Redis 7.0's call()/alsoPropagate/
+// propagatePendingCommands. While the replication backlog exists
+// (repl.Master.Active: a replica attached once), every lock hold collects
+// what it propagates in s.prop (guarded by the engine's lock): DELs of the
+// keys it found expired (keyEvent), what handlers add (Ctx.Propagate), and
+// the command itself, as received or as rewritten (Ctx.RewriteArgs), if
+// it changed the dataset (the client's change count moved: countChange)
+// or forced it (Ctx.ForcePropagation) and did not prevent it. The unit is
+// fed to the stream before the lock is released, so the stream's order is
+// the order of the changes; a unit of more than one command is wrapped in
+// MULTI/EXEC. With no backlog, each lock hold pays one atomic load.
+
+// propCmd is the running command's propagation state (reset by call).
+type propCmd struct {
+	args    [][]byte
+	rewrite [][]byte
+	changes int64 // the client's change count when the command began
+	prevent bool
+	force   bool
+	done    bool // its own form was recorded
+}
+
+// propEnd records the client's running command in s.prop if it changed
+// the dataset or forced its propagation (the caller holds the lock).
+func (c *Client) propEnd() {
+	p := &c.prop
+	if p.done || p.prevent || p.args == nil || !p.force && c.stat.changes == p.changes {
+		return
+	}
+	p.done = true
+	if cmd := c.lastCmd.Load(); cmd != nil && cmd.Name == "exec" {
+		return // EXEC is never propagated itself: its commands are
+	}
+	args := p.args
+	if p.rewrite != nil {
+		args = p.rewrite
+	}
+	c.s.prop.Add(c.db, args...)
+}
+
+// propFlush feeds s.prop to the stream as one unit (the caller holds the
+// lock); c's last write offset (WAIT's target) becomes the stream's end.
+func (s *Server) propFlush(c *Client) {
+	if s.prop.Len() == 0 {
+		return
+	}
+	wrap := true
+	if c != nil {
+		if cmd := c.lastCmd.Load(); cmd != nil && (cmd.Name == "scan" || cmd.Name == "randomkey") {
+			wrap = false // Redis's CMD_TOUCHES_ARBITRARY_KEYS
+		}
+	}
+	off := s.repl.Feed(&s.prop, wrap)
+	if c != nil {
+		c.woff = off
+	}
 }

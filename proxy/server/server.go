@@ -21,6 +21,7 @@ import (
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/proxy/tracking"
@@ -104,6 +105,10 @@ type Server struct {
 	evictMu      sync.Mutex
 	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas).
 	noReplicas atomic.Bool
+	// repl is the replication master (backlog, replicas); prop the unit
+	// the lock holder propagates, guarded by the engine's lock (commit.go).
+	repl *repl.Master
+	prop repl.Unit
 
 	started  time.Time
 	lastSave atomic.Int64
@@ -169,6 +174,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initInfo()
 	s.initMonitors()
 	s.scripts = script.New(script.Options{Logger: log})
+	s.initRepl() // cmd_server.go
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
 	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
