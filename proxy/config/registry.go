@@ -232,7 +232,9 @@ var keyed = [numKeyed]*setting{
 		"Expired cold keys removed per sweeper tick, at most.").own(),
 
 	idxSave: listSetting("save", "", parseSave,
-		"Stored, no effect: Spillway persists every write continuously (Redis's default is `3600 1 300 100 60 10000`)."),
+		"RDB save points, as in Redis: `seconds changes` pairs; BGSAVE writes `dbfilename` when one is "+
+			"reached, and SHUTDOWN or SIGTERM saves when any is set. Empty by default: the store "+
+			"already persists every write (Redis's default is `3600 1 300 100 60 10000`).").acted(),
 	idxAppendOnly: boolSetting("appendonly", "no",
 		"Stored, no effect (durability is set by appendfsync)."),
 	idxMaxMemoryPolicy: enumSetting("maxmemory-policy", []string{"volatile-lru", "volatile-lfu",
@@ -253,7 +255,8 @@ var keyed = [numKeyed]*setting{
 	idxSupervised: enumSetting("supervised", []string{"upstart", "systemd", "auto", "no"}, "no",
 		noEffect).withMut(immutable),
 	idxPidFile: strSetting("pidfile", "", noEffect).withMut(immutable),
-	idxDBFilename: strSetting("dbfilename", "dump.rdb", noEffect).
+	idxDBFilename: strSetting("dbfilename", "dump.rdb",
+		"RDB file that SAVE, BGSAVE and shutdown write in `dir`, and that a start with an empty store loads.").acted().
 		withMut(protected).withCheck(checkDBFilename),
 	idxReplicaReadOnly: boolSetting("replica-read-only", "yes", noEffect).
 		withAlias("slave-read-only"),

@@ -205,6 +205,10 @@ func (m *Master) Run(r *Replica, conn net.Conn, in io.Reader, rdb func(io.Writer
 	m.stream(r, conn)
 }
 
+// Drop removes a replica Attach registered that will not Run (its
+// snapshot failed).
+func (m *Master) Drop(r *Replica) { m.detach(r) }
+
 // detach removes r from the replicas.
 func (m *Master) detach(r *Replica) {
 	r.close()

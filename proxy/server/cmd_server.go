@@ -1,10 +1,11 @@
 package server
 
 import (
-	"io"
+	"errors"
+	"fmt"
 	"math"
-	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/latency"
-	"github.com/spillway/spillway/proxy/repl"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/tiering"
@@ -35,13 +36,7 @@ func registerAdmin(t *Table) {
 	t.Register("config|help", HelpHandler(configHelp))
 	registerClusterDisabled(t)
 	registerMonitors(t)
-	t.Register("sync", cmdSync)
-	t.Register("psync", cmdSync)
-	t.Register("replconf", cmdReplconf)
-	t.Register("wait", cmdWait)
-	t.Register("role", cmdRole)
-	t.Register("replicaof", cmdReplicaOf)
-	t.Register("slaveof", cmdReplicaOf)
+	registerReplication(t) // commit.go
 }
 
 // forcePropagation propagates a command that takes no lock (PUBLISH,
@@ -66,143 +61,6 @@ func cmdReplicaOf(x *Ctx, args [][]byte) error {
 		return resp.Err("ERR Invalid master port")
 	}
 	return resp.Err("ERR REPLICAOF is not supported: Spillway is a replication master only")
-}
-
-// Replication, master side (the state is proxy/repl's; propagation is
-// commit.go's).
-
-// initRepl creates the replication master (no backlog until a replica
-// attaches) and follows its settings.
-func (s *Server) initRepl() {
-	s.repl = repl.New(repl.Options{Log: s.log, Setting: s.configValue,
-		OnTick: func() { s.updateNoReplicas("") }})
-	s.cfg.OnChange("repl-backlog-size", func(string) { s.repl.Resize() })
-}
-
-// Replication returns the replication master.
-func (s *Server) Replication() *repl.Master { return s.repl }
-
-// propagateDeletion records the DEL (UNLINK under lazyfree-lazy-expire or
-// lazyfree-lazy-eviction) of a key that expired or was evicted (keyEvent,
-// under the lock). One a command's lookup found joins the command's unit;
-// one the sweeper or an eviction removed is a unit of its own.
-func (s *Server) propagateDeletion(db int, key []byte, ev tiering.KeyEvent) {
-	lazy := "lazyfree-lazy-expire"
-	if ev == tiering.KeyEvicted {
-		lazy = "lazyfree-lazy-eviction"
-	}
-	name := "DEL"
-	if s.configValue(lazy) == "yes" {
-		name = "UNLINK"
-	}
-	s.prop.Add(db, []byte(name), key)
-	if s.trkCur == nil {
-		s.propFlush(nil)
-	}
-}
-
-// cmdSync is SYNC and PSYNC replid offset: the connection becomes a
-// replica. The replica is registered and its RDB's point in time fixed
-// under the engine's lock, so that the stream it gets next starts exactly
-// after the RDB; once the reply is flushed the connection is handed to
-// repl.Master.Run (Client.takeover).
-func cmdSync(x *Ctx, args [][]byte) error {
-	c, s := x.c, x.c.s
-	if c.replica.Load() {
-		return nil // already a replica: ignored, as Redis
-	}
-	psync := cstr.EqualFold(args[0], "psync")
-	var replid string
-	var off int64
-	if psync {
-		n, ok := cstr.ParseInt(args[2])
-		if !ok {
-			return resp.Err("ERR value is not an integer or out of range")
-		}
-		replid, off = string(args[1]), n
-	}
-	hs := repl.Handshake{}
-	if c.replHS != nil {
-		hs = *c.replHS
-	}
-	peer, _, _ := net.SplitHostPort(c.nc.RemoteAddr().String())
-	var r *repl.Replica
-	if err := x.Update(func(tx *tiering.Tx) error {
-		r = s.repl.Attach(hs, psync, replid, off, peer)
-		s.updateObserving()
-		return nil
-	}); err != nil {
-		return err
-	}
-	c.replica.Store(true)
-	c.quit = true
-	c.takeover = func() {
-		s.repl.Run(r, c.nc, c.nc, func(w io.Writer) error {
-			id, at := r.Start()
-			return repl.WriteEmptyRDB(w, id, at)
-		})
-	}
-	return nil
-}
-
-// cmdReplconf is REPLCONF option value...: what a replica tells before
-// SYNC/PSYNC. ACK and GETACK from a connection that is not a replica get
-// no reply, as in Redis.
-func cmdReplconf(x *Ctx, args [][]byte) error {
-	if x.c.replHS == nil {
-		x.c.replHS = &repl.Handshake{}
-	}
-	msg, reply := x.c.replHS.Conf(args)
-	switch {
-	case !reply:
-	case msg != "":
-		return resp.Err(msg)
-	default:
-		x.W.OK()
-	}
-	return nil
-}
-
-// cmdWait is WAIT numreplicas timeout: the number of replicas that
-// acknowledged the client's last write, once numreplicas did or the
-// timeout (ms, 0: none) passed; inside MULTI or a script at once.
-func cmdWait(x *Ctx, args [][]byte) error {
-	n, ok := cstr.ParseInt(args[1])
-	if !ok {
-		return resp.Err("ERR value is not an integer or out of range")
-	}
-	ms, ok := cstr.ParseInt(args[2])
-	if !ok {
-		return resp.Err("ERR timeout is not an integer or out of range")
-	}
-	if ms < 0 {
-		return resp.Err("ERR timeout is negative")
-	}
-	c := x.c
-	noBlock := x.InGroup() || c.noBlock
-	if !noBlock {
-		c.blocked.Store(true)
-		defer c.blocked.Store(false)
-	}
-	x.W.Int(int64(c.s.repl.Wait(c.woff, int(n), time.Duration(ms)*time.Millisecond, noBlock, nil)))
-	return nil
-}
-
-// cmdRole is ROLE for a master: "master", the replication offset, and
-// each online replica's address, port and acknowledged offset.
-func cmdRole(x *Ctx, _ [][]byte) error {
-	off, rs := x.c.s.repl.Role()
-	x.W.Array(3)
-	x.W.BulkString("master")
-	x.W.Int(off)
-	x.W.Array(len(rs))
-	for _, r := range rs {
-		x.W.Array(3)
-		x.W.BulkString(r.IP)
-		x.W.BulkString(strconv.Itoa(r.Port))
-		x.W.BulkString(strconv.FormatInt(r.Ack, 10))
-	}
-	return nil
 }
 
 // registerClusterDisabled answers CLUSTER (every subcommand, HELP
@@ -332,9 +190,10 @@ func cmdTime(x *Ctx, _ [][]byte) error {
 	return nil
 }
 
-// save makes everything durable now: the WAL is synced and the memtable
-// flushed, so a restart needs no log replay.
-func (c *Client) save() error {
+// syncStore makes everything durable now: the WAL is synced and the
+// memtable flushed, so a restart needs no log replay. Upstream mode's SAVE
+// and BGSAVE do only this (its store is not the whole dataset).
+func (c *Client) syncStore() error {
 	dirty := c.s.dirtyCount()
 	if err := c.s.engine.Cold().SyncWAL(); err != nil {
 		return err
@@ -347,27 +206,206 @@ func (c *Client) save() error {
 	return nil
 }
 
-// cmdSave returns the store's error, a failure replied "ERR <err>".
+// rdbJob is a save of the whole dataset to dir/dbfilename, the snapshot
+// taken by view (under the engine lock); a success resets the change
+// counter by what the snapshot covered and sets LASTSAVE.
+func (s *Server) rdbJob(view func(fn func(tx *tiering.Tx) error) error) rdbfile.Job {
+	opts := s.rdbOptions()
+	return rdbfile.Job{
+		Snapshot: func() (snap *tiering.Snapshot, dirty int64, err error) {
+			err = view(func(tx *tiering.Tx) (err error) {
+				dirty = s.dirtyCount()
+				opts.UsedMem = tx.Engine().Hot().UsedBytes()
+				snap, err = tx.Snapshot()
+				return err
+			})
+			return snap, dirty, err
+		},
+		Path:    filepath.Join(s.engine.Cold().Dir(), s.configValue("dbfilename")),
+		Options: &opts,
+		Done: func(dirty int64, err error) {
+			if err == nil {
+				s.lastSave.Store(time.Now().Unix())
+				s.noteSaved(dirty)
+			}
+		},
+	}
+}
+
+// rdbOptions are the RDB writer's options from the settings: the compact
+// encodings' limits and the function libraries.
+func (s *Server) rdbOptions() rdbfile.Options {
+	o := rdbfile.DefaultOptions()
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{
+		{"hash-max-listpack-entries", &o.HashMaxListpackEntries},
+		{"hash-max-listpack-value", &o.HashMaxListpackValue},
+		{"zset-max-listpack-entries", &o.ZSetMaxListpackEntries},
+		{"zset-max-listpack-value", &o.ZSetMaxListpackValue},
+		{"set-max-intset-entries", &o.SetMaxIntsetEntries},
+		{"list-max-listpack-size", &o.ListMaxListpackSize},
+	} {
+		if n, err := strconv.ParseInt(s.configValue(f.name), 10, 64); err == nil {
+			*f.v = n
+		}
+	}
+	if libs := s.scripts.Libraries(); len(libs) > 10 {
+		o.Functions = libs[:len(libs)-10] // FUNCTION DUMP's payload without its footer
+	}
+	return o
+}
+
+// saveReplyError is the reply of a save refused or failed.
+func saveReplyError(err error) error {
+	if errors.Is(err, rdbfile.ErrInProgress) {
+		return resp.Err("ERR Background save already in progress")
+	}
+	return err
+}
+
+// cmdSave writes the RDB file now (the client waits; others go on); a
+// failure is replied "ERR <err>".
 func cmdSave(x *Ctx, _ [][]byte) error {
-	if err := x.c.save(); err != nil {
-		return err
+	if x.c.fwd != nil {
+		if err := x.c.syncStore(); err != nil {
+			return err
+		}
+		x.W.OK()
+		return nil
+	}
+	if err := x.c.s.rdb.Save(x.c.s.rdbJob(x.View)); err != nil {
+		return saveReplyError(err)
 	}
 	x.W.OK()
 	return nil
 }
 
+// cmdBgsave starts writing the RDB file in the background. In MULTI it is
+// scheduled (the save's snapshot waits for EXEC to release the lock), as
+// Redis schedules it after EXEC.
 func cmdBgsave(x *Ctx, args [][]byte) error {
 	c := x.c
 	if len(args) > 2 || (len(args) == 2 && !cstr.EqualFold(args[1], "schedule")) {
 		return resp.Err("ERR syntax error")
 	}
-	go func() {
-		if err := c.save(); err != nil {
-			c.s.log.Error("background save failed", "err", err)
-		}
-	}()
+	if c.fwd != nil {
+		go func() {
+			if err := c.syncStore(); err != nil {
+				c.s.log.Error("background save failed", "err", err)
+			}
+		}()
+		c.w.Simple("Background saving started")
+		return nil
+	}
+	if err := c.s.rdb.Background(c.s.rdbJob(c.s.engine.View)); err != nil {
+		return saveReplyError(err)
+	}
+	if x.InGroup() {
+		c.w.Simple("Background saving scheduled")
+		return nil
+	}
 	c.w.Simple("Background saving started")
 	return nil
+}
+
+// RunSavePoints starts BGSAVE whenever a `save` point is reached (checked
+// every second, as Redis's serverCron does), until stop is closed.
+// Embedded mode only.
+func (s *Server) RunSavePoints(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			points, err := rdbfile.ParseSavePoints(s.configValue("save"))
+			if err != nil || len(points) == 0 {
+				continue
+			}
+			dirty := s.dirtyCount()
+			p, due := s.rdb.Due(points, dirty, time.Unix(s.lastSave.Load(), 0), now)
+			if !due {
+				continue
+			}
+			s.log.Info("save point reached, saving", "changes", dirty, "seconds", p.Seconds)
+			if err := s.rdb.Background(s.rdbJob(s.engine.View)); err != nil && !errors.Is(err, rdbfile.ErrInProgress) {
+				s.log.Error("background save failed to start", "err", err)
+			}
+		}
+	}
+}
+
+// shutdownSave is the save of a shutdown: a running background save is
+// canceled, then the file is written with view's snapshot.
+func (s *Server) shutdownSave(view func(fn func(tx *tiering.Tx) error) error) error {
+	s.rdb.Cancel()
+	s.log.Info("saving the final RDB snapshot before exiting")
+	return s.rdb.Save(s.rdbJob(view))
+}
+
+// rdbLoadState is an RDB load's progress while it runs, then its outcome
+// (INFO persistence).
+type rdbLoadState struct {
+	progress *rdbfile.Progress
+	stats    rdbfile.LoadStats
+}
+
+// loadingRule: an RDB file is loading (LoadRDB): every command without the
+// loading flag is refused, as Redis refuses them.
+var loadingRule = refusalRule{msg: "LOADING Redis is loading the dataset in memory",
+	applies: func(_ *Server, cmd *cmdtable.Command, _ [][]byte) bool { return !cmd.Is(cmdtable.FlagLoading) }}
+
+// SetLoading marks the server as loading (true) before it listens, so that
+// no client sees the dataset before LoadRDB has filled it.
+func (s *Server) SetLoading(on bool) { s.loading.Store(on) }
+
+// LoadRDB loads the RDB file at path into the engine (whose store must be
+// empty) and then the function libraries it held. Commands are refused
+// with -LOADING meanwhile; progress is logged and shown by INFO
+// persistence. On error nothing of the file is kept.
+func (s *Server) LoadRDB(path string) (rdbfile.LoadStats, error) {
+	s.loading.Store(true)
+	defer s.loading.Store(false)
+	f, err := os.Open(path)
+	if err != nil {
+		return rdbfile.LoadStats{}, fmt.Errorf("load RDB: %w", err)
+	}
+	defer f.Close()
+	st := &rdbLoadState{progress: &rdbfile.Progress{Start: time.Now()}}
+	if fi, err := f.Stat(); err == nil {
+		st.progress.Total = fi.Size()
+	}
+	s.rdbLoad.Store(st)
+	s.log.Info("loading RDB file", "path", path, "bytes", st.progress.Total)
+	stats, err := rdbfile.Load(f, s.engine, rdbfile.LoadOptions{Logger: s.log, Size: st.progress.Total, Progress: st.progress})
+	s.rdbLoad.Store(&rdbLoadState{stats: stats})
+	if err != nil {
+		return stats, fmt.Errorf("load RDB %s: %w", path, err)
+	}
+	if stats.Functions > 0 {
+		if err := s.loadFunctions(); err != nil {
+			return stats, err
+		}
+	}
+	return stats, nil
+}
+
+// StopSaves cancels a running background save and waits for it to end:
+// the store must not close under its snapshot.
+func (s *Server) StopSaves() { s.rdb.Cancel() }
+
+// SaveOnSignal is the shutdown on SIGTERM or SIGINT: as Redis, it writes
+// the RDB file when save points are configured (embedded mode), and waits
+// for no other save. A failure is logged and returned.
+func (s *Server) SaveOnSignal() error {
+	if s.fwd != nil || strings.TrimSpace(s.configValue("save")) == "" {
+		s.rdb.Cancel()
+		return nil
+	}
+	return s.shutdownSave(s.engine.View)
 }
 
 // cmdShutdown replies nothing when it shuts the server down: the
@@ -400,7 +438,23 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 		}
 	}
 	// Every acknowledged write is already in the store's log; the shutdown
-	// path syncs and closes it, so SAVE and NOSAVE both lose nothing.
+	// path syncs and closes it, so SAVE and NOSAVE both lose nothing of the
+	// dataset. The RDB file is written as Redis writes it: with SAVE, or
+	// when save points are configured, unless NOSAVE; a failed save keeps
+	// the server running unless FORCE.
+	if c.fwd == nil {
+		save := hasArg(args[1:], "save") || strings.TrimSpace(c.s.configValue("save")) != ""
+		if hasArg(args[1:], "nosave") {
+			save = false
+		}
+		if save {
+			if err := c.s.shutdownSave(x.View); err != nil && !hasArg(args[1:], "force") {
+				return resp.Err("ERR Errors trying to SHUTDOWN. Check logs.")
+			}
+		} else {
+			c.s.rdb.Cancel()
+		}
+	}
 	c.s.log.Info("shutdown requested by client", "client", c.id)
 	c.s.requestShutdown()
 	c.quit = true

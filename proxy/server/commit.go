@@ -1,7 +1,17 @@
 package server
 
 import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/rdbfile"
+	"github.com/spillway/spillway/proxy/repl"
+	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -170,4 +180,165 @@ func (s *Server) propFlush(c *Client) {
 	if c != nil {
 		c.woff = off
 	}
+}
+
+// Replication, master side (the state is proxy/repl's).
+
+func registerReplication(t *Table) {
+	t.Register("sync", cmdSync)
+	t.Register("psync", cmdSync)
+	t.Register("replconf", cmdReplconf)
+	t.Register("wait", cmdWait)
+	t.Register("role", cmdRole)
+	t.Register("replicaof", cmdReplicaOf)
+	t.Register("slaveof", cmdReplicaOf)
+}
+
+// initRepl creates the replication master (no backlog until a replica
+// attaches) and follows its settings.
+func (s *Server) initRepl() {
+	s.repl = repl.New(repl.Options{Log: s.log, Setting: s.configValue,
+		OnTick: func() { s.updateNoReplicas("") }})
+	s.cfg.OnChange("repl-backlog-size", func(string) { s.repl.Resize() })
+}
+
+// Replication returns the replication master.
+func (s *Server) Replication() *repl.Master { return s.repl }
+
+// propagateDeletion records the DEL (UNLINK under lazyfree-lazy-expire or
+// lazyfree-lazy-eviction) of a key that expired or was evicted (keyEvent,
+// under the lock). One a command's lookup found joins the command's unit;
+// one the sweeper or an eviction removed is a unit of its own.
+func (s *Server) propagateDeletion(db int, key []byte, ev tiering.KeyEvent) {
+	lazy := "lazyfree-lazy-expire"
+	if ev == tiering.KeyEvicted {
+		lazy = "lazyfree-lazy-eviction"
+	}
+	name := "DEL"
+	if s.configValue(lazy) == "yes" {
+		name = "UNLINK"
+	}
+	s.prop.Add(db, []byte(name), key)
+	if s.trkCur == nil {
+		s.propFlush(nil)
+	}
+}
+
+// cmdSync is SYNC and PSYNC replid offset: the connection becomes a
+// replica. The replica is registered and its RDB's point in time fixed
+// under the engine's lock, so that the stream it gets next starts exactly
+// after the RDB; once the reply is flushed the connection is handed to
+// repl.Master.Run (Client.takeover).
+func cmdSync(x *Ctx, args [][]byte) error {
+	c, s := x.c, x.c.s
+	if c.replica.Load() {
+		return nil // already a replica: ignored, as Redis
+	}
+	psync := cstr.EqualFold(args[0], "psync")
+	var replid string
+	var off int64
+	if psync {
+		n, ok := cstr.ParseInt(args[2])
+		if !ok {
+			return resp.Err("ERR value is not an integer or out of range")
+		}
+		replid, off = string(args[1]), n
+	}
+	hs := repl.Handshake{}
+	if c.replHS != nil {
+		hs = *c.replHS
+	}
+	peer, _, _ := net.SplitHostPort(c.nc.RemoteAddr().String())
+	var r *repl.Replica
+	var snap *tiering.Snapshot
+	opts := s.rdbOptions()
+	if err := x.Update(func(tx *tiering.Tx) error {
+		r = s.repl.Attach(hs, psync, replid, off, peer)
+		s.updateObserving()
+		if !r.Full() {
+			return nil
+		}
+		var err error
+		opts.UsedMem = tx.Engine().Hot().UsedBytes()
+		if snap, err = tx.Snapshot(); err != nil {
+			s.repl.Drop(r)
+			return fmt.Errorf("replica's snapshot: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.replica.Store(true)
+	c.quit = true
+	c.takeover = func() {
+		if snap != nil {
+			defer snap.Close()
+		}
+		s.repl.Run(r, c.nc, c.nc, func(w io.Writer) error {
+			id, at := r.Start()
+			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at}
+			return rdbfile.Write(w, snap, opts)
+		})
+	}
+	return nil
+}
+
+// cmdReplconf is REPLCONF option value...: what a replica tells before
+// SYNC/PSYNC. ACK and GETACK from a connection that is not a replica get
+// no reply, as in Redis.
+func cmdReplconf(x *Ctx, args [][]byte) error {
+	if x.c.replHS == nil {
+		x.c.replHS = &repl.Handshake{}
+	}
+	msg, reply := x.c.replHS.Conf(args)
+	switch {
+	case !reply:
+	case msg != "":
+		return resp.Err(msg)
+	default:
+		x.W.OK()
+	}
+	return nil
+}
+
+// cmdWait is WAIT numreplicas timeout: the number of replicas that
+// acknowledged the client's last write, once numreplicas did or the
+// timeout (ms, 0: none) passed; inside MULTI or a script at once.
+func cmdWait(x *Ctx, args [][]byte) error {
+	n, ok := cstr.ParseInt(args[1])
+	if !ok {
+		return resp.Err("ERR value is not an integer or out of range")
+	}
+	ms, ok := cstr.ParseInt(args[2])
+	if !ok {
+		return resp.Err("ERR timeout is not an integer or out of range")
+	}
+	if ms < 0 {
+		return resp.Err("ERR timeout is negative")
+	}
+	c := x.c
+	noBlock := x.InGroup() || c.noBlock
+	if !noBlock {
+		c.blocked.Store(true)
+		defer c.blocked.Store(false)
+	}
+	x.W.Int(int64(c.s.repl.Wait(c.woff, int(n), time.Duration(ms)*time.Millisecond, noBlock, nil)))
+	return nil
+}
+
+// cmdRole is ROLE for a master: "master", the replication offset, and
+// each online replica's address, port and acknowledged offset.
+func cmdRole(x *Ctx, _ [][]byte) error {
+	off, rs := x.c.s.repl.Role()
+	x.W.Array(3)
+	x.W.BulkString("master")
+	x.W.Int(off)
+	x.W.Array(len(rs))
+	for _, r := range rs {
+		x.W.Array(3)
+		x.W.BulkString(r.IP)
+		x.W.BulkString(strconv.Itoa(r.Port))
+		x.W.BulkString(strconv.FormatInt(r.Ack, 10))
+	}
+	return nil
 }

@@ -177,6 +177,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
+	if c.s.loading.Load() && c.refuse(cmd, args, loadingRule) {
+		return
+	}
 	// As Redis, CLIENT PAUSE holds a command before MULTI queues it, and
 	// CLIENT LIST shows the command a postponed or queueing client sent.
 	c.lastCmd.Store(cmd)

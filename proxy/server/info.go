@@ -538,11 +538,45 @@ func datasetPerc(m MemoryFigures) float64 {
 
 func (s *Server) infoPersistence(sb *strings.Builder) {
 	sb.WriteString("# Persistence\r\n")
+	InfoField(sb, "loading", b2i(s.loading.Load()))
 	sb.WriteString(fixedLoading)
 	InfoField(sb, "rdb_changes_since_last_save", s.info.dirty.Load())
-	InfoField(sb, "rdb_bgsave_in_progress", 0)
+	st := s.rdb.Status()
+	InfoField(sb, "rdb_bgsave_in_progress", b2i(st.InProgress))
 	InfoField(sb, "rdb_last_save_time", s.lastSave.Load())
-	sb.WriteString(fixedRdbLastBgsaveStatus)
+	if st.LastBgsaveOK {
+		InfoField(sb, "rdb_last_bgsave_status", "ok")
+	} else {
+		InfoField(sb, "rdb_last_bgsave_status", "err")
+	}
+	InfoField(sb, "rdb_last_bgsave_time_sec", st.LastBgsaveSecs)
+	InfoField(sb, "rdb_current_bgsave_time_sec", st.CurrentBgsaveSecs)
+	InfoField(sb, "rdb_saves", st.Saves)
+	InfoField(sb, "rdb_last_cow_size", 0)
+	load := s.rdbLoad.Load()
+	if load == nil {
+		load = &rdbLoadState{}
+	}
+	InfoField(sb, "rdb_last_load_keys_expired", load.stats.Expired)
+	InfoField(sb, "rdb_last_load_keys_loaded", load.stats.Keys)
+	sb.WriteString(fixedAOFEnabled)
+	if p := load.progress; p != nil && s.loading.Load() {
+		done := p.Bytes.Load()
+		elapsed := time.Since(p.Start).Seconds()
+		perc, eta := 0.0, int64(1)
+		if p.Total > 0 {
+			perc = float64(done) * 100 / float64(p.Total)
+			if done > 0 {
+				eta = int64(elapsed * float64(p.Total-done) / float64(done))
+			}
+		}
+		InfoField(sb, "loading_start_time", p.Start.Unix())
+		InfoField(sb, "loading_total_bytes", p.Total)
+		InfoField(sb, "loading_rdb_used_mem", 0)
+		InfoField(sb, "loading_loaded_bytes", done)
+		InfoField(sb, "loading_loaded_perc", strconv.FormatFloat(perc, 'f', 2, 64))
+		InfoField(sb, "loading_eta_seconds", eta)
+	}
 	InfoField(sb, "spillway_appendfsync", s.engine.Cold().FsyncPolicy().String())
 	InfoField(sb, "spillway_durability", "pebble-wal")
 }
@@ -709,12 +743,10 @@ var (
 	fixedMemNotCountedForEvict      = infoFixed("mem_not_counted_for_evict:0 mem_replication_backlog:0 " +
 		"mem_total_replication_buffers:0 mem_clients_slaves:0 mem_clients_normal:0 " +
 		"mem_cluster_links:0 mem_aof_buffer:0 mem_allocator:go active_defrag_running:0")
-	fixedLoading = infoFixed("loading:0 async_loading:0 current_cow_peak:0 current_cow_size:0 " +
+	fixedLoading = infoFixed("async_loading:0 current_cow_peak:0 current_cow_size:0 " +
 		"current_cow_size_age:0 current_fork_perc:0.00 current_save_keys_processed:0 " +
 		"current_save_keys_total:0")
-	fixedRdbLastBgsaveStatus = infoFixed("rdb_last_bgsave_status:ok rdb_last_bgsave_time_sec:-1 " +
-		"rdb_current_bgsave_time_sec:-1 rdb_saves:0 rdb_last_cow_size:0 " +
-		"rdb_last_load_keys_expired:0 rdb_last_load_keys_loaded:0 aof_enabled:0 " +
+	fixedAOFEnabled = infoFixed("aof_enabled:0 " +
 		"aof_rewrite_in_progress:0 aof_rewrite_scheduled:0 aof_last_rewrite_time_sec:-1 " +
 		"aof_current_rewrite_time_sec:-1 aof_last_bgrewrite_status:ok aof_rewrites:0 " +
 		"aof_rewrites_consecutive_failures:0 aof_last_write_status:ok aof_last_cow_size:0 " +

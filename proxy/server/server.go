@@ -21,6 +21,7 @@ import (
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
@@ -126,6 +127,13 @@ type Server struct {
 	// shutdownReq is signalled by SHUTDOWN.
 	shutdownReq chan struct{}
 	shutdownOne sync.Once
+
+	// rdb runs SAVE, BGSAVE and save points' RDB files; loading refuses
+	// commands while an RDB file loads, rdbLoad is the last load's state
+	// (cmd_server.go).
+	rdb     rdbfile.Saver
+	loading atomic.Bool
+	rdbLoad atomic.Pointer[rdbLoadState]
 }
 
 type serverStats struct {
