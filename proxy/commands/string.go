@@ -156,6 +156,10 @@ func cmdSet(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		notifySet(x, isNew, args[1], o.ExpireAt != 0)
+		if o.ExpireAt != 0 && x.Replicating() {
+			// Any time to live propagates as an absolute one.
+			x.RewriteArgs(argSet, args[1], args[2], argPXAT, intArg(o.ExpireAt))
+		}
 		if !o.Get {
 			x.W.OK()
 		}
@@ -209,6 +213,9 @@ func cmdSetEx(x *server.Ctx, args [][]byte, kind strops.ExpireKind, name string)
 			return err
 		}
 		notifySet(x, isNew, args[1], true)
+		if x.Replicating() {
+			x.RewriteArgs(argSet, args[1], args[3], argPXAT, intArg(at))
+		}
 		x.W.OK()
 		return nil
 	})
@@ -232,6 +239,9 @@ func cmdGetSet(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		notifySet(x, old == nil, args[1], false)
+		if x.Replicating() {
+			x.RewriteArgs(argSet, args[1], args[2])
+		}
 		return nil
 	})
 }
@@ -253,6 +263,9 @@ func cmdGetDel(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		x.Notify(server.NotifyGeneric, "del", args[1])
+		if x.Replicating() {
+			x.RewriteArgs(delArg(x, "lazyfree-lazy-user-del"), args[1])
+		}
 		return nil
 	})
 }
@@ -298,6 +311,17 @@ func cmdGetEx(x *server.Ctx, args [][]byte) error {
 		}
 		if event != "" {
 			x.Notify(server.NotifyGeneric, event, args[1])
+		}
+		if event != "" && x.Replicating() {
+			// GETEX never propagates as itself.
+			switch event {
+			case "del":
+				x.RewriteArgs(delArg(x, "lazyfree-lazy-expire"), args[1])
+			case "expire":
+				x.RewriteArgs(argPExpireAt, args[1], intArg(at))
+			default:
+				x.RewriteArgs(argPersist, args[1])
+			}
 		}
 		return nil
 	})

@@ -232,6 +232,10 @@ func (k Events) Propagate(db int, args ...[]byte) {
 	}
 }
 
+// Replicating reports whether Propagate records anything (a replica
+// attached once); check it before building arguments.
+func (k Events) Replicating() bool { return k.s.repl.Active() }
+
 // events returns the client's notifier.
 func (c *Client) events() Events { return Events{s: c.s, from: c} }
 
