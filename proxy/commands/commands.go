@@ -34,8 +34,8 @@ var (
 	argRPopLPush = []byte("RPOPLPUSH")
 	argZPopMin   = []byte("ZPOPMIN")
 	argZPopMax   = []byte("ZPOPMAX")
-	argLeft      = []byte("LEFT")
-	argRight     = []byte("RIGHT")
+	argLeft      = []byte("left")
+	argRight     = []byte("right")
 )
 
 // intArg is n as a propagated argument.

@@ -80,6 +80,11 @@ type listOp struct {
 	dstLeft   bool
 	rpoplpush bool
 	asIs      bool
+	// self and ends: BLMOVE's own client and its ends as received, which
+	// it propagates when it pops at once (served later, Redis spells them
+	// "left" and "right").
+	self server.Events
+	ends [2][]byte
 }
 
 // propagate records the pop op executed on key (n elements).
@@ -88,6 +93,8 @@ func (op *listOp) propagate(ev server.Events, db int, key []byte, n int64) {
 	case op.asIs || !ev.Replicating():
 	case op.move && op.rpoplpush:
 		ev.Propagate(db, argRPopLPush, key, op.dst)
+	case op.move && ev == op.self:
+		ev.Propagate(db, argLMove, key, op.dst, op.ends[0], op.ends[1])
 	case op.move:
 		ev.Propagate(db, argLMove, key, op.dst, endArg(op.left), endArg(op.dstLeft))
 	case op.count > 0:
@@ -224,7 +231,9 @@ func cmdBLMove(x *server.Ctx, args [][]byte) error {
 		return err
 	}
 	x.PreventPropagation() // propagated as LMOVE
-	return x.PopOrBlock(&listOp{left: from, move: true, dst: bytes.Clone(args[2]), dstLeft: to}, args[1:2], ms, true)
+	op := &listOp{left: from, move: true, dst: bytes.Clone(args[2]), dstLeft: to, self: x.Events(),
+		ends: [2][]byte{bytes.Clone(args[3]), bytes.Clone(args[4])}}
+	return x.PopOrBlock(op, args[1:2], ms, true)
 }
 
 // cmdBRPopLPush is BRPOPLPUSH source destination timeout.

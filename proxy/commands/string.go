@@ -2,6 +2,7 @@ package commands
 
 import (
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/strops"
@@ -156,9 +157,20 @@ func cmdSet(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		notifySet(x, isNew, args[1], o.ExpireAt != 0)
-		if o.ExpireAt != 0 && x.Replicating() {
+		switch {
+		case !x.Replicating():
+		case o.ExpireAt != 0:
 			// Any time to live propagates as an absolute one.
 			x.RewriteArgs(argSet, args[1], args[2], argPXAT, intArg(o.ExpireAt))
+		case o.Get:
+			// GET changes nothing on a replica: propagated without it.
+			rw := make([][]byte, 0, len(args))
+			for i, a := range args {
+				if i < 3 || !cstr.EqualFold(a, "get") {
+					rw = append(rw, a)
+				}
+			}
+			x.RewriteArgs(rw...)
 		}
 		if !o.Get {
 			x.W.OK()

@@ -174,6 +174,7 @@ func (m *Master) createBacklog() {
 	m.id, m.id2, m.secondOffset = randomID(), zeroID, -1
 	m.bl = &backlog{buf: make([]byte, m.backlogSize())}
 	m.active.Store(true)
+	m.loops = 1 // the first PING comes a period after the first replica
 	m.ticker = time.NewTicker(time.Second)
 	go m.cron(m.ticker)
 }

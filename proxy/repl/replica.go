@@ -197,6 +197,9 @@ func (m *Master) Run(r *Replica, conn net.Conn, in io.Reader, rdb func(io.Writer
 			m.opts.Log.Warn("full resynchronization failed", "replica", r.addr(), "err", err)
 			return
 		}
+		if r.hs.RDBOnly {
+			return // redis-cli --rdb: the RDB was all it wanted
+		}
 		r.ackTime.Store(time.Now().UnixMilli())
 		r.state.Store(stateOnline)
 		m.opts.Log.Info("replica synchronized", "replica", r.addr())
