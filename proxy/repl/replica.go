@@ -31,6 +31,10 @@ type Handshake struct {
 	CapaEOF       bool
 	CapaPsync2    bool
 	RDBOnly       bool
+	// ExcludeData and ExcludeFunctions: REPLCONF rdb-filter-only asked
+	// for an RDB without keys (and without functions unless "functions"
+	// was listed), as redis-cli --functions-rdb does.
+	ExcludeData, ExcludeFunctions bool
 }
 
 // Conf applies REPLCONF args (args[0] is "replconf") and returns the
@@ -62,14 +66,25 @@ func (h *Handshake) Conf(args [][]byte) (errMsg string, reply bool) {
 			case "psync2":
 				h.CapaPsync2 = true
 			}
-		case "ack", "getack", "fack":
+		case "ack", "getack":
 			return "", false
 		case "rdb-only":
 			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || (n != 0 && n != 1) {
+			if err != nil {
 				return "ERR value is not an integer or out of range", true
 			}
+			if n != 0 && n != 1 {
+				return "ERR value is out of range, value must between 0 and 1", true
+			}
 			h.RDBOnly = n == 1
+		case "rdb-filter-only":
+			h.ExcludeData, h.ExcludeFunctions = true, true
+			for _, f := range strings.Fields(val) {
+				if !strings.EqualFold(f, "functions") {
+					return "ERR Unsupported rdb-filter-only option: " + f, true
+				}
+				h.ExcludeFunctions = false
+			}
 		default:
 			return "ERR Unrecognized REPLCONF option: " + string(args[i]), true
 		}
@@ -129,6 +144,9 @@ func (r *Replica) close() {
 // Start returns the replication ID and offset a full resync's RDB stands
 // for (its aux fields repl-id and repl-offset).
 func (r *Replica) Start() (string, int64) { return r.startID, r.start }
+
+// Handshake returns what the replica told with REPLCONF.
+func (r *Replica) Handshake() Handshake { return r.hs }
 
 // Full reports whether the replica needs an RDB (a full resync).
 func (r *Replica) Full() bool { return r.full }

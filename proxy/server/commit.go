@@ -255,8 +255,8 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	if err := x.Update(func(tx *tiering.Tx) error {
 		r = s.repl.Attach(hs, psync, replid, off, peer)
 		s.updateObserving()
-		if !r.Full() {
-			return nil
+		if !r.Full() || hs.ExcludeData {
+			return nil // a keyless RDB needs no snapshot
 		}
 		var err error
 		opts.UsedMem = tx.Engine().Hot().UsedBytes()
@@ -276,6 +276,13 @@ func cmdSync(x *Ctx, args [][]byte) error {
 		}
 		s.repl.Run(r, c.nc, c.nc, func(w io.Writer) error {
 			id, at := r.Start()
+			if hs.ExcludeData {
+				var libs []byte
+				if !hs.ExcludeFunctions {
+					libs = opts.Functions
+				}
+				return repl.WriteKeylessRDB(w, id, at, libs)
+			}
 			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at}
 			return rdbfile.Write(w, snap, opts)
 		})
