@@ -48,6 +48,7 @@ type Master struct {
 	replicas []*Replica
 	scratch  []byte
 	ticker   *time.Ticker
+	stop     chan struct{} // closed by Close: cron ends
 	loops    int64
 	// getAck: a WAIT asked the replicas for their offsets since the last
 	// REPLCONF GETACK was fed.
@@ -70,7 +71,7 @@ func New(opts Options) *Master {
 		opts.Setting = func(string) string { return "" }
 	}
 	return &Master{opts: opts, changed: make(chan struct{}), id: randomID(), id2: zeroID,
-		secondOffset: -1, seldb: -1}
+		secondOffset: -1, seldb: -1, stop: make(chan struct{})}
 }
 
 // zeroID is master_replid2 when there is no previous replication ID.
@@ -242,7 +243,12 @@ func (m *Master) settingInt(name string, def int64) int64 {
 // Redis, so the PING counts in the offsets), drops the replicas silent
 // for longer than repl-timeout, and calls OnTick.
 func (m *Master) cron(t *time.Ticker) {
-	for range t.C {
+	for {
+		select {
+		case <-t.C:
+		case <-m.stop:
+			return
+		}
 		m.tick(time.Now())
 		if m.opts.OnTick != nil {
 			m.opts.OnTick()

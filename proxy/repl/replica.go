@@ -421,6 +421,8 @@ func (m *Master) Close() {
 	rs := append([]*Replica(nil), m.replicas...)
 	if m.ticker != nil {
 		m.ticker.Stop()
+		m.ticker = nil
+		close(m.stop)
 	}
 	m.mu.Unlock()
 	for _, r := range rs {

@@ -490,6 +490,7 @@ func (s *Server) Close() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	s.repl.Close() // its replicas' connections are closed above
 	s.unpause()
 	s.wg.Wait()
 }
