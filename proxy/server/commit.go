@@ -234,6 +234,9 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	if c.replica.Load() {
 		return nil // already a replica: ignored, as Redis
 	}
+	if c.nc == nil {
+		return resp.Err("ERR SYNC and PSYNC need a network connection")
+	}
 	psync := cstr.EqualFold(args[0], "psync")
 	var replid string
 	var off int64
