@@ -516,7 +516,9 @@ func (s *Server) infoMemory(sb *strings.Builder) {
 	InfoField(sb, "rss_overhead_bytes", m.RSS-m.HeapResident)
 	InfoField(sb, "mem_fragmentation_ratio", ratio(m.RSS, m.Used))
 	InfoField(sb, "mem_fragmentation_bytes", m.RSS-m.Used)
-	sb.WriteString(fixedMemNotCountedForEvict)
+	InfoField(sb, "mem_not_counted_for_evict", 0)
+	InfoField(sb, "mem_replication_backlog", s.repl.BacklogMemory())
+	sb.WriteString(fixedMemTotalReplicationBuffers)
 	// Spillway frees at once what Redis frees in the background: nothing
 	// is ever pending.
 	InfoField(sb, "lazyfree_pending_objects", 0)
@@ -589,7 +591,9 @@ func (s *Server) infoStats(sb *strings.Builder) {
 	InfoField(sb, "instantaneous_ops_per_sec", 0)
 	InfoField(sb, "total_net_input_bytes", s.stats.netIn.Load())
 	InfoField(sb, "total_net_output_bytes", s.stats.netOut.Load())
-	sb.WriteString(fixedTotalNetReplInputBytes)
+	InfoField(sb, "total_net_repl_input_bytes", 0)
+	InfoField(sb, "total_net_repl_output_bytes", s.repl.OutputBytes.Load())
+	sb.WriteString(fixedInstantaneousInputKbps)
 	InfoField(sb, "rejected_connections", s.stats.rejectedConns.Load())
 	InfoField(sb, "sync_full", s.repl.SyncFull.Load())
 	InfoField(sb, "sync_partial_ok", s.repl.SyncPartialOK.Load())
@@ -740,8 +744,7 @@ var (
 	fixedRedisGitSha1               = infoFixed("redis_git_sha1:00000000 redis_git_dirty:0 redis_build_id:0 redis_mode:standalone")
 	fixedMultiplexingApi            = infoFixed("multiplexing_api:epoll atomicvar_api:c11-builtin gcc_version:0.0.0")
 	fixedUsedMemoryFunctions        = infoFixed("used_memory_functions:0 used_memory_scripts:0 used_memory_scripts_human:0B")
-	fixedMemNotCountedForEvict      = infoFixed("mem_not_counted_for_evict:0 mem_replication_backlog:0 " +
-		"mem_total_replication_buffers:0 mem_clients_slaves:0 mem_clients_normal:0 " +
+	fixedMemTotalReplicationBuffers = infoFixed("mem_total_replication_buffers:0 mem_clients_slaves:0 mem_clients_normal:0 " +
 		"mem_cluster_links:0 mem_aof_buffer:0 mem_allocator:go active_defrag_running:0")
 	fixedLoading = infoFixed("async_loading:0 current_cow_peak:0 current_cow_size:0 " +
 		"current_cow_size_age:0 current_fork_perc:0.00 current_save_keys_processed:0 " +
@@ -751,8 +754,7 @@ var (
 		"aof_current_rewrite_time_sec:-1 aof_last_bgrewrite_status:ok aof_rewrites:0 " +
 		"aof_rewrites_consecutive_failures:0 aof_last_write_status:ok aof_last_cow_size:0 " +
 		"module_fork_in_progress:0 module_fork_last_cow_size:0")
-	fixedTotalNetReplInputBytes = infoFixed("total_net_repl_input_bytes:0 total_net_repl_output_bytes:0 " +
-		"instantaneous_input_kbps:0.00 instantaneous_output_kbps:0.00 " +
+	fixedInstantaneousInputKbps = infoFixed("instantaneous_input_kbps:0.00 instantaneous_output_kbps:0.00 " +
 		"instantaneous_input_repl_kbps:0.00 instantaneous_output_repl_kbps:0.00")
 	fixedExpiredStalePerc = infoFixed("expired_stale_perc:0.00 expired_time_cap_reached_count:0 " +
 		"expire_cycle_cpu_milliseconds:0")
