@@ -39,14 +39,17 @@ func rdbLargeValues() [][]string {
 // the reference connection and a copy of its RDB file.
 func redisRDB(t *testing.T) (*harness.Conn, string) {
 	t.Helper()
-	ref := harness.StartRedis(t)
+	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
 	rc := ref.Conn(t)
 	feed(t, rdbDataset(time.Now().Add(time.Hour).UnixMilli()), rc)
 	feed(t, rdbLargeValues(), rc)
-	// A key that expires before the load: saved, then dropped by loaders.
+	// A key that expires before the load: saved, then dropped by loaders
+	// (active expiry off, so that the reference keeps it until SAVE).
+	if r := rc.Do("DEBUG", "SET-ACTIVE-EXPIRE", "0"); r.IsError() {
+		t.Fatalf("DEBUG SET-ACTIVE-EXPIRE: %s", r.Str)
+	}
 	feed(t, [][]string{{"SET", "gone", "x", "PX", "1"}}, rc)
 	time.Sleep(5 * time.Millisecond)
-	rc.Do("DEBUG", "SET-ACTIVE-EXPIRE", "0")
 	if r := rc.Do("SAVE"); r.Str != "OK" {
 		t.Fatalf("redis SAVE: %s", r.String())
 	}

@@ -90,8 +90,9 @@ func feed(t *testing.T, cmds [][]string, conns ...*harness.Conn) {
 func sameDataset(t *testing.T, want, got *harness.Conn, digest bool) {
 	t.Helper()
 	if digest {
-		if w, g := want.Do("DEBUG", "DIGEST").Str, got.Do("DEBUG", "DIGEST").Str; w != g || strings.Trim(w, "0") == "" {
-			t.Errorf("DEBUG DIGEST: got %s, want %s", g, w)
+		wd, gd := want.Do("DEBUG", "DIGEST"), got.Do("DEBUG", "DIGEST")
+		if wd.IsError() || gd.IsError() || wd.Str != gd.Str || strings.Trim(wd.Str, "0") == "" {
+			t.Errorf("DEBUG DIGEST: got %s, want %s", gd.String(), wd.String())
 		}
 	}
 	for db := range 16 {
@@ -115,7 +116,7 @@ func sameDataset(t *testing.T, want, got *harness.Conn, digest bool) {
 				if c[0] == "HGETALL" || c[0] == "SMEMBERS" {
 					w, g = harness.Canonical(w), harness.Canonical(g)
 				}
-				if w.String() != g.String() {
+				if w.IsError() || g.IsError() || w.String() != g.String() {
 					t.Errorf("db %d %v: got %s, want %s", db, c, harness.Trunc(g.String(), 200), harness.Trunc(w.String(), 200))
 				}
 			}
@@ -163,7 +164,7 @@ func loadInRedis(t *testing.T, path string) *harness.Conn {
 	if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return harness.StartRedis(t, "--dir", dir, "--dbfilename", "dump.rdb").Conn(t)
+	return harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb").Conn(t)
 }
 
 // waitInfo polls INFO persistence until cond holds (at most 20 s).
@@ -184,7 +185,7 @@ func waitInfo(t *testing.T, c *harness.Conn, what string, cond func(map[string]s
 }
 
 func TestRDBSaveAndBgsave(t *testing.T) {
-	ref := harness.StartRedis(t)
+	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
 	sp := harness.StartSpillway(t, "", "--maxmemory", "64mb")
 	rc, sc := ref.Conn(t), sp.Conn(t)
 	feed(t, rdbDataset(time.Now().Add(time.Hour).UnixMilli()), rc, sc)
@@ -280,5 +281,12 @@ func TestRDBSavePointsAndShutdown(t *testing.T) {
 	sp.Term()
 	if r := loadInRedis(t, path).Do("GET", "k"); r.Str != "v5" {
 		t.Fatalf("after SIGTERM with save points: GET k = %s", r.String())
+	}
+	// With save points, FLUSHALL rewrites the file without keys, as Redis.
+	sp.Restart()
+	c = sp.Conn(t)
+	c.Do("FLUSHALL")
+	if r := loadInRedis(t, path).Do("DBSIZE"); r.Int != 0 {
+		t.Fatalf("after FLUSHALL with save points: the file still holds %d keys", r.Int)
 	}
 }

@@ -218,10 +218,14 @@ func run(args []string) error {
 	// empty store (the store is otherwise the dataset). Clients are
 	// answered -LOADING until it is done.
 	rdbPath := ""
-	if name, _ := cfg.Value("dbfilename"); !upstreamMode && engine.KeysOnDisk() == 0 {
+	if name, _ := cfg.Value("dbfilename"); !upstreamMode {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			rdbPath = filepath.Join(dir, name)
-			srv.SetLoading(true)
+			if engine.KeysOnDisk() == 0 {
+				rdbPath = filepath.Join(dir, name)
+				srv.SetLoading(true)
+			} else {
+				log.Info("RDB file not loaded: the store holds the dataset", "file", filepath.Join(dir, name))
+			}
 		}
 	}
 	if err := srv.Listen(); err != nil {

@@ -107,6 +107,51 @@ func (l *Listpack) Finish() []byte {
 	return out
 }
 
+// AppendStringPlain appends s as rdbSaveRawString does with rdbcompression
+// no: as an integer when s is the canonical decimal form of a 32-bit
+// integer, else its length and bytes.
+func AppendStringPlain(buf, s []byte) []byte {
+	if len(s) <= 11 {
+		if _, ok := canonicalInt(s); ok {
+			return AppendString(buf, s) // an integer: never compressed
+		}
+	}
+	buf = AppendLen(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// StringWriter appends RDB strings as AppendString does (or, with Plain,
+// AppendStringPlain), reusing its LZF compressor's memory from call to
+// call: AppendString clears a fresh 256 KB table for every compressible
+// string, which dominates writing millions of small values. The zero value
+// is ready; it is not safe for concurrent use.
+type StringWriter struct {
+	// Plain: no LZF compression (rdbcompression no).
+	Plain bool
+	lzf   *lzfState
+}
+
+// Append appends s as an RDB string.
+func (w *StringWriter) Append(buf, s []byte) []byte {
+	if len(s) <= 20 || w.Plain {
+		if w.Plain {
+			return AppendStringPlain(buf, s)
+		}
+		return AppendString(buf, s)
+	}
+	if w.lzf == nil {
+		w.lzf = new(lzfState)
+	}
+	if c := w.lzf.compress(s, len(s)-4); c != nil {
+		buf = append(buf, encVal<<6|encLZF)
+		buf = AppendLen(buf, uint64(len(c)))
+		buf = AppendLen(buf, uint64(len(s)))
+		return append(buf, c...)
+	}
+	buf = AppendLen(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
 // ParseInt reports whether s is the canonical decimal form of a 64-bit
 // integer (what Redis's string2ll accepts and ll2string gives back), and
 // its value: the members an intset may hold.

@@ -61,3 +61,21 @@ func TestIntsetRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// StringWriter writes what AppendString writes, call after call (its
+// reused compressor memory holds no state between strings).
+func TestStringWriterMatchesAppendString(t *testing.T) {
+	var w StringWriter
+	for _, s := range []string{"", "12", "-7", "short", strings.Repeat("ab", 30), "4294967296",
+		strings.Repeat("xyz", 1000), strings.Repeat("q", 21), "abcdefghijklmnopqrstuvwxyz0123456789"} {
+		if got, want := w.Append(nil, []byte(s)), AppendString(nil, []byte(s)); !bytes.Equal(got, want) {
+			t.Errorf("%.20q: Append %x, AppendString %x", s, got, want)
+		}
+	}
+	w.Plain = true
+	for _, s := range []string{"12", strings.Repeat("xyz", 100)} {
+		if got, want := w.Append(nil, []byte(s)), AppendStringPlain(nil, []byte(s)); !bytes.Equal(got, want) {
+			t.Errorf("plain %.20q: Append %x, AppendStringPlain %x", s, got, want)
+		}
+	}
+}

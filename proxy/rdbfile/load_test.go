@@ -40,7 +40,7 @@ func writeRDB(t *testing.T, e *tiering.Engine, functions []byte) []byte {
 // transactions (every structure spread over many), then written again,
 // loads in redis-server as the dataset fed to a redis-server directly.
 func TestLoadInChunks(t *testing.T) {
-	ref := harness.StartRedis(t)
+	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
 	rc := ref.Conn(t)
 	s, e := openLocal(t, 256<<20)
 	l := s.NewLocal()
@@ -75,7 +75,7 @@ func TestLoadInChunks(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), again, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		loaded := harness.StartRedis(t, "--dir", dir, "--dbfilename", "dump.rdb")
+		loaded := harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb")
 		compareRedis(t, rc, loaded.Conn(t))
 	}
 }

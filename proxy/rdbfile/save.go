@@ -102,7 +102,12 @@ type Saver struct {
 	saves     int64
 	started   bool
 	fileMu    sync.Mutex // one file written at a time
-	Log       *slog.Logger
+	// Log gets the saves' and loads' lines (slog.Default if nil).
+	Log *slog.Logger
+
+	host    Host
+	loading atomic.Bool
+	load    atomic.Pointer[loadState]
 }
 
 // Status is the saves' state, as INFO persistence reports it.
@@ -194,7 +199,9 @@ func (s *Saver) Background(j Job) error {
 		s.mu.Lock()
 		s.bg, s.started = false, true
 		s.lastBgDur = int64(time.Since(s.bgStart) / time.Second)
-		s.lastBgErr = err != nil
+		if !errors.Is(err, ErrCanceled) { // as Redis's SIGUSR1 kill: no error status
+			s.lastBgErr = err != nil
+		}
 		if err == nil {
 			s.saves++
 		}

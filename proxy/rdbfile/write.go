@@ -40,6 +40,10 @@ type Options struct {
 	Repl *ReplInfo
 	// AOFBase marks the file as an AOF's base (aof-base 1).
 	AOFBase bool
+	// NoCompression writes strings without LZF (rdbcompression no);
+	// NoChecksum writes a zero checksum (rdbchecksum no).
+	NoCompression bool
+	NoChecksum    bool
 }
 
 // ReplInfo is the replication state an RDB records for a replica to
@@ -75,6 +79,7 @@ type writer struct {
 	lp  rdb.Listpack
 	tmp []byte
 	err error
+	sw  rdb.StringWriter
 }
 
 func (w *writer) flush() error {
@@ -98,15 +103,20 @@ func (w *writer) maybeFlush() error {
 	return w.err
 }
 
+// put appends s as an RDB string: integer-encoded where it can be, LZF-
+// compressed (unless NoCompression) where that saves space, as
+// rdbSaveRawString.
+func (w *writer) put(s []byte) { w.buf = w.sw.Append(w.buf, s) }
+
 func (w *writer) str(s []byte) error {
-	w.buf = rdb.AppendString(w.buf, s)
+	w.put(s)
 	return w.maybeFlush()
 }
 
 func (w *writer) aux(k, v string) {
 	w.buf = append(w.buf, opAux)
-	w.buf = rdb.AppendString(w.buf, []byte(k))
-	w.buf = rdb.AppendString(w.buf, []byte(v))
+	w.put([]byte(k))
+	w.put([]byte(v))
 }
 
 // Write writes snap as a complete RDB file to w: the "REDIS0010" magic,
@@ -121,6 +131,7 @@ func (w *writer) aux(k, v string) {
 // ErrUnsupportedType. Write does not close snap.
 func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
 	wr := &writer{w: w, buf: make([]byte, 0, flushAt+4096)}
+	wr.sw.Plain = opts.NoCompression
 	wr.buf = append(wr.buf, "REDIS0010"...)
 	ctime := opts.Ctime
 	if ctime.IsZero() {
@@ -153,7 +164,11 @@ func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
 	if err := wr.flush(); err != nil {
 		return err
 	}
-	wr.buf = binary.LittleEndian.AppendUint64(wr.buf, wr.crc)
+	sum := wr.crc
+	if opts.NoChecksum {
+		sum = 0 // rdbchecksum no: loaders skip the check
+	}
+	wr.buf = binary.LittleEndian.AppendUint64(wr.buf, sum)
 	if _, err := w.Write(wr.buf); err != nil {
 		return fmt.Errorf("rdbfile: write: %w", err)
 	}
@@ -201,7 +216,7 @@ func (w *writer) key(it *tiering.SnapshotKeys, opts *Options) error {
 	switch it.Type() {
 	case codec.TypeString:
 		w.buf = append(w.buf, typeString)
-		w.buf = rdb.AppendString(w.buf, it.Key())
+		w.put(it.Key())
 		return w.str(it.Value())
 	case codec.TypeHash:
 		return w.hash(it, opts)
@@ -218,7 +233,7 @@ func (w *writer) key(it *tiering.SnapshotKeys, opts *Options) error {
 // header writes the type byte and the key's name.
 func (w *writer) header(typ byte, key []byte) {
 	w.buf = append(w.buf, typ)
-	w.buf = rdb.AppendString(w.buf, key)
+	w.put(key)
 }
 
 // compact writes a compact blob as an RDB string.
@@ -248,7 +263,7 @@ func (w *writer) hash(it *tiering.SnapshotKeys, opts *Options) error {
 	w.header(typeHash, it.Key())
 	w.buf = rdb.AppendLen(w.buf, uint64(it.Len()))
 	return it.Fields(func(f, v []byte) error {
-		w.buf = rdb.AppendString(w.buf, f)
+		w.put(f)
 		return w.str(v)
 	})
 }
@@ -299,43 +314,84 @@ func (w *writer) zset(it *tiering.SnapshotKeys, opts *Options) error {
 	w.header(typeZSet2, it.Key())
 	w.buf = rdb.AppendLen(w.buf, uint64(it.Len()))
 	return it.Members(func(m []byte, score float64) error {
-		w.buf = rdb.AppendString(w.buf, m)
+		w.put(m)
 		w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(score))
 		return w.maybeFlush()
 	})
 }
 
-// listNodeFits reports whether a listpack of size bytes holding n
-// elements fits one quicklist node under list-max-listpack-size.
-func listNodeFits(limit int64, size, n int) bool {
-	if limit >= 0 {
-		return int64(n) <= max(limit, 1)
+// quicklistSafetyLimit is Redis's SIZE_SAFETY_LIMIT: the largest
+// listpack node a count-limited quicklist grows.
+const quicklistSafetyLimit = 8192
+
+// nodeTakes reports whether a quicklist node holding lp may take element
+// v, as quicklistPushTail decides (_quicklistNodeAllowInsert with Redis's
+// 8-byte estimate of an entry's overhead): list-max-listpack-size -1..-5
+// bounds a node's bytes (4 KiB to 64 KiB), a positive size its count (and
+// 8 KiB). The first element of a node is always taken.
+func nodeTakes(fill int64, lp *rdb.Listpack, v []byte) bool {
+	if lp.Len() == 0 {
+		return true
 	}
-	idx := min(-limit, 5) - 1
-	return size <= 4096<<idx
+	newSize := lp.Size() + len(v) + 8
+	if fill < 0 {
+		return newSize <= 4096<<(min(-fill, 5)-1)
+	}
+	return newSize <= quicklistSafetyLimit && int64(lp.Len()) < fill
 }
 
+// list writes a list as Redis 7.0 does, a quicklist of listpack nodes
+// (RDB_TYPE_LIST_QUICKLIST_2), split where quicklistPushTail would split
+// it. A first pass counts the nodes (the count comes first) and keeps the
+// node when there is only one; a second writes them. One node is in memory
+// at a time.
 func (w *writer) list(it *tiering.SnapshotKeys, opts *Options) error {
+	fill := opts.ListMaxListpackSize
+	nodes := 0
 	w.lp.Reset()
 	err := it.Elements(func(v []byte) error {
-		w.lp.Append(v)
-		if !listNodeFits(opts.ListMaxListpackSize, w.lp.Size(), w.lp.Len()) {
-			return errNotCompact
+		if !nodeTakes(fill, &w.lp, v) {
+			nodes++
+			w.lp.Reset()
 		}
+		w.lp.Append(v)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	nodes++
+	w.header(typeListQuicklist2, it.Key())
+	w.buf = rdb.AppendLen(w.buf, uint64(nodes))
+	if nodes == 1 {
+		w.buf = append(w.buf, containerPacked)
+		return w.str(w.lp.Finish())
+	}
+	w.lp.Reset()
+	written := 0
+	emit := func() error {
+		written++
+		w.buf = append(w.buf, containerPacked)
+		err := w.str(w.lp.Finish())
+		w.lp.Reset()
+		return err
+	}
+	err = it.Elements(func(v []byte) error {
+		if !nodeTakes(fill, &w.lp, v) {
+			if err := emit(); err != nil {
+				return err
+			}
+		}
+		w.lp.Append(v)
 		return nil
 	})
 	if err == nil {
-		w.header(typeListQuicklist2, it.Key())
-		w.buf = append(w.buf, 1, containerPacked)
-		return w.str(w.lp.Finish())
+		err = emit()
 	}
-	if err != errNotCompact {
-		return err
+	if err == nil && written != nodes {
+		err = fmt.Errorf("rdbfile: list %q: %d quicklist nodes counted, %d written", it.Key(), nodes, written)
 	}
-	w.lp.Reset()
-	w.header(typeList, it.Key())
-	w.buf = rdb.AppendLen(w.buf, uint64(it.Len()))
-	return it.Elements(func(v []byte) error { return w.str(v) })
+	return err
 }
 
 // appendD2String formats a score as Redis's d2string does for a listpack

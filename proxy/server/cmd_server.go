@@ -2,10 +2,8 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -130,7 +128,7 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 	if err := ParseFlushMode(args); err != nil {
 		return err
 	}
-	return x.Update(func(tx *tiering.Tx) error {
+	err := x.Update(func(tx *tiering.Tx) error {
 		for db := range x.c.s.engine.Databases() {
 			if err := x.c.s.touchWatchedInDB(tx, db, -1); err != nil {
 				return err
@@ -149,6 +147,10 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 		x.W.OK()
 		return nil
 	})
+	if err == nil && x.c.fwd == nil {
+		x.c.s.rdb.AfterFlushAll(x.View, x.InGroup())
+	}
+	return err
 }
 
 func cmdSwapDB(x *Ctx, args [][]byte) error {
@@ -206,55 +208,21 @@ func (c *Client) syncStore() error {
 	return nil
 }
 
-// rdbJob is a save of the whole dataset to dir/dbfilename, the snapshot
-// taken by view (under the engine lock); a success resets the change
-// counter by what the snapshot covered and sets LASTSAVE.
-func (s *Server) rdbJob(view func(fn func(tx *tiering.Tx) error) error) rdbfile.Job {
-	opts := s.rdbOptions()
-	return rdbfile.Job{
-		Snapshot: func() (snap *tiering.Snapshot, dirty int64, err error) {
-			err = view(func(tx *tiering.Tx) (err error) {
-				dirty = s.dirtyCount()
-				opts.UsedMem = tx.Engine().Hot().UsedBytes()
-				snap, err = tx.Snapshot()
-				return err
-			})
-			return snap, dirty, err
+// initRDB binds the RDB saver to the server (embedded mode uses it).
+func (s *Server) initRDB() {
+	s.rdb.Log = s.log
+	s.rdb.SetHost(rdbfile.Host{
+		Engine:    s.engine,
+		Setting:   s.configValue,
+		Functions: s.scripts.Libraries,
+		Dirty:     s.dirtyCount,
+		Saved: func(dirty int64) {
+			s.lastSave.Store(time.Now().Unix())
+			s.noteSaved(dirty)
 		},
-		Path:    filepath.Join(s.engine.Cold().Dir(), s.configValue("dbfilename")),
-		Options: &opts,
-		Done: func(dirty int64, err error) {
-			if err == nil {
-				s.lastSave.Store(time.Now().Unix())
-				s.noteSaved(dirty)
-			}
-		},
-	}
-}
-
-// rdbOptions are the RDB writer's options from the settings: the compact
-// encodings' limits and the function libraries.
-func (s *Server) rdbOptions() rdbfile.Options {
-	o := rdbfile.DefaultOptions()
-	for _, f := range []struct {
-		name string
-		v    *int64
-	}{
-		{"hash-max-listpack-entries", &o.HashMaxListpackEntries},
-		{"hash-max-listpack-value", &o.HashMaxListpackValue},
-		{"zset-max-listpack-entries", &o.ZSetMaxListpackEntries},
-		{"zset-max-listpack-value", &o.ZSetMaxListpackValue},
-		{"set-max-intset-entries", &o.SetMaxIntsetEntries},
-		{"list-max-listpack-size", &o.ListMaxListpackSize},
-	} {
-		if n, err := strconv.ParseInt(s.configValue(f.name), 10, 64); err == nil {
-			*f.v = n
-		}
-	}
-	if libs := s.scripts.Libraries(); len(libs) > 10 {
-		o.Functions = libs[:len(libs)-10] // FUNCTION DUMP's payload without its footer
-	}
-	return o
+		LastSave:        func() time.Time { return time.Unix(s.lastSave.Load(), 0) },
+		FunctionsLoaded: s.loadFunctions,
+	})
 }
 
 // saveReplyError is the reply of a save refused or failed.
@@ -275,7 +243,7 @@ func cmdSave(x *Ctx, _ [][]byte) error {
 		x.W.OK()
 		return nil
 	}
-	if err := x.c.s.rdb.Save(x.c.s.rdbJob(x.View)); err != nil {
+	if err := x.c.s.rdb.SaveNow(x.View); err != nil {
 		return saveReplyError(err)
 	}
 	x.W.OK()
@@ -299,7 +267,7 @@ func cmdBgsave(x *Ctx, args [][]byte) error {
 		c.w.Simple("Background saving started")
 		return nil
 	}
-	if err := c.s.rdb.Background(c.s.rdbJob(c.s.engine.View)); err != nil {
+	if err := c.s.rdb.BackgroundSave(); err != nil {
 		return saveReplyError(err)
 	}
 	if x.InGroup() {
@@ -310,102 +278,37 @@ func cmdBgsave(x *Ctx, args [][]byte) error {
 	return nil
 }
 
-// RunSavePoints starts BGSAVE whenever a `save` point is reached (checked
-// every second, as Redis's serverCron does), until stop is closed.
-// Embedded mode only.
-func (s *Server) RunSavePoints(stop <-chan struct{}) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			points, err := rdbfile.ParseSavePoints(s.configValue("save"))
-			if err != nil || len(points) == 0 {
-				continue
-			}
-			dirty := s.dirtyCount()
-			p, due := s.rdb.Due(points, dirty, time.Unix(s.lastSave.Load(), 0), now)
-			if !due {
-				continue
-			}
-			s.log.Info("save point reached, saving", "changes", dirty, "seconds", p.Seconds)
-			if err := s.rdb.Background(s.rdbJob(s.engine.View)); err != nil && !errors.Is(err, rdbfile.ErrInProgress) {
-				s.log.Error("background save failed to start", "err", err)
-			}
-		}
-	}
-}
+// RunSavePoints starts BGSAVE whenever a `save` point is reached, until
+// stop is closed (embedded mode).
+func (s *Server) RunSavePoints(stop <-chan struct{}) { s.rdb.RunSavePoints(stop) }
 
-// shutdownSave is the save of a shutdown: a running background save is
-// canceled, then the file is written with view's snapshot.
-func (s *Server) shutdownSave(view func(fn func(tx *tiering.Tx) error) error) error {
-	s.rdb.Cancel()
-	s.log.Info("saving the final RDB snapshot before exiting")
-	return s.rdb.Save(s.rdbJob(view))
-}
-
-// rdbLoadState is an RDB load's progress while it runs, then its outcome
-// (INFO persistence).
-type rdbLoadState struct {
-	progress *rdbfile.Progress
-	stats    rdbfile.LoadStats
-}
-
-// loadingRule: an RDB file is loading (LoadRDB): every command without the
-// loading flag is refused, as Redis refuses them.
+// loadingRule: an RDB file is loading: every command without the loading
+// flag is refused, as Redis refuses them.
 var loadingRule = refusalRule{msg: "LOADING Redis is loading the dataset in memory",
 	applies: func(_ *Server, cmd *cmdtable.Command, _ [][]byte) bool { return !cmd.Is(cmdtable.FlagLoading) }}
 
 // SetLoading marks the server as loading (true) before it listens, so that
 // no client sees the dataset before LoadRDB has filled it.
-func (s *Server) SetLoading(on bool) { s.loading.Store(on) }
+func (s *Server) SetLoading(on bool) { s.rdb.SetLoading(on) }
 
 // LoadRDB loads the RDB file at path into the engine (whose store must be
-// empty) and then the function libraries it held. Commands are refused
-// with -LOADING meanwhile; progress is logged and shown by INFO
-// persistence. On error nothing of the file is kept.
-func (s *Server) LoadRDB(path string) (rdbfile.LoadStats, error) {
-	s.loading.Store(true)
-	defer s.loading.Store(false)
-	f, err := os.Open(path)
-	if err != nil {
-		return rdbfile.LoadStats{}, fmt.Errorf("load RDB: %w", err)
-	}
-	defer f.Close()
-	st := &rdbLoadState{progress: &rdbfile.Progress{Start: time.Now()}}
-	if fi, err := f.Stat(); err == nil {
-		st.progress.Total = fi.Size()
-	}
-	s.rdbLoad.Store(st)
-	s.log.Info("loading RDB file", "path", path, "bytes", st.progress.Total)
-	stats, err := rdbfile.Load(f, s.engine, rdbfile.LoadOptions{Logger: s.log, Size: st.progress.Total, Progress: st.progress})
-	s.rdbLoad.Store(&rdbLoadState{stats: stats})
-	if err != nil {
-		return stats, fmt.Errorf("load RDB %s: %w", path, err)
-	}
-	if stats.Functions > 0 {
-		if err := s.loadFunctions(); err != nil {
-			return stats, err
-		}
-	}
-	return stats, nil
-}
+// empty), then the function libraries it held, answering -LOADING
+// meanwhile (rdbfile.Saver.LoadFile). On error nothing of it is kept.
+func (s *Server) LoadRDB(path string) (rdbfile.LoadStats, error) { return s.rdb.LoadFile(path) }
 
 // StopSaves cancels a running background save and waits for it to end:
 // the store must not close under its snapshot.
 func (s *Server) StopSaves() { s.rdb.Cancel() }
 
 // SaveOnSignal is the shutdown on SIGTERM or SIGINT: as Redis, it writes
-// the RDB file when save points are configured (embedded mode), and waits
-// for no other save. A failure is logged and returned.
+// the RDB file when save points are configured (embedded mode). A failure
+// is logged and returned.
 func (s *Server) SaveOnSignal() error {
-	if s.fwd != nil || strings.TrimSpace(s.configValue("save")) == "" {
+	if s.fwd != nil || !s.rdb.SavePoints() {
 		s.rdb.Cancel()
 		return nil
 	}
-	return s.shutdownSave(s.engine.View)
+	return s.rdb.ShutdownSave(s.engine.View)
 }
 
 // cmdShutdown replies nothing when it shuts the server down: the
@@ -443,12 +346,12 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 	// when save points are configured, unless NOSAVE; a failed save keeps
 	// the server running unless FORCE.
 	if c.fwd == nil {
-		save := hasArg(args[1:], "save") || strings.TrimSpace(c.s.configValue("save")) != ""
+		save := hasArg(args[1:], "save") || c.s.rdb.SavePoints()
 		if hasArg(args[1:], "nosave") {
 			save = false
 		}
 		if save {
-			if err := c.s.shutdownSave(x.View); err != nil && !hasArg(args[1:], "force") {
+			if err := c.s.rdb.ShutdownSave(x.View); err != nil && !hasArg(args[1:], "force") {
 				return resp.Err("ERR Errors trying to SHUTDOWN. Check logs.")
 			}
 		} else {

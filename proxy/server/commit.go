@@ -254,7 +254,7 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	peer, _, _ := net.SplitHostPort(c.nc.RemoteAddr().String())
 	var r *repl.Replica
 	var snap *tiering.Snapshot
-	opts := s.rdbOptions()
+	opts := s.rdb.Options()
 	if err := x.Update(func(tx *tiering.Tx) error {
 		r = s.repl.Attach(hs, psync, replid, off, peer)
 		s.updateObserving()

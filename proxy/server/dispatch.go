@@ -177,7 +177,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
-	if c.s.loading.Load() && c.refuse(cmd, args, loadingRule) {
+	if c.s.rdb.Loading() && c.refuse(cmd, args, loadingRule) {
 		return
 	}
 	// As Redis, CLIENT PAUSE holds a command before MULTI queues it, and

@@ -540,45 +540,11 @@ func datasetPerc(m MemoryFigures) float64 {
 
 func (s *Server) infoPersistence(sb *strings.Builder) {
 	sb.WriteString("# Persistence\r\n")
-	InfoField(sb, "loading", b2i(s.loading.Load()))
+	InfoField(sb, "loading", b2i(s.rdb.Loading()))
 	sb.WriteString(fixedLoading)
-	InfoField(sb, "rdb_changes_since_last_save", s.info.dirty.Load())
-	st := s.rdb.Status()
-	InfoField(sb, "rdb_bgsave_in_progress", b2i(st.InProgress))
-	InfoField(sb, "rdb_last_save_time", s.lastSave.Load())
-	if st.LastBgsaveOK {
-		InfoField(sb, "rdb_last_bgsave_status", "ok")
-	} else {
-		InfoField(sb, "rdb_last_bgsave_status", "err")
-	}
-	InfoField(sb, "rdb_last_bgsave_time_sec", st.LastBgsaveSecs)
-	InfoField(sb, "rdb_current_bgsave_time_sec", st.CurrentBgsaveSecs)
-	InfoField(sb, "rdb_saves", st.Saves)
-	InfoField(sb, "rdb_last_cow_size", 0)
-	load := s.rdbLoad.Load()
-	if load == nil {
-		load = &rdbLoadState{}
-	}
-	InfoField(sb, "rdb_last_load_keys_expired", load.stats.Expired)
-	InfoField(sb, "rdb_last_load_keys_loaded", load.stats.Keys)
+	s.rdb.WriteInfo(sb)
 	sb.WriteString(fixedAOFEnabled)
-	if p := load.progress; p != nil && s.loading.Load() {
-		done := p.Bytes.Load()
-		elapsed := time.Since(p.Start).Seconds()
-		perc, eta := 0.0, int64(1)
-		if p.Total > 0 {
-			perc = float64(done) * 100 / float64(p.Total)
-			if done > 0 {
-				eta = int64(elapsed * float64(p.Total-done) / float64(done))
-			}
-		}
-		InfoField(sb, "loading_start_time", p.Start.Unix())
-		InfoField(sb, "loading_total_bytes", p.Total)
-		InfoField(sb, "loading_rdb_used_mem", 0)
-		InfoField(sb, "loading_loaded_bytes", done)
-		InfoField(sb, "loading_loaded_perc", strconv.FormatFloat(perc, 'f', 2, 64))
-		InfoField(sb, "loading_eta_seconds", eta)
-	}
+	s.rdb.WriteLoadingInfo(sb)
 	InfoField(sb, "spillway_appendfsync", s.engine.Cold().FsyncPolicy().String())
 	InfoField(sb, "spillway_durability", "pebble-wal")
 }

@@ -128,12 +128,9 @@ type Server struct {
 	shutdownReq chan struct{}
 	shutdownOne sync.Once
 
-	// rdb runs SAVE, BGSAVE and save points' RDB files; loading refuses
-	// commands while an RDB file loads, rdbLoad is the last load's state
-	// (cmd_server.go).
-	rdb     rdbfile.Saver
-	loading atomic.Bool
-	rdbLoad atomic.Pointer[rdbLoadState]
+	// rdb writes and loads RDB files: SAVE, BGSAVE, save points, shutdown,
+	// the start's load (cmd_server.go).
+	rdb rdbfile.Saver
 }
 
 type serverStats struct {
@@ -182,7 +179,8 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initInfo()
 	s.initMonitors()
 	s.scripts = script.New(script.Options{Logger: log})
-	s.initRepl() // cmd_server.go
+	s.initRDB()
+	s.initRepl() // commit.go
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
 	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
