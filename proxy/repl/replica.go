@@ -115,8 +115,8 @@ type Replica struct {
 	// that the backlog overwrote before they were sent (a slow replica, or
 	// one still loading its RDB), up to client-output-buffer-limit's hard
 	// limit for replicas. Both are guarded by m.mu.
-	next  int64
-	spill []byte
+	next    int64
+	spill   []byte
 	state   atomic.Int32
 	ackOff  atomic.Int64
 	ackTime atomic.Int64 // unix ms of the last ACK (or of going online)
