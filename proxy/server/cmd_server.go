@@ -34,6 +34,31 @@ func registerAdmin(t *Table) {
 	t.Register("config|help", HelpHandler(configHelp))
 	registerClusterDisabled(t)
 	registerMonitors(t)
+	registerReplication(t) // commit.go
+}
+
+// forcePropagation propagates a command that takes no lock (PUBLISH,
+// which Redis forces to the replicas) in its place in the stream.
+func forcePropagation(x *Ctx) {
+	if x.Replicating() {
+		x.Update(func(*tiering.Tx) error { x.ForcePropagation(); return nil })
+	}
+}
+
+// cmdReplicaOf is REPLICAOF (SLAVEOF) on a server that is only ever a
+// master: NO ONE is already true; a master's address is refused.
+func cmdReplicaOf(x *Ctx, args [][]byte) error {
+	if cstr.EqualFold(args[1], "no") && cstr.EqualFold(args[2], "one") {
+		x.W.OK()
+		return nil
+	}
+	if x.c.replica.Load() {
+		return resp.Err("ERR Command is not valid when client is a replica.")
+	}
+	if p, ok := cstr.ParseInt(args[2]); !ok || p < 0 || p > 65535 {
+		return resp.Err("ERR Invalid master port")
+	}
+	return resp.Err("ERR REPLICAOF is not supported: Spillway is a replication master only")
 }
 
 // registerClusterDisabled answers CLUSTER (every subcommand, HELP
@@ -93,6 +118,7 @@ func cmdFlushDB(x *Ctx, args [][]byte) error {
 			return err
 		}
 		x.c.s.noteFlush(n, args, false)
+		x.ForcePropagation() // even of an empty database, as Redis
 		x.W.OK()
 		return nil
 	})
@@ -117,6 +143,7 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 			return err
 		}
 		x.c.s.noteFlush(n, args, true)
+		x.ForcePropagation()
 		x.W.OK()
 		return nil
 	})
@@ -151,6 +178,7 @@ func cmdSwapDB(x *Ctx, args [][]byte) error {
 			return err
 		}
 		x.c.s.blocking.noteBlockedKeys(tx, int(a), int(b))
+		x.ForcePropagation()
 		x.W.OK()
 		return nil
 	})

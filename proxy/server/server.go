@@ -22,6 +22,7 @@ import (
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/proxy/rdbfile"
+	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/proxy/tracking"
@@ -105,6 +106,10 @@ type Server struct {
 	evictMu      sync.Mutex
 	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas).
 	noReplicas atomic.Bool
+	// repl is the replication master (backlog, replicas); prop the unit
+	// the lock holder propagates, guarded by the engine's lock (commit.go).
+	repl *repl.Master
+	prop repl.Unit
 
 	started  time.Time
 	lastSave atomic.Int64
@@ -175,6 +180,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initMonitors()
 	s.scripts = script.New(script.Options{Logger: log})
 	s.initRDB()
+	s.initRepl() // commit.go
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
 	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
@@ -482,6 +488,7 @@ func (s *Server) Close() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	s.repl.Close() // its replicas' connections are closed above
 	s.unpause()
 	s.wg.Wait()
 }
