@@ -26,6 +26,7 @@ import (
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/metrics"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/tlsconf"
 	"github.com/spillway/spillway/proxy/upstream"
@@ -117,6 +118,10 @@ func newLogger(cfg *config.Config) (*slog.Logger, io.Closer, error) {
 }
 
 func run(args []string) error {
+	importFile, args, err := takeImportFlag(args)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Parse(args)
 	if err != nil {
 		return err
@@ -173,6 +178,21 @@ func run(args []string) error {
 		cold.Close()
 		return err
 	}
+	if !upstreamMode {
+		if err := undoInterruptedLoad(engine, log); err != nil {
+			engine.Close()
+			cold.Close()
+			return err
+		}
+	}
+	if importFile != "" {
+		err := importRDB(importFile, engine, log, upstreamMode)
+		engine.Close()
+		if cerr := cold.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
 	srv := server.NewServer(cfg, engine, log, commands.Table())
@@ -213,6 +233,20 @@ func run(args []string) error {
 			engine.Close()
 			cold.Close()
 			return err
+		}
+	}
+	// As Redis at start: the RDB file in dir is loaded, here only into an
+	// empty store (the store is otherwise the dataset). Clients are
+	// answered -LOADING until it is done.
+	rdbPath := ""
+	if name, _ := cfg.Value("dbfilename"); !upstreamMode {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			if engine.KeysOnDisk() == 0 {
+				rdbPath = filepath.Join(dir, name)
+				srv.SetLoading(true)
+			} else {
+				log.Info("RDB file not loaded: the store holds the dataset", "file", filepath.Join(dir, name))
+			}
 		}
 	}
 	if err := srv.Listen(); err != nil {
@@ -257,13 +291,42 @@ func run(args []string) error {
 	}()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case s := <-sigs:
-		log.Info("signal received, shutting down", "signal", s.String())
-	case <-srv.ShutdownRequested():
+	stopped := false // a shutdown came during the load
+	if rdbPath != "" {
+		if stopped, err = loadAtStart(srv, rdbPath, sigs, log); err != nil {
+			srv.Close()
+			<-serveDone
+			engine.Close()
+			cold.Close()
+			if errors.Is(err, rdbfile.ErrLoadCanceled) {
+				log.Info("shutdown during the RDB load: what it had loaded is removed")
+				return nil
+			}
+			log.Error("loading the RDB file failed; stopping", "err", err)
+			return err
+		}
+	}
+	stopSaves := make(chan struct{})
+	if !upstreamMode {
+		go srv.RunSavePoints(stopSaves)
+	}
+	if !stopped {
+		select {
+		case s := <-sigs:
+			log.Info("signal received, shutting down", "signal", s.String())
+			close(stopSaves)
+			if err := srv.SaveOnSignal(); err != nil {
+				log.Error("the final RDB save failed", "err", err)
+			}
+		case <-srv.ShutdownRequested():
+			close(stopSaves)
+		}
+	} else {
+		close(stopSaves)
 	}
 	srv.Close()
 	<-serveDone
+	srv.StopSaves()
 	if front != nil {
 		front.Close()
 	}
@@ -276,6 +339,84 @@ func run(args []string) error {
 		writeCleanMarker(dir, log)
 	}
 	log.Info("spillway stopped; every write is on disk")
+	return nil
+}
+
+// loadAtStart loads the RDB file at path while clients get -LOADING. A
+// signal or SHUTDOWN meanwhile cancels the load (rdbfile.ErrLoadCanceled);
+// one arriving as the load ends reports stopped, for the caller to shut
+// down.
+func loadAtStart(srv *server.Server, path string, sigs <-chan os.Signal, log *slog.Logger) (stopped bool, err error) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("signal received during the RDB load, canceling it", "signal", s.String())
+			close(stop)
+		case <-srv.ShutdownRequested():
+			close(stop)
+		case <-done:
+		}
+	}()
+	_, err = srv.LoadRDB(path, stop)
+	close(done)
+	select {
+	case <-stop:
+		stopped = true
+	default:
+	}
+	return stopped, err
+}
+
+// undoInterruptedLoad removes what an RDB load that the process's death
+// cut short had written (the store was empty before it), so that a
+// partial dataset is never served; the file is then loaded again.
+func undoInterruptedLoad(engine *tiering.Engine, log *slog.Logger) error {
+	cut, err := rdbfile.Interrupted(engine)
+	if err != nil || !cut {
+		return err
+	}
+	log.Warn("the last RDB load did not finish: removing the keys it loaded")
+	return rdbfile.ClearInterrupted(engine)
+}
+
+// takeImportFlag removes "--import-rdb FILE" from args and returns FILE.
+func takeImportFlag(args []string) (string, []string, error) {
+	for i, a := range args {
+		if a != "--import-rdb" {
+			continue
+		}
+		if i+1 >= len(args) {
+			return "", nil, fmt.Errorf("--import-rdb needs a file")
+		}
+		rest := append(append([]string(nil), args[:i]...), args[i+2:]...)
+		return args[i+1], rest, nil
+	}
+	return "", args, nil
+}
+
+// importRDB is --import-rdb FILE: it loads an RDB file into the dataset
+// directory's empty store, offline.
+func importRDB(path string, engine *tiering.Engine, log *slog.Logger, upstreamMode bool) error {
+	if upstreamMode {
+		return fmt.Errorf("--import-rdb: embedded mode only (upstream is set)")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--import-rdb: %w", err)
+	}
+	defer f.Close()
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	log.Info("importing RDB file", "path", path, "bytes", size)
+	st, err := rdbfile.Load(f, engine, rdbfile.LoadOptions{Logger: log, Size: size})
+	if err != nil {
+		return fmt.Errorf("--import-rdb %s: %w", path, err)
+	}
+	log.Info("RDB file imported", "keys", st.Keys, "expired_skipped", st.Expired, "functions", st.Functions)
 	return nil
 }
 
