@@ -185,9 +185,13 @@ func run(args []string) error {
 	if upstreamMode {
 		mode = "upstream"
 		clean := takeCleanMarker(dir)
+		var sentinel *link.Sentinel
+		if s := target.Sentinel; s != nil {
+			sentinel = &link.Sentinel{Addrs: s.Addrs, Master: s.Master, Username: s.Username, Password: s.Password}
+		}
 		front, err = upstream.Enable(srv, upstream.Options{Target: link.Target{
 			Addr: target.Addr, Username: target.Username, Password: target.Password, DB: target.DB,
-		}, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
+		}, Sentinel: sentinel, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
 		if err != nil {
 			engine.Close()
 			cold.Close()

@@ -373,6 +373,10 @@ type Upstream struct {
 	Username string // empty: none (or "default" when only a password is given)
 	Password string
 	DB       int
+	// Sentinel is set for a sentinel:// URL: Addr is then empty (the
+	// sentinels name the master) and the credentials and DB are the
+	// master's.
+	Sentinel *UpstreamSentinel
 }
 
 // upstreamSyntax is the shape an upstream URL must have.
@@ -383,6 +387,9 @@ const upstreamSyntax = "redis://[user:password@]host:port[/db]"
 func ParseUpstream(s string) (Upstream, error) {
 	bad := func(why string) (Upstream, error) {
 		return Upstream{}, fmt.Errorf("argument must be a %s URL (%s)", upstreamSyntax, why)
+	}
+	if strings.HasPrefix(s, "sentinel://") {
+		return parseSentinelUpstream(s)
 	}
 	u, err := url.Parse(s)
 	if err != nil {
