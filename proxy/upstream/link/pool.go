@@ -67,7 +67,10 @@ type Pool struct {
 	downSince, downTotal atomic.Int64
 
 	kick chan struct{}
-	stop chan struct{}
+	// moved is signalled when the upstream's address changed (Sentinel):
+	// the reconnect loop then stops backing off.
+	moved chan struct{}
+	stop  chan struct{}
 	wg   sync.WaitGroup
 }
 
@@ -86,7 +89,7 @@ func NewPool(opts Options) *Pool {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	p := &Pool{opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &Pool{opts: opts, kick: make(chan struct{}, 1), moved: make(chan struct{}, 1), stop: make(chan struct{})}
 	for i := range p.shared {
 		p.shared[i] = make([]atomic.Pointer[Mux], opts.Shared)
 	}
@@ -448,6 +451,8 @@ func (p *Pool) maintain() {
 			case <-p.stop:
 				return
 			case <-time.After(backoff):
+			case <-p.moved:
+				backoff = minBackoff / 2 // a new address: try it now
 			}
 			backoff = min(2*backoff, maxBackoff)
 		}

@@ -160,7 +160,7 @@ func (w *sentinelWatch) run() {
 		if cur == "" { // the sentinels answer for the first time
 			w.p.addr.Store(&addr)
 			w.p.opts.Logger.Info("sentinels named the upstream master", "master", w.cfg.Master, "addr", addr)
-			w.p.noteBroken(nil)
+			w.p.signalMoved()
 		} else if addr != cur {
 			w.p.retarget(addr, w.cfg.Master)
 			w.failovers.Add(1)
@@ -254,6 +254,16 @@ func (p *Pool) retarget(addr, master string) {
 				m.closeWith(err)
 			}
 		}
+	}
+	p.signalMoved()
+}
+
+// signalMoved wakes the reconnect loop, even from its backoff: the
+// upstream has a new address.
+func (p *Pool) signalMoved() {
+	select {
+	case p.moved <- struct{}{}:
+	default:
 	}
 	p.noteBroken(nil)
 }
