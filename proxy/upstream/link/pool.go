@@ -61,6 +61,10 @@ type Pool struct {
 	// every dedicated connection then open, which a failover closes.
 	watch *sentinelWatch
 	live  sync.Map
+	// fenced is set while a failover is cleaned up: no connection to the
+	// new master is made but the cleanup's (see failover.go).
+	fenced atomic.Bool
+	recent recentUnlinks
 
 	// downSince is when the current outage began (Unix ns, 0 while up);
 	// downTotal adds up the outages that ended (ns).
@@ -232,6 +236,9 @@ func (p *Pool) dial(proto, db int) (*Conn, error) {
 		return Dial(p.opts.Target, proto, db, p.opts.DialTimeout)
 	}
 	gen := p.gen.Load()
+	if p.fenced.Load() {
+		return nil, errMoving
+	}
 	c, err := Dial(p.target(), proto, db, p.opts.DialTimeout)
 	if err != nil {
 		return nil, err
@@ -240,7 +247,7 @@ func (p *Pool) dial(proto, db int) (*Conn, error) {
 	p.live.Store(c, struct{}{})
 	if p.gen.Load() != gen {
 		c.Close()
-		return nil, fmt.Errorf("%w: the master moved (Sentinel failover); reconnecting", ErrUnavailable)
+		return nil, errMoving
 	}
 	return c, nil
 }
@@ -387,6 +394,9 @@ func (p *Pool) connectAll() error {
 				continue
 			}
 			gen := p.gen.Load()
+			if p.fenced.Load() {
+				return errMoving
+			}
 			t := p.target()
 			c, err := Dial(t, i+2, t.DB, p.opts.DialTimeout)
 			if err == nil {
@@ -394,7 +404,7 @@ func (p *Pool) connectAll() error {
 					// The sentinels' word is checked: a master restarted
 					// as a replica is no upstream.
 					if err = checkMaster(c, t.Addr); err == nil && p.gen.Load() != gen {
-						err = fmt.Errorf("%w: the master moved (Sentinel failover); reconnecting", ErrUnavailable)
+						err = errMoving
 					}
 				}
 				if err != nil {

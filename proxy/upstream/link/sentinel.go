@@ -228,10 +228,11 @@ func (w *sentinelWatch) close() {
 // one goes to addr.
 func (p *Pool) retarget(addr, master string) {
 	old := *p.addr.Load()
+	p.fenced.Store(true)
 	p.addr.Store(&addr)
 	p.gen.Add(1)
 	p.opts.Logger.Warn("upstream master moved (Sentinel failover): following it", "master", master, "from", old, "to", addr)
-	err := fmt.Errorf("%w: the master moved (Sentinel failover); reconnecting", ErrUnavailable)
+	err := errMoving
 	msg := strings.Replace(err.Error(), ErrUnavailable.Error()+": ", "", 1)
 	p.lastErr.Store(&msg)
 	if p.up.Swap(false) {
@@ -255,8 +256,22 @@ func (p *Pool) retarget(addr, master string) {
 			}
 		}
 	}
+	start := time.Now()
+	n, uerr := p.unlinkRecent()
+	if uerr != nil {
+		p.opts.Logger.Error("after the failover, could not remove from the new master the keys demoted just before it; "+
+			"a key demoted then, still held by the new master, may show its older value", "err", uerr, "removed", n)
+	} else {
+		p.opts.Logger.Info("after the failover, removed from the new master the keys demoted before it that replication had not removed",
+			"keys", n, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	p.fenced.Store(false)
 	p.signalMoved()
 }
+
+// errMoving is the error of requests made while the pool follows a
+// failover.
+var errMoving = fmt.Errorf("%w: the master moved (Sentinel failover); reconnecting", ErrUnavailable)
 
 // signalMoved wakes the reconnect loop, even from its backoff: the
 // upstream has a new address.
