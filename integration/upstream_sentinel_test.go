@@ -166,13 +166,19 @@ func (w *stWriter) halt(t *testing.T) int {
 	return int(w.next.Load())
 }
 
-// TestUpstreamSentinelFailover kills -9 the master under a writer: Spillway
-// follows the sentinels to the promoted replica by itself, writes succeed
-// again, clients meanwhile get clear upstream errors (never a hang), every
-// write the replica had acknowledged (WAIT's measure, taken from the
-// replication offsets) reads back, and so does every key demoted before
-// the failover.
+// TestUpstreamSentinelFailover fails the master over under a writer, by
+// killing it -9 or with SENTINEL FAILOVER (the old master then lives on as
+// a replica, answering -READONLY): Spillway follows the sentinels to the
+// promoted replica by itself, writes succeed again, clients meanwhile get
+// clear upstream errors (never a hang), every write the replica had
+// acknowledged (WAIT's measure, taken from the replication offsets) reads
+// back, and so does every key demoted before the failover.
 func TestUpstreamSentinelFailover(t *testing.T) {
+	t.Run("Kill9", func(t *testing.T) { testSentinelFailover(t, true) })
+	t.Run("SentinelFailover", func(t *testing.T) { testSentinelFailover(t, false) })
+}
+
+func testSentinelFailover(t *testing.T, kill bool) {
 	s := stStart(t)
 	mc := utDial(t, s.master.Addr(), 5*time.Second)
 	rc := utDial(t, s.replica.Addr(), 5*time.Second)
@@ -275,7 +281,15 @@ func TestUpstreamSentinelFailover(t *testing.T) {
 	probe()
 	killedAt := w.next.Load()
 	w.markFrom.Store(killedAt)
-	s.master.Kill9()
+	if kill {
+		s.master.Kill9()
+	} else if r := utDial(t, s.sentinels[0], 5*time.Second).Do("SENTINEL", "FAILOVER", stMaster); r.Str != "OK" {
+		t.Fatalf("SENTINEL FAILOVER: %s", r.String())
+	}
+	// Writes acknowledged by the old master after the promotion are lost,
+	// as they are for Redis's own clients; from movedAt on, every write
+	// went to the new master.
+	movedAt := int64(-1)
 
 	// The blocked client: an error reply or a closed connection.
 	if r := bl.Read(); r.Err == nil && !r.IsError() {
@@ -288,7 +302,10 @@ func TestUpstreamSentinelFailover(t *testing.T) {
 		if terr != nil {
 			t.Fatalf("writer: %v (a reply took over 5 s: a hang)", terr)
 		}
-		return w.firstOKAfter.Load() >= 0
+		if movedAt < 0 && info()["upstream"] == s.replica.Addr() {
+			movedAt = w.next.Load() + 1
+		}
+		return w.firstOKAfter.Load() >= 0 && movedAt >= 0
 	})
 	after := w.okN.Load()
 	stWait(t, 30*time.Second, "200 more writes after the failover", func() bool { return w.okN.Load() >= after+200 })
@@ -343,7 +360,7 @@ func TestUpstreamSentinelFailover(t *testing.T) {
 		ok, missing, got := check(i)
 		switch {
 		case ok:
-		case missing && i >= safe && int64(i) < killedAt:
+		case missing && i >= safe && (int64(i) < killedAt || !kill && int64(i) < movedAt):
 			lost++ // acknowledged by the old master, never replicated
 		default:
 			t.Fatalf("acknowledged write %s (replicated: %v, after the failover: %v) reads %s",
