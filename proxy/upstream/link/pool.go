@@ -75,7 +75,7 @@ type Pool struct {
 	// the reconnect loop then stops backing off.
 	moved chan struct{}
 	stop  chan struct{}
-	wg   sync.WaitGroup
+	wg    sync.WaitGroup
 }
 
 // maxIdle bounds the dedicated connections kept for reuse.
