@@ -2,6 +2,10 @@ package link
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,5 +70,47 @@ func TestSentinelResolve(t *testing.T) {
 		if !strings.Contains(err.Error(), a) {
 			t.Errorf("resolve error %q does not name %s", err, a)
 		}
+	}
+}
+
+// TestSentinelAsk runs a real redis-sentinel that requires a password,
+// monitoring a real master: resolve finds the master with the sentinel's
+// credentials, and fails with the sentinel's refusal without them or for
+// a master name it does not monitor.
+func TestSentinelAsk(t *testing.T) {
+	bin, err := exec.LookPath("redis-sentinel")
+	if err != nil {
+		t.Fatalf("redis-sentinel is not on PATH (scripts/ensure-redis.sh installs it): %v", err)
+	}
+	m := startServer(t, 0)
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	conf := filepath.Join(t.TempDir(), "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\nrequirepass sp\nsentinel monitor mm 127.0.0.1 %d 1\n", port, m.port)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	p := &Pool{opts: Options{DialTimeout: time.Second, Logger: quietLog}}
+	w := &sentinelWatch{p: p, cfg: Sentinel{Addrs: []string{addr}, Master: "mm", Password: "sp"}, kick: make(chan struct{}, 1)}
+	var got string
+	pollUntil(t, "the sentinel to name the master", func() bool {
+		got, err = w.resolve("", true)
+		return err == nil
+	})
+	if got != m.addr {
+		t.Errorf("resolve = %s, want %s", got, m.addr)
+	}
+	w.cfg.Password = ""
+	if _, err := w.resolve("", true); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("resolve without the sentinel's password = %v, want its NOAUTH", err)
+	}
+	w.cfg.Password, w.cfg.Master = "sp", "other"
+	if _, err := w.resolve("", true); err == nil || !strings.Contains(err.Error(), `does not know master "other"`) {
+		t.Errorf("resolve of an unknown master = %v", err)
 	}
 }
