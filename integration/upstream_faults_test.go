@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +23,8 @@ import (
 func TestUpstreamFaults(t *testing.T) {
 	t.Run("UpstreamKilled", testUpstreamKilled)
 	t.Run("SpillwayKill9", testSpillwayKill9DuringDemotion)
+	t.Run("UnreachableAtStart", testUpstreamUnreachableAtStart)
+	t.Run("Slow", testUpstreamSlow)
 }
 
 // testUpstreamKilled kills -9 the redis-server (AOF, fsync always) under
@@ -108,6 +112,10 @@ func testUpstreamKilled(t *testing.T) {
 	if status != "down" {
 		t.Errorf("INFO tiering with the upstream killed: upstream_status %q, want down", status)
 	}
+	if m, err := harness.Info(c, "tiering"); err != nil || m["upstream_last_error"] == "" ||
+		m["upstream"] != up.Addr() || utInt(t, m, "upstream_down_seconds") < 0 {
+		t.Errorf("INFO tiering with the upstream down: %v %v", m, err)
+	}
 
 	up.Restart()
 	restarted := time.Now()
@@ -127,8 +135,10 @@ func testUpstreamKilled(t *testing.T) {
 	if err := gr.Set(ctx, "fault:after", "y", 0).Err(); err != nil {
 		t.Errorf("go-redis SET after the upstream came back: %v", err)
 	}
-	if m, err := harness.Info(c, "tiering"); err != nil || m["upstream_status"] != "up" {
-		t.Errorf("INFO tiering after the upstream came back: %v %v", m["upstream_status"], err)
+	if m, err := harness.Info(c, "tiering"); err != nil || m["upstream_status"] != "up" ||
+		utInt(t, m, "upstream_reconnects") < 1 || utInt(t, m, "upstream_down_seconds") != 0 ||
+		utInt(t, m, "upstream_downtime_total_ms") <= 0 {
+		t.Errorf("INFO tiering after the upstream came back: %v %v", m, err)
 	}
 	if bad, first := utCheck(t, sp.Addr(), name, 0, n, 100, 100, 1); bad > 0 {
 		t.Errorf("%d of %d keys (0..%d cold) did not read back: %s", bad, n, demoted-1, strings.Join(first, "; "))
@@ -343,6 +353,162 @@ func testSpillwayKill9DuringDemotion(t *testing.T) {
 		utSettle(t, c, 30*time.Second)
 		if got := utDBSize(t, c); got != want {
 			t.Errorf("round %d: DBSIZE after reading every key = %d, want %d", round, got, want)
+		}
+	}
+}
+
+// testUpstreamUnreachableAtStart starts Spillway in front of a port nothing
+// listens on: it starts anyway (an operator's Spillway comes up before or
+// without its Redis), answers commands at once with a clear upstream
+// error, INFO says the link is down and why, and once a redis-server
+// appears on that port the same client connection is served normally.
+func testUpstreamUnreachableAtStart(t *testing.T) {
+	port := harness.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	// A password, so that the harness's readiness PING is answered
+	// (NOAUTH) by Spillway itself: PING is the upstream's to answer.
+	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+addr, "--requirepass", "pw")
+	c := utDial(t, sp.Addr(), 5*time.Second)
+	if r := c.Do("AUTH", "pw"); r.Str != "OK" {
+		t.Fatalf("AUTH: %s", r.String())
+	}
+	for _, args := range [][]string{{"GET", "k"}, {"SET", "k", "v"}, {"BLPOP", "q", "0"}, {"PING"}} {
+		r := c.Do(args...)
+		if r.Err != nil || !r.IsError() || !strings.Contains(r.Str, "upstream unavailable") {
+			t.Errorf("%v with no upstream: %s %v, want an upstream error at once", args, r.String(), r.Err)
+		}
+	}
+	m, err := harness.Info(c, "tiering")
+	if err != nil || m["upstream_status"] != "down" || m["upstream"] != addr ||
+		!strings.Contains(m["upstream_last_error"], "refused") || utInt(t, m, "upstream_reconnects") != 0 {
+		t.Errorf("INFO tiering with no upstream: %v %v", m, err)
+	}
+	if ds, tot := utInt(t, m, "upstream_down_seconds"), utInt(t, m, "upstream_downtime_total_ms"); tot < ds*1000 {
+		t.Errorf("INFO tiering: upstream_downtime_total_ms %d < upstream_down_seconds %d", tot, ds)
+	}
+
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(harness.RedisMissing)
+	}
+	harness.StartProc(t, "redis", addr, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	var last harness.Reply
+	ok := false
+	for i := 0; i < 300 && !ok; i++ { // the reconnect loop backs off up to 5 s
+		last = c.Do("SET", "k", "v")
+		if ok = last.Err == nil && last.Str == "OK"; !ok {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !ok {
+		t.Fatalf("SET 30 s after the upstream appeared: %s", last.String())
+	}
+	if r := c.Do("GET", "k"); r.Str != "v" {
+		t.Errorf("GET k = %s", r.String())
+	}
+	if r := c.Do("RPUSH", "q", "a"); r.Int != 1 {
+		t.Errorf("RPUSH = %s", r.String())
+	}
+	if r := c.Do("BLPOP", "q", "1"); len(r.Elems) != 2 || r.Elems[1].Str != "a" {
+		t.Errorf("BLPOP (a dedicated connection) = %s", r.String())
+	}
+	m, err = harness.Info(c, "tiering")
+	if err != nil || m["upstream_status"] != "up" || utInt(t, m, "upstream_reconnects") != 1 ||
+		utInt(t, m, "upstream_down_seconds") != 0 || utInt(t, m, "upstream_downtime_total_ms") <= 0 {
+		t.Errorf("INFO tiering once the upstream is up: %v %v", m, err)
+	}
+}
+
+// testUpstreamSlow puts the upstream to sleep (DEBUG SLEEP 2, sent
+// through Spillway): clients' commands wait, as they would on Redis, and
+// queue behind it, while Spillway keeps accepting connections and answers
+// what it answers itself; once the upstream wakes every command is
+// answered and nothing is lost.
+func testUpstreamSlow(t *testing.T) {
+	up := harness.StartRedis(t, "--enable-debug-command", "yes")
+	sp := utStartSpillway(t, up, "", 64*utMB)
+	var seq atomic.Int64
+	type result struct {
+		at    int64 // the order in which the reply arrived
+		reply harness.Reply
+	}
+	sleeper := utDial(t, sp.Addr(), 30*time.Second)
+	if r := sleeper.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING: %s", r.String())
+	}
+	slept := make(chan result, 1)
+	if err := sleeper.Send("DEBUG", "SLEEP", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sleeper.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r := sleeper.Read()
+		slept <- result{seq.Add(1), r}
+	}()
+	// Wait until the upstream is asleep: a PING of its own is then
+	// unanswered.
+	probe := utDial(t, up.Addr(), 30*time.Second)
+	asleep := false
+	for i := 0; i < 100 && !asleep; i++ {
+		probe.Timeout = 200 * time.Millisecond
+		if r := probe.Do("PING"); r.Err != nil {
+			asleep = true
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !asleep {
+		t.Fatal("the upstream never seemed asleep")
+	}
+	const n = 100
+	writer := utDial(t, sp.Addr(), 30*time.Second)
+	for i := 0; i < n; i++ {
+		if err := writer.Send("SET", "slow:"+strconv.Itoa(i), strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan result, 1)
+	go func() {
+		var first harness.Reply
+		at := int64(0)
+		for i := 0; i < n; i++ {
+			r := writer.Read()
+			if i == 0 {
+				first, at = r, seq.Add(1)
+			}
+			if r.Err != nil || r.Str != "OK" {
+				written <- result{at, r}
+				return
+			}
+		}
+		written <- result{at, first}
+	}()
+	// A new client is accepted and answered by Spillway meanwhile.
+	fresh := utDial(t, sp.Addr(), 30*time.Second)
+	if r := fresh.Do("CLIENT", "ID"); r.Type != ':' {
+		t.Fatalf("CLIENT ID during the upstream's sleep: %s", r.String())
+	}
+	answeredAt := seq.Add(1)
+	s := <-slept
+	w := <-written
+	if s.reply.Str != "OK" || w.reply.Str != "OK" {
+		t.Fatalf("after the sleep: DEBUG SLEEP %s, SETs %s", s.reply.String(), w.reply.String())
+	}
+	// (The two upstream replies are read by two goroutines woken at the
+	// same moment: their order here says nothing.)
+	if answeredAt > s.at || answeredAt > w.at {
+		t.Errorf("reply order: CLIENT ID %d, DEBUG SLEEP %d, first SET %d; want Spillway's own answer before the sleeping upstream's",
+			answeredAt, s.at, w.at)
+	}
+	for i := 0; i < n; i++ {
+		if r := fresh.Do("GET", "slow:"+strconv.Itoa(i)); r.Str != strconv.Itoa(i) {
+			t.Fatalf("GET slow:%d = %s", i, r.String())
 		}
 	}
 }

@@ -221,7 +221,11 @@ func run(args []string) error {
 		if target.TLS {
 			lt.TLS = func() *tls.Config { return tlsm.ClientConfig(target.Host) }
 		}
-		front, err = upstream.Enable(srv, upstream.Options{Target: lt, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
+		var sentinel *link.Sentinel
+		if s := target.Sentinel; s != nil {
+			sentinel = &link.Sentinel{Addrs: s.Addrs, Master: s.Master, Username: s.Username, Password: s.Password}
+		}
+		front, err = upstream.Enable(srv, upstream.Options{Target: lt, Sentinel: sentinel, SharedConn: cfg.UpstreamConnections(), Engine: engine, Config: cfg, Logger: log}, clean)
 		if err != nil {
 			engine.Close()
 			cold.Close()

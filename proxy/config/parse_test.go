@@ -412,3 +412,26 @@ func TestDefaultsParse(t *testing.T) {
 		t.Fatal("no names")
 	}
 }
+
+func TestParseSentinelUpstream(t *testing.T) {
+	u, err := ParseUpstream("sentinel://bob:p%40ss@10.0.0.1:26379,[::1],s3:26380/my-master/2?sentinel-password=sp&sentinel-username=su")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := u.Sentinel
+	if u.Addr != "" || u.Username != "bob" || u.Password != "p@ss" || u.DB != 2 || s == nil ||
+		strings.Join(s.Addrs, " ") != "10.0.0.1:26379 [::1]:26379 s3:26380" ||
+		s.Master != "my-master" || s.Username != "su" || s.Password != "sp" {
+		t.Errorf("ParseUpstream = %+v %+v", u, s)
+	}
+	u, err = ParseUpstream("sentinel://h:1/m")
+	if err != nil || u.DB != 0 || u.Password != "" || u.Sentinel.Master != "m" {
+		t.Errorf("ParseUpstream = %+v %v", u, err)
+	}
+	for _, bad := range []string{"sentinel://h:1", "sentinel://h:1/", "sentinel://,h:1/m", "sentinel://h:0/m",
+		"sentinel://h:1/m/x", "sentinel://h:1/m?x=1", "sentinel://h:1/m#f", "sentinel:///m"} {
+		if _, err := ParseUpstream(bad); err == nil || !strings.Contains(err.Error(), "sentinel://") {
+			t.Errorf("ParseUpstream(%q) = %v, want a sentinel syntax error", bad, err)
+		}
+	}
+}

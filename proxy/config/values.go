@@ -378,6 +378,10 @@ type Upstream struct {
 	// Host is the host part, which a TLS connection without a configured
 	// CA verifies the certificate against.
 	Host string
+	// Sentinel is set for a sentinel:// URL: Addr is then empty (the
+	// sentinels name the master) and the credentials and DB are the
+	// master's.
+	Sentinel *UpstreamSentinel
 }
 
 // upstreamSyntax is the shape an upstream URL must have.
@@ -388,6 +392,9 @@ const upstreamSyntax = "redis[s]://[user:password@]host:port[/db]"
 func ParseUpstream(s string) (Upstream, error) {
 	bad := func(why string) (Upstream, error) {
 		return Upstream{}, fmt.Errorf("argument must be a %s URL (%s)", upstreamSyntax, why)
+	}
+	if strings.HasPrefix(s, "sentinel://") {
+		return parseSentinelUpstream(s)
 	}
 	u, err := url.Parse(s)
 	if err != nil {

@@ -155,6 +155,7 @@ func (c *client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 		return err
 	}
 	idx.Remove(h)
+	c.f.pool.Forget(db, key) // the upstream's copy is the key now
 	return nil
 }
 

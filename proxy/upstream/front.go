@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,9 @@ type Front struct {
 type Options struct {
 	Target     link.Target
 	SharedConn int
+	// Sentinel, if set, names the Sentinel-monitored master the upstream
+	// is (Target.Addr is then unused).
+	Sentinel *link.Sentinel
 	// Engine, Config and Logger are the ones the server was built with.
 	// The engine must have been opened with no hot budget.
 	Engine *tiering.Engine
@@ -125,7 +129,8 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		f.indexes[i].Store(uptier.NewColdIndex())
 	}
 	f.admission = tiering.NewAdmission(f.reloadSettings)
-	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log})
+	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log,
+		Sentinel: opts.Sentinel})
 	if err := f.pool.StartErr(); errors.Is(err, link.ErrClusterUpstream) {
 		f.pool.Close()
 		return nil, err
@@ -317,4 +322,9 @@ func (f *Front) reloadSettings() tiering.AdmissionSettings {
 		b = math.MaxInt64
 	}
 	return tiering.AdmissionSettings{MinHits: f.cfg.PromoteMinHits(), ColdReadMax: f.cfg.ColdReadMaxBytes(), HotBudget: b}
+}
+
+// infoValue makes s fit an INFO line: line breaks become spaces.
+func infoValue(s string) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spillway/spillway/proxy/resp"
@@ -61,6 +62,9 @@ type Conn struct {
 	DB      int
 	scratch []byte
 	onClose func() // run once by Close (Pool.DialInternal)
+	// live is the pool's set of open connections this one is in (with
+	// Sentinel: a failover closes them); Close removes it.
+	live *sync.Map
 }
 
 // Dial connects and logs in: HELLO proto with AUTH when credentials are
@@ -204,6 +208,9 @@ func (c *Conn) Close() error {
 	if f := c.onClose; f != nil {
 		c.onClose = nil
 		f()
+	}
+	if c.live != nil {
+		c.live.Delete(c)
 	}
 	return c.nc.Close()
 }

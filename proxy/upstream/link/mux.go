@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -173,6 +174,10 @@ func (m *Mux) readLoop() {
 		if len(frame) > 0 && frame[0] == '>' {
 			continue // a push on a shared connection is nobody's reply
 		}
+		if len(frame) > 9 && frame[0] == '-' && frame[1] == 'R' && m.pool != nil && m.pool.watch != nil &&
+			bytes.HasPrefix(frame, readOnly) {
+			m.pool.watch.Kick() // the master became a replica: a failover
+		}
 		m.mu.Lock()
 		if m.head == len(m.queue) {
 			m.mu.Unlock()
@@ -228,8 +233,15 @@ func (m *Mux) fail(err error) {
 }
 
 // Close breaks the connection on purpose.
-func (m *Mux) Close() {
+func (m *Mux) Close() { m.closeWith(fmt.Errorf("%w: closed", ErrUnavailable)) }
+
+// closeWith breaks the connection on purpose: the calls queued on it fail
+// with err.
+func (m *Mux) closeWith(err error) {
 	m.mu.Lock()
-	m.breakLocked(fmt.Errorf("%w: closed", ErrUnavailable))
+	m.breakLocked(err)
 	m.mu.Unlock()
 }
+
+// readOnly starts the error a replica answers writes with.
+var readOnly = []byte("-READONLY ")

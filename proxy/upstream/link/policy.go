@@ -26,11 +26,14 @@ func (pp policyPool) Dial(db int) (uptier.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return policyConn{c}, nil
+	return policyConn{c, pp.p}, nil
 }
 
 // policyConn implements uptier.Conn over a RESP2 connection.
-type policyConn struct{ c *Conn }
+type policyConn struct {
+	c *Conn
+	p *Pool
+}
 
 func (pc policyConn) SetDeadline(t time.Time) error { return pc.c.SetDeadline(t) }
 
@@ -65,6 +68,7 @@ func (pc policyConn) Select(db int) error {
 	if IsError(r) {
 		return fmt.Errorf("upstream: SELECT %d: %s", db, ReplyText(r))
 	}
+	pc.c.DB = db
 	return nil
 }
 
@@ -259,6 +263,7 @@ func (pc policyConn) UnlinkWatched(keys [][]byte) (bool, error) {
 	if IsError(r) {
 		return false, fmt.Errorf("upstream: demotion EXEC: %s", ReplyText(r))
 	}
+	pc.p.noteUnlinked(pc.c.DB, keys)
 	return true, nil
 }
 

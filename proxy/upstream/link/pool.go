@@ -19,6 +19,10 @@ type Options struct {
 	// DialTimeout bounds connecting and logging in.
 	DialTimeout time.Duration
 	Logger      *slog.Logger
+	// Sentinel, if set, names a Sentinel-monitored master: Target.Addr is
+	// then ignored (the sentinels give the address) and the pool follows
+	// failovers (see sentinel.go).
+	Sentinel *Sentinel
 }
 
 // Pool owns the shared connections and dials dedicated ones. When the
@@ -48,9 +52,30 @@ type Pool struct {
 	startErr error    // connectAll's in NewPool; read-only after
 	internal sync.Map // local addresses of DialInternal's connections
 
+	// addr is the upstream's current address: Target.Addr, or the
+	// master's that the sentinels gave. gen counts its changes, so that a
+	// connection dialed to the old address while it changed is dropped.
+	addr atomic.Pointer[string]
+	gen  atomic.Int64
+	// watch follows the master with Sentinel (nil without); live holds
+	// every dedicated connection then open, which a failover closes.
+	watch *sentinelWatch
+	live  sync.Map
+	// fenced is set while a failover is cleaned up: no connection to the
+	// new master is made but the cleanup's (see failover.go).
+	fenced atomic.Bool
+	recent recentUnlinks
+
+	// downSince is when the current outage began (Unix ns, 0 while up);
+	// downTotal adds up the outages that ended (ns).
+	downSince, downTotal atomic.Int64
+
 	kick chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// moved is signalled when the upstream's address changed (Sentinel):
+	// the reconnect loop then stops backing off.
+	moved chan struct{}
+	stop  chan struct{}
+	wg    sync.WaitGroup
 }
 
 // maxIdle bounds the dedicated connections kept for reuse.
@@ -68,29 +93,83 @@ func NewPool(opts Options) *Pool {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	p := &Pool{opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &Pool{opts: opts, kick: make(chan struct{}, 1), moved: make(chan struct{}, 1), stop: make(chan struct{})}
 	for i := range p.shared {
 		p.shared[i] = make([]atomic.Pointer[Mux], opts.Shared)
 	}
 	msg := "not connected yet"
 	p.lastErr.Store(&msg)
-	if err := p.connectAll(); err != nil {
+	addr := opts.Target.Addr
+	p.addr.Store(&addr)
+	var err error
+	if s := opts.Sentinel; s != nil {
+		p.watch = &sentinelWatch{p: p, cfg: *s, kick: make(chan struct{}, 1)}
+		if addr, err = p.watch.resolve("", true); err == nil {
+			p.addr.Store(&addr)
+			p.opts.Logger.Info("sentinels named the upstream master", "master", s.Master, "addr", addr)
+		} else {
+			msg := strings.Replace(err.Error(), ErrUnavailable.Error()+": ", "", 1)
+			p.lastErr.Store(&msg)
+			p.watch.lastErr.Store(&msg)
+		}
+	}
+	if err == nil {
+		err = p.connectAll()
+	}
+	if err != nil {
 		p.startErr = err
-		p.opts.Logger.Warn("upstream unreachable; retrying in the background", "upstream", opts.Target.Addr, "err", err)
+		p.downSince.Store(time.Now().UnixNano())
+		p.opts.Logger.Warn("upstream unreachable; retrying in the background", "upstream", p.target().Addr, "err", err)
 	} else {
 		p.up.Store(true)
+		none := ""
+		p.lastErr.Store(&none)
 	}
 	p.wg.Add(1)
 	go p.maintain()
+	if p.watch != nil {
+		p.wg.Add(2)
+		go p.watch.run()
+		go p.watch.subscribe()
+	}
 	return p
+}
+
+// target is the upstream's address (as it is now) and credentials.
+func (p *Pool) target() Target {
+	t := p.opts.Target
+	t.Addr = *p.addr.Load()
+	return t
+}
+
+// LinkState is the state of the link to the upstream, for INFO.
+type LinkState struct {
+	Up         bool
+	Addr       string
+	LastError  string
+	DownFor    time.Duration // the current outage so far (0 while up)
+	DownTotal  time.Duration // every outage since start, the current one included
+	Reconnects int64
+}
+
+// State returns the link's state.
+func (p *Pool) State() LinkState {
+	s := LinkState{Up: p.up.Load(), Addr: p.target().Addr, LastError: *p.lastErr.Load(),
+		Reconnects: p.Reconnects.Load(), DownTotal: time.Duration(p.downTotal.Load())}
+	if since := p.downSince.Load(); since != 0 {
+		s.DownFor = time.Since(time.Unix(0, since))
+		s.DownTotal += s.DownFor
+	}
+	return s
 }
 
 // StartErr returns why the first connection attempt, in NewPool, failed
 // (nil if it succeeded): callers stop on ErrClusterUpstream.
 func (p *Pool) StartErr() error { return p.startErr }
 
-// Target returns the upstream's address and credentials.
-func (p *Pool) Target() Target { return p.opts.Target }
+// Target returns the upstream's address (the current master's, with
+// Sentinel) and credentials.
+func (p *Pool) Target() Target { return p.target() }
 
 // Up reports whether every shared connection is connected.
 func (p *Pool) Up() bool { return p.up.Load() }
@@ -103,6 +182,9 @@ func (p *Pool) Close() {
 	default:
 	}
 	close(p.stop)
+	if p.watch != nil {
+		p.watch.close()
+	}
 	p.wg.Wait()
 	p.idleMu.Lock()
 	for _, c := range p.idle {
@@ -154,10 +236,34 @@ func (p *Pool) InFlight() int {
 
 // Dial opens a dedicated connection in the given protocol, on db.
 func (p *Pool) Dial(proto, db int) (*Conn, error) {
-	c, err := Dial(p.opts.Target, proto, db, p.opts.DialTimeout)
+	c, err := p.dial(proto, db)
 	if err != nil {
 		p.noteBroken(err)
 		return nil, err
+	}
+	return c, nil
+}
+
+// dial dials the current address; with Sentinel, the connection is
+// tracked (a failover closes it) and dropped if the master moved while it
+// was dialed.
+func (p *Pool) dial(proto, db int) (*Conn, error) {
+	if p.watch == nil {
+		return Dial(p.opts.Target, proto, db, p.opts.DialTimeout)
+	}
+	gen := p.gen.Load()
+	if p.fenced.Load() {
+		return nil, errMoving
+	}
+	c, err := Dial(p.target(), proto, db, p.opts.DialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	c.live = &p.live
+	p.live.Store(c, struct{}{})
+	if p.gen.Load() != gen {
+		c.Close()
+		return nil, errMoving
 	}
 	return c, nil
 }
@@ -230,7 +336,7 @@ func (p *Pool) replenish(proto, db int) {
 	p.idleMu.Unlock()
 	go func() {
 		for range need {
-			c, err := Dial(p.opts.Target, proto, db, p.opts.DialTimeout)
+			c, err := p.dial(proto, db)
 			p.idleMu.Lock()
 			p.dialing[key]--
 			p.idleMu.Unlock()
@@ -257,13 +363,17 @@ func (p *Pool) Put(c *Conn) {
 
 // unavailable is the error requests get while the upstream is down.
 func (p *Pool) unavailable() error {
-	return fmt.Errorf("%w: %s", ErrUnavailable, *p.lastErr.Load())
+	msg := *p.lastErr.Load()
+	if msg == "" {
+		msg = "connection lost; reconnecting"
+	}
+	return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 }
 
 // ErrorReply renders err as the error line a client gets.
 func ErrorReply(err error) string {
 	msg := err.Error()
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, errNotMaster) {
 		msg = strings.Replace(msg, ErrUnavailable.Error()+": ", "", 1)
 		return "ERR upstream unavailable: " + FirstLine(msg)
 	}
@@ -299,9 +409,21 @@ func (p *Pool) connectAll() error {
 			if m := list[j].Load(); m != nil && !m.Broken() {
 				continue
 			}
-			c, err := Dial(p.opts.Target, i+2, p.opts.Target.DB, p.opts.DialTimeout)
+			gen := p.gen.Load()
+			if p.fenced.Load() {
+				return errMoving
+			}
+			t := p.target()
+			c, err := Dial(t, i+2, t.DB, p.opts.DialTimeout)
 			if err == nil {
-				if err = checkStandalone(c, p.opts.Target.Addr); err != nil {
+				if err = checkStandalone(c, t.Addr); err == nil && p.watch != nil {
+					// The sentinels' word is checked: a master restarted
+					// as a replica is no upstream.
+					if err = checkMaster(c, t.Addr); err == nil && p.gen.Load() != gen {
+						err = errMoving
+					}
+				}
+				if err != nil {
 					c.Close()
 				}
 			}
@@ -335,19 +457,28 @@ func (p *Pool) maintain() {
 			err := p.connectAll()
 			if err == nil {
 				if !p.up.Swap(true) {
+					if since := p.downSince.Swap(0); since != 0 {
+						p.downTotal.Add(time.Now().UnixNano() - since)
+					}
 					p.Reconnects.Add(1)
-					p.opts.Logger.Warn("upstream reachable again", "upstream", p.opts.Target.Addr)
+					p.opts.Logger.Warn("upstream reachable again", "upstream", p.target().Addr)
 				}
 				backoff = minBackoff
 				break
 			}
 			if p.up.Swap(false) {
-				p.opts.Logger.Error("upstream unreachable; clients get errors until it is back", "upstream", p.opts.Target.Addr, "err", err)
+				p.downSince.CompareAndSwap(0, time.Now().UnixNano())
+				p.opts.Logger.Error("upstream unreachable; clients get errors until it is back", "upstream", p.target().Addr, "err", err)
+			}
+			if p.watch != nil {
+				p.watch.Kick() // the master may have moved
 			}
 			select {
 			case <-p.stop:
 				return
 			case <-time.After(backoff):
+			case <-p.moved:
+				backoff = minBackoff / 2 // a new address: try it now
 			}
 			backoff = min(2*backoff, maxBackoff)
 		}
