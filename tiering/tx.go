@@ -202,6 +202,9 @@ func entryOfMeta(m *codec.Meta) *Entry {
 		e.Version, e.Count, e.Bytes = m.Version, int64(m.Count), int64(m.Bytes)
 		e.Head, e.Tail = m.Head, m.Tail
 		e.ZSkip = m.Flags&codec.ZSetSkiplist != 0
+		if m.Type == codec.TypeStream {
+			e.strm = &streamState{meta: m.Stream}
+		}
 	}
 	return e
 }
@@ -342,6 +345,9 @@ func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 	}
 	tx.addKeys(pdb, -1)
 	tx.e.hot.remove(tx.hk)
+	if old.Type == codec.TypeStream {
+		tx.noteStreamGone(pdb, key)
+	}
 	return nil
 }
 
@@ -349,7 +355,7 @@ func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 // O(1): a garbage record the background reclaimer acts on. Strings have
 // none: their value is in the meta record.
 func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
-	if old.Type == codec.TypeString || old.Count == 0 {
+	if old.Type == codec.TypeString || old.Count == 0 && old.Type != codec.TypeStream {
 		return nil
 	}
 	return tx.batch.DropVersion(pdb, key, old.Version, uint64(old.Count))
@@ -411,7 +417,7 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
-	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil || e.zset != nil) {
+	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil || e.zset != nil || e.strm != nil && e.strm.mem != nil) {
 		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 	} else {
@@ -512,6 +518,10 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 		if e.ZSkip {
 			m.Flags = codec.ZSetSkiplist
 		}
+		if e.strm != nil {
+			syncStreamMeta(e)
+			m.Count, m.Bytes, m.Stream = uint64(e.Count), uint64(e.Bytes), e.strm.meta
+		}
 	}
 	tx.observe(pdb, key, KeyModified)
 	return tx.batch.PutMeta(pdb, key, m)
@@ -547,7 +557,7 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 
 // noteWritten notes a key that a copy or a move made a list as ready.
 func (tx *Tx) noteWritten(db int, key []byte, e *Entry) {
-	if e.Type == codec.TypeList || e.Type == codec.TypeZSet {
+	if e.Type == codec.TypeList || e.Type == codec.TypeZSet || e.Type == codec.TypeStream {
 		tx.NoteReady(db, key)
 	}
 }

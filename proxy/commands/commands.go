@@ -11,6 +11,7 @@ package commands
 
 import (
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/streams"
 )
 
 // Register adds every command of the library to t.
@@ -28,6 +29,7 @@ func Register(t *server.Table) {
 	registerGeo(t)
 	registerDump(t)
 	registerACL(t)
+	streams.Register(t)
 }
 
 // Table returns a table holding every command of the library.

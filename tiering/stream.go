@@ -1,0 +1,342 @@
+package tiering
+
+import (
+	"fmt"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/tiering/stream"
+)
+
+// Streams. A stream is stored as its meta record (codec.StreamMeta: last,
+// first and max-deleted IDs, entries added) plus one record per entry,
+// per listpack node Redis would hold, per consumer group, per consumer and
+// per pending entry (codec/stream.go), so every change writes only the
+// records it touches: XADD one entry and its node, XACK one delete.
+//
+// In memory a stream is a stream.Stream model. A stream that fits the hot
+// tier's share (keepHot) stays hot; a colder one is read from its records
+// when a command opens it and dropped again when the command ends.
+
+// streamState is a stream entry's own part: its meta record's stream
+// fields, and the model when the stream is loaded.
+type streamState struct {
+	meta codec.StreamMeta
+	mem  *stream.Stream
+}
+
+// Stream is a stream opened by a Tx: the model (read it and change it
+// through its methods) plus the key it belongs to. Close must be called
+// after changes: it stores the meta record and keeps the hot tier's
+// accounting right.
+type Stream struct {
+	*stream.Stream
+	tx      *Tx
+	pdb     uint8
+	key     []byte
+	hk      []byte
+	e       *Entry
+	created bool
+	j       *streamJournal
+}
+
+// streamJournal writes a stream's changes to the transaction's batch.
+type streamJournal struct {
+	tx      *Tx
+	pdb     uint8
+	key     []byte
+	version uint64
+	kb, vb  []byte
+	dirty   bool
+	err     error
+}
+
+func (j *streamJournal) set(k, v []byte) {
+	j.dirty = true
+	if j.err == nil {
+		j.err = j.tx.batch.Set(k, v)
+	}
+}
+
+func (j *streamJournal) del(k []byte) {
+	j.dirty = true
+	if j.err == nil {
+		j.err = j.tx.batch.Delete(k)
+	}
+}
+
+func (j *streamJournal) idKey(tag byte, id stream.ID) []byte {
+	j.kb = codec.AppendStreamIDKey(j.kb[:0], j.pdb, j.key, j.version, tag, id)
+	return j.kb
+}
+
+func (j *streamJournal) PutEntry(e *stream.Entry) {
+	j.vb = codec.AppendStreamValues(j.vb[:0], e.Fields)
+	j.set(j.idKey(codec.TagStreamEntry, e.ID), j.vb)
+}
+
+func (j *streamJournal) DelEntry(id stream.ID) { j.del(j.idKey(codec.TagStreamEntry, id)) }
+
+func (j *streamJournal) PutNode(n *stream.Node) {
+	j.vb = codec.AppendStreamNode(j.vb[:0], &codec.StreamNodeValue{Live: n.Live, Deleted: n.Deleted, Last: n.Last, LPBytes: n.Bytes, Fields: n.Fields})
+	j.set(j.idKey(codec.TagStreamNode, n.Master), j.vb)
+}
+
+func (j *streamJournal) DelNode(master stream.ID) { j.del(j.idKey(codec.TagStreamNode, master)) }
+
+func (j *streamJournal) PutGroup(g *stream.Group) {
+	j.kb = codec.AppendStreamGroupKey(j.kb[:0], j.pdb, j.key, j.version, g.Name)
+	j.vb = codec.AppendStreamGroup(j.vb[:0], g.LastID, g.EntriesRead)
+	j.set(j.kb, j.vb)
+}
+
+func (j *streamJournal) DelGroup(g *stream.Group) {
+	j.kb = codec.AppendStreamGroupKey(j.kb[:0], j.pdb, j.key, j.version, g.Name)
+	j.del(j.kb)
+	for _, tag := range []byte{codec.TagStreamConsumer, codec.TagStreamPending} {
+		lo := codec.AppendStreamInGroupPrefix(nil, j.pdb, j.key, j.version, tag, g.Name)
+		if j.err == nil {
+			j.err = j.tx.batch.DeleteRange(lo, codec.PrefixEnd(lo))
+		}
+	}
+}
+
+func (j *streamJournal) PutConsumer(g *stream.Group, c *stream.Consumer) {
+	j.kb = codec.AppendStreamConsumerKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
+	j.vb = append(j.vb[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+	putU64(j.vb, uint64(c.SeenTime))
+	j.set(j.kb, j.vb)
+}
+
+func (j *streamJournal) DelConsumer(g *stream.Group, c *stream.Consumer) {
+	j.kb = codec.AppendStreamConsumerKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
+	j.del(j.kb)
+}
+
+func (j *streamJournal) PutPending(g *stream.Group, n *stream.NACK) {
+	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, n.ID)
+	j.vb = codec.AppendStreamPending(j.vb[:0], n.DeliveryTime, n.DeliveryCount, n.Consumer.Name)
+	j.set(j.kb, j.vb)
+}
+
+func (j *streamJournal) DelPending(g *stream.Group, id stream.ID) {
+	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, id)
+	j.del(j.kb)
+}
+
+func putU64(b []byte, v uint64) {
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+}
+
+func getU64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// OpenStream opens key (database db) as a stream, loading it if it is
+// cold. If key does not exist it returns nil, unless create is set: then
+// it returns an empty stream, stored on Close. A key of another type
+// yields ErrWrongType.
+func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
+	e, err := tx.lookup(db, key, codec.TypeNone, true)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case e != nil && e.Type != codec.TypeStream:
+		return nil, ErrWrongType
+	case e == nil && !create:
+		return nil, nil
+	}
+	pdb := tx.pdb(db)
+	x := &Stream{tx: tx, pdb: pdb, key: append([]byte(nil), key...), hk: append([]byte(nil), tx.hk...), e: e}
+	if e == nil {
+		v, err := tx.e.cold.NextVersion()
+		if err != nil {
+			return nil, fmt.Errorf("tiering: new stream: %w", err)
+		}
+		x.e = &Entry{Type: codec.TypeStream, Version: v, strm: &streamState{}}
+		x.created = true
+	}
+	x.j = &streamJournal{tx: tx, pdb: pdb, key: x.key, version: x.e.Version}
+	st := x.e.strm
+	switch {
+	case st.mem != nil:
+		st.mem.SetJournal(x.j)
+	case x.created:
+		st.mem = stream.New(x.j)
+	default:
+		m, err := tx.loadStream(pdb, key, x.e, x.j)
+		if err != nil {
+			return nil, err
+		}
+		st.mem = m
+		tx.e.Stats.ColdReads.Add(1)
+		if tx.e.keepHot(entrySize(key, x.e)) {
+			tx.hk = append(tx.hk[:0], x.hk...)
+			tx.promote(x.e)
+		}
+	}
+	x.Stream = st.mem
+	return x, nil
+}
+
+// loadStream reads a cold stream's records into a model.
+func (tx *Tx) loadStream(pdb uint8, key []byte, e *Entry, j stream.Journal) (*stream.Stream, error) {
+	l := stream.NewLoader(e.strm.meta)
+	for _, tag := range []byte{codec.TagStreamGroup, codec.TagStreamConsumer, codec.TagStreamPending, codec.TagStreamNode, codec.TagStreamEntry} {
+		if err := tx.loadStreamTag(pdb, key, e.Version, tag, l); err != nil {
+			return nil, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, key, err)
+		}
+	}
+	return l.Done(e.Count, j)
+}
+
+func (tx *Tx) loadStreamTag(pdb uint8, key []byte, version uint64, tag byte, l *stream.Loader) error {
+	lo := codec.AppendStreamTagPrefix(nil, pdb, key, version, tag)
+	it, err := tx.batch.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		rest := it.Key()[len(lo):]
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if err := loadStreamRecord(tag, rest, val, l); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func loadStreamRecord(tag byte, rest, val []byte, l *stream.Loader) error {
+	switch tag {
+	case codec.TagStreamGroup:
+		last, er, err := codec.ParseStreamGroup(val)
+		if err != nil {
+			return err
+		}
+		l.LoadGroup(rest, last, er)
+	case codec.TagStreamConsumer:
+		g, name, err := codec.ParseStreamInGroup(rest)
+		if err != nil || len(val) != 8 {
+			return fmt.Errorf("consumer record: %v", err)
+		}
+		return l.LoadConsumer(g, name, int64(getU64(val)))
+	case codec.TagStreamPending:
+		g, idb, err := codec.ParseStreamInGroup(rest)
+		if err != nil || len(idb) != 16 {
+			return fmt.Errorf("pending record: %v", err)
+		}
+		t, n, c, err := codec.ParseStreamPending(val)
+		if err != nil {
+			return err
+		}
+		return l.LoadPending(g, codec.DecodeStreamID(idb), t, n, c)
+	case codec.TagStreamNode:
+		if len(rest) != 16 {
+			return fmt.Errorf("node key of %d bytes", len(rest))
+		}
+		v, err := codec.ParseStreamNode(val)
+		if err != nil {
+			return err
+		}
+		l.LoadNode(codec.DecodeStreamID(rest), v)
+	case codec.TagStreamEntry:
+		if len(rest) != 16 {
+			return fmt.Errorf("entry key of %d bytes", len(rest))
+		}
+		f, err := codec.ParseStreamValues(val)
+		if err != nil {
+			return err
+		}
+		l.LoadEntry(codec.DecodeStreamID(rest), f)
+	}
+	return nil
+}
+
+// syncStreamMeta copies a loaded stream's counters into its entry.
+func syncStreamMeta(e *Entry) {
+	st := e.strm
+	if st == nil || st.mem == nil {
+		return
+	}
+	m := st.mem
+	st.meta = codec.StreamMeta{Last: m.Last, First: m.First, MaxDeleted: m.MaxDeleted, EntriesAdded: m.EntriesAdded}
+	e.Count, e.Bytes = m.Len(), m.Bytes()
+}
+
+// Created reports whether this open created the stream.
+func (x *Stream) Created() bool { return x.created }
+
+// Close stores the stream's meta record if anything changed (a new stream
+// is always stored: Redis keeps empty streams), and keeps the hot tier's
+// accounting right. Closing a nil handle does nothing.
+func (x *Stream) Close() error {
+	if x == nil {
+		return nil
+	}
+	if x.j.err != nil {
+		return x.j.err
+	}
+	e, tx := x.e, x.tx
+	before := e.strm.meta
+	count, size := e.Count, e.Bytes
+	syncStreamMeta(e)
+	if !x.created && !x.j.dirty && before == e.strm.meta && count == e.Count && size == e.Bytes {
+		return nil
+	}
+	x.j.dirty = false
+	if err := tx.putMeta(x.pdb, x.key, e); err != nil {
+		return err
+	}
+	if x.created {
+		x.created = false
+		tx.addKeys(x.pdb, 1)
+	}
+	if !tx.settleHot(x.hk, x.key, e, true) {
+		e.strm.mem = nil
+	}
+	return nil
+}
+
+// duplicateStream writes a copy of src's stream under version v of dst.
+func (tx *Tx) duplicateStream(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte, v uint64) (*Entry, error) {
+	m := e.strm.mem
+	if m == nil {
+		var err error
+		if m, err = tx.loadStream(psrc, src, e, nil); err != nil {
+			return nil, err
+		}
+	}
+	j := &streamJournal{tx: tx, pdb: pdst, key: append([]byte(nil), dst...), version: v}
+	c := m.Copy(j)
+	if j.err != nil {
+		return nil, j.err
+	}
+	ne := &Entry{Type: codec.TypeStream, ExpireAt: e.ExpireAt, Version: v, strm: &streamState{mem: c}}
+	syncStreamMeta(ne)
+	if !tx.e.keepHot(entrySize(dst, ne)) {
+		ne.strm.mem = nil
+	}
+	return ne, nil
+}
+
+// noteStreamGone notes a deleted stream as ready: clients blocked on it
+// in a consumer group must be told (Redis's signalDeletedKeyAsReady).
+func (tx *Tx) noteStreamGone(pdb uint8, key []byte) {
+	for db, p := range tx.e.dbmap {
+		if p == pdb {
+			tx.NoteReady(db, key)
+			return
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package stream
+
+import (
+	"fmt"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// Building a stream from its records (the engine's loader) and copying one.
+
+// nop is the journal of a stream being loaded: loading writes nothing.
+type nop struct{}
+
+func (nop) PutEntry(*Entry)               {}
+func (nop) DelEntry(ID)                   {}
+func (nop) PutNode(*Node)                 {}
+func (nop) DelNode(ID)                    {}
+func (nop) PutGroup(*Group)               {}
+func (nop) DelGroup(*Group)               {}
+func (nop) PutConsumer(*Group, *Consumer) {}
+func (nop) DelConsumer(*Group, *Consumer) {}
+func (nop) PutPending(*Group, *NACK)      {}
+func (nop) DelPending(*Group, ID)         {}
+
+// Loader fills a stream from its records. Call LoadNode and LoadEntry in
+// ID order, LoadGroup in name order, then LoadConsumer, then LoadPending;
+// Done returns the stream, reporting to j.
+type Loader struct{ s *Stream }
+
+// NewLoader starts loading a stream whose meta record holds m.
+func NewLoader(m codec.StreamMeta) *Loader {
+	return &Loader{s: &Stream{Last: m.Last, First: m.First, MaxDeleted: m.MaxDeleted, EntriesAdded: m.EntriesAdded, j: nop{}}}
+}
+
+// LoadNode adds a node record.
+func (l *Loader) LoadNode(master ID, v codec.StreamNodeValue) {
+	l.s.nodes = append(l.s.nodes, &Node{Master: master, Fields: v.Fields, Live: v.Live, Deleted: v.Deleted, Last: v.Last, Bytes: v.LPBytes})
+	l.s.size += 96
+}
+
+// LoadEntry adds an entry record.
+func (l *Loader) LoadEntry(id ID, fields [][]byte) {
+	e := &Entry{ID: id, Fields: fields}
+	l.s.entries = append(l.s.entries, e)
+	l.s.size += entrySize(e)
+	l.s.bytes += fieldBytes(e)
+}
+
+// LoadGroup adds a group record.
+func (l *Loader) LoadGroup(name []byte, last ID, entriesRead int64) {
+	l.s.CreateGroup(name, last, entriesRead)
+}
+
+// LoadConsumer adds a consumer record.
+func (l *Loader) LoadConsumer(group, name []byte, seen int64) error {
+	g := l.s.Group(group)
+	if g == nil {
+		return fmt.Errorf("consumer %q of missing group %q", name, group)
+	}
+	l.s.CreateConsumer(g, name, seen)
+	return nil
+}
+
+// LoadPending adds a pending entry record.
+func (l *Loader) LoadPending(group []byte, id ID, deliveryTime, deliveryCount int64, consumer []byte) error {
+	g := l.s.Group(group)
+	if g == nil {
+		return fmt.Errorf("pending entry of missing group %q", group)
+	}
+	c := l.s.Consumer(g, consumer, false, 0)
+	if c == nil {
+		return fmt.Errorf("pending entry of missing consumer %q", consumer)
+	}
+	n := &NACK{ID: id, DeliveryTime: deliveryTime, DeliveryCount: deliveryCount, Consumer: c}
+	g.pel = insertPEL(g.pel, n)
+	c.pel = insertPEL(c.pel, n)
+	l.s.size += nackSize
+	return nil
+}
+
+// Done checks the stream against its meta record's count and returns it,
+// reporting to j from now on.
+func (l *Loader) Done(count int64, j Journal) (*Stream, error) {
+	s := l.s
+	var live int64
+	for _, n := range s.nodes {
+		live += n.Live
+	}
+	if s.Len() != count || live != count {
+		return nil, fmt.Errorf("stream counts %d entries, %d stored, nodes hold %d", count, s.Len(), live)
+	}
+	s.j = j
+	return s, nil
+}
+
+// Copy returns a deep copy of s reporting to j, having written every one
+// of its records to j (COPY, RENAME).
+func (s *Stream) Copy(j Journal) *Stream {
+	c := &Stream{Last: s.Last, First: s.First, MaxDeleted: s.MaxDeleted, EntriesAdded: s.EntriesAdded, j: j, size: s.size, bytes: s.bytes}
+	c.entries = make([]*Entry, len(s.entries))
+	for i, e := range s.entries {
+		c.entries[i] = &Entry{ID: e.ID, Fields: e.Fields} // entries are never modified in place
+		j.PutEntry(c.entries[i])
+	}
+	c.nodes = make([]*Node, len(s.nodes))
+	for i, n := range s.nodes {
+		cn := *n
+		c.nodes[i] = &cn
+		j.PutNode(&cn)
+	}
+	for _, g := range s.groups {
+		cg := &Group{Name: g.Name, LastID: g.LastID, EntriesRead: g.EntriesRead}
+		c.groups = append(c.groups, cg)
+		j.PutGroup(cg)
+		byName := map[*Consumer]*Consumer{}
+		for _, con := range g.consumers {
+			cc := &Consumer{Name: con.Name, SeenTime: con.SeenTime}
+			byName[con] = cc
+			cg.consumers = append(cg.consumers, cc)
+			j.PutConsumer(cg, cc)
+		}
+		for _, n := range g.pel {
+			cn := &NACK{ID: n.ID, DeliveryTime: n.DeliveryTime, DeliveryCount: n.DeliveryCount, Consumer: byName[n.Consumer]}
+			cg.pel = append(cg.pel, cn)
+			cn.Consumer.pel = append(cn.Consumer.pel, cn)
+			j.PutPending(cg, cn)
+		}
+	}
+	return c
+}

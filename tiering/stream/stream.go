@@ -1,0 +1,425 @@
+package stream
+
+import (
+	"sort"
+)
+
+// Journal receives every change to a stream, to persist it record by
+// record. The values passed are the model's own: read them during the
+// call, never keep or modify them.
+type Journal interface {
+	PutEntry(e *Entry)
+	DelEntry(id ID)
+	PutNode(n *Node)
+	DelNode(master ID)
+	PutGroup(g *Group)
+	// DelGroup removes the group with its consumers and pending entries.
+	DelGroup(g *Group)
+	PutConsumer(g *Group, c *Consumer)
+	DelConsumer(g *Group, c *Consumer)
+	PutPending(g *Group, n *NACK)
+	DelPending(g *Group, id ID)
+}
+
+// Entry is a stream entry: its ID, then fields and values alternating.
+type Entry struct {
+	ID     ID
+	Fields [][]byte
+}
+
+// Node is one of the listpack nodes Redis would hold the stream in: the
+// entries from Master (the first entry added to it) to Last (the last one
+// added), Live of them still there and Deleted marked deleted. Fields are
+// its master entry's field names; Bytes the size of its entries' listpack
+// elements (the header is computed).
+type Node struct {
+	Master  ID
+	Fields  [][]byte
+	Live    int64
+	Deleted int64
+	Last    ID
+	Bytes   int64
+}
+
+// lpBytes is the size of the node's listpack, as Redis's lpBytes.
+func (n *Node) lpBytes() int64 {
+	b := int64(lpHeader) + lpIntSize(n.Live) + lpIntSize(n.Deleted) + lpIntSize(int64(len(n.Fields))) + lpIntSize(0) + n.Bytes
+	for _, f := range n.Fields {
+		b += lpStrSize(f)
+	}
+	return b
+}
+
+// Stream is a stream in memory. Its exported fields mirror the meta
+// record; change them only through methods (so the journal sees it),
+// except where a method's comment says otherwise.
+type Stream struct {
+	entries      []*Entry
+	nodes        []*Node
+	Last         ID
+	First        ID
+	MaxDeleted   ID
+	EntriesAdded uint64
+	groups       []*Group
+	j            Journal
+	size         int64
+	bytes        int64
+}
+
+// New returns an empty stream reporting to j.
+func New(j Journal) *Stream { return &Stream{j: j} }
+
+// SetJournal makes the stream report to j from now on.
+func (s *Stream) SetJournal(j Journal) { s.j = j }
+
+// Len is the number of entries.
+func (s *Stream) Len() int64 { return int64(len(s.entries)) }
+
+// Bytes is the total length of the entries' fields and values.
+func (s *Stream) Bytes() int64 { return s.bytes }
+
+// Size estimates the memory the stream takes.
+func (s *Stream) Size() int64 { return s.size + 128 }
+
+// Nodes is the number of listpack nodes (XINFO's radix-tree-keys).
+func (s *Stream) Nodes() int { return len(s.nodes) }
+
+func entrySize(e *Entry) int64 {
+	n := int64(64)
+	for _, f := range e.Fields {
+		n += 24 + int64(len(f))
+	}
+	return n
+}
+
+func fieldBytes(e *Entry) int64 {
+	var n int64
+	for _, f := range e.Fields {
+		n += int64(len(f))
+	}
+	return n
+}
+
+// search returns the index of the first entry with ID >= id.
+func (s *Stream) search(id ID) int {
+	return sort.Search(len(s.entries), func(i int) bool { return !Less(s.entries[i].ID, id) })
+}
+
+// nodeOf returns the index of the node holding id (-1: none).
+func (s *Stream) nodeOf(id ID) int {
+	i := sort.Search(len(s.nodes), func(i int) bool { return Less(id, s.nodes[i].Master) })
+	return i - 1
+}
+
+// Get returns the entry with that ID, or nil.
+func (s *Stream) Get(id ID) *Entry {
+	if i := s.search(id); i < len(s.entries) && s.entries[i].ID == id {
+		return s.entries[i]
+	}
+	return nil
+}
+
+// Range calls fn for the entries from start to end (inclusive), in
+// reverse order if rev, until fn returns false.
+func (s *Stream) Range(start, end ID, rev bool, fn func(e *Entry) bool) {
+	if Less(end, start) {
+		return
+	}
+	lo := s.search(start)
+	hi := lo
+	for hi < len(s.entries) && !Less(end, s.entries[hi].ID) {
+		if !rev && !fn(s.entries[hi]) {
+			return
+		}
+		hi++
+	}
+	if rev {
+		for i := hi - 1; i >= lo; i-- {
+			if !fn(s.entries[i]) {
+				return
+			}
+		}
+	}
+}
+
+// FirstEntry and LastEntry return the edge entries (nil when empty).
+func (s *Stream) FirstEntry() *Entry {
+	if len(s.entries) == 0 {
+		return nil
+	}
+	return s.entries[0]
+}
+
+// LastEntry returns the last entry (nil when empty).
+func (s *Stream) LastEntry() *Entry {
+	if len(s.entries) == 0 {
+		return nil
+	}
+	return s.entries[len(s.entries)-1]
+}
+
+// NextID is the ID XADD * generates at time now (unix ms): ok is false
+// when the stream's last ID is the greatest possible.
+func (s *Stream) NextID(now int64) (ID, bool) {
+	if uint64(now) > s.Last.Ms {
+		return ID{Ms: uint64(now)}, true
+	}
+	return Incr(s.Last)
+}
+
+// Append adds an entry (fields and values alternating, copied) with the
+// given ID, which must be after Last, in a node as Redis would place it
+// under stream-node-max-entries maxEntries and -max-bytes maxBytes.
+func (s *Stream) Append(id ID, fields [][]byte, maxEntries, maxBytes int64) {
+	e := &Entry{ID: id, Fields: make([][]byte, len(fields))}
+	for i, f := range fields {
+		e.Fields[i] = append([]byte(nil), f...)
+	}
+	var tot int64
+	for _, f := range fields {
+		tot += int64(len(f))
+	}
+	if maxBytes <= 0 || maxBytes > lpMaxSize {
+		maxBytes = lpMaxSize
+	}
+	var n *Node
+	if len(s.nodes) > 0 {
+		n = s.nodes[len(s.nodes)-1]
+		if n.lpBytes()+tot >= maxBytes || maxEntries > 0 && n.Live+n.Deleted >= maxEntries {
+			n = nil
+		}
+	}
+	same := false
+	if n == nil {
+		n = &Node{Master: id}
+		for i := 0; i < len(e.Fields); i += 2 {
+			n.Fields = append(n.Fields, e.Fields[i])
+		}
+		s.nodes = append(s.nodes, n)
+		s.size += 96 + tot/2
+		same = true
+	} else if len(n.Fields)*2 == len(e.Fields) {
+		same = true
+		for i, f := range n.Fields {
+			if string(f) != string(e.Fields[2*i]) {
+				same = false
+				break
+			}
+		}
+	}
+	flags := int64(0)
+	if same {
+		flags = 2
+	}
+	b := lpIntSize(flags) + lpIntSize(int64(id.Ms-n.Master.Ms)) + lpIntSize(int64(id.Seq-n.Master.Seq))
+	count := int64(len(fields)/2) + 3
+	if !same {
+		b += lpIntSize(int64(len(fields) / 2))
+		count += int64(len(fields)/2) + 1
+	}
+	for i, f := range e.Fields {
+		if i%2 == 1 || !same {
+			b += lpStrSize(f)
+		}
+	}
+	b += lpIntSize(count)
+	n.Bytes += b
+	n.Live++
+	n.Last = id
+	s.entries = append(s.entries, e)
+	s.size += entrySize(e)
+	s.bytes += fieldBytes(e)
+	s.EntriesAdded++
+	s.Last = id
+	if len(s.entries) == 1 {
+		s.First = id
+	}
+	s.j.PutEntry(e)
+	s.j.PutNode(n)
+}
+
+// dropFront removes the first k entries (all of the first node's live
+// ones, or some of them) from memory and the journal.
+func (s *Stream) dropFront(k int) {
+	for _, e := range s.entries[:k] {
+		s.size -= entrySize(e)
+		s.bytes -= fieldBytes(e)
+		s.j.DelEntry(e.ID)
+	}
+	clear(s.entries[:k])
+	s.entries = s.entries[k:]
+}
+
+// Trim strategies.
+const (
+	TrimNone = iota
+	TrimMaxLen
+	TrimMinID
+)
+
+// TrimArgs are XADD's and XTRIM's trimming options.
+type TrimArgs struct {
+	Strategy int
+	Approx   bool
+	Limit    int64 // 0: none
+	MaxLen   int64
+	MinID    ID
+}
+
+// Trim removes entries from the head as Redis's streamTrim: with Approx
+// only whole nodes, never more than Limit entries (0: no limit). It
+// returns the number of entries removed.
+func (s *Stream) Trim(a TrimArgs) int64 {
+	if a.Strategy == TrimNone {
+		return 0
+	}
+	var deleted int64
+	for len(s.nodes) > 0 {
+		if a.Strategy == TrimMaxLen && s.Len() <= a.MaxLen {
+			break
+		}
+		n := s.nodes[0]
+		live := n.Live
+		if a.Limit > 0 && deleted+live > a.Limit {
+			break
+		}
+		var remove bool
+		if a.Strategy == TrimMaxLen {
+			remove = s.Len()-live >= a.MaxLen
+		} else {
+			remove = Less(n.Last, a.MinID)
+		}
+		if remove {
+			s.dropFront(int(live))
+			s.j.DelNode(n.Master)
+			s.nodes[0] = nil
+			s.nodes = s.nodes[1:]
+			s.size -= 96
+			deleted += live
+			continue
+		}
+		if a.Approx {
+			break
+		}
+		k := 0
+		for k < int(live) {
+			if a.Strategy == TrimMaxLen && s.Len()-int64(k) <= a.MaxLen ||
+				a.Strategy == TrimMinID && !Less(s.entries[k].ID, a.MinID) {
+				break
+			}
+			k++
+		}
+		s.dropFront(k)
+		n.Live -= int64(k)
+		n.Deleted += int64(k)
+		if k > 0 {
+			s.j.PutNode(n)
+		}
+		deleted += int64(k)
+		break
+	}
+	if s.Len() == 0 {
+		s.First = ID{}
+	} else if deleted > 0 {
+		s.First = s.entries[0].ID
+	}
+	return deleted
+}
+
+// Delete removes the entry with that ID (XDEL), reporting whether it was
+// there. It updates MaxDeleted and First as XDEL does.
+func (s *Stream) Delete(id ID) bool {
+	i := s.search(id)
+	if i == len(s.entries) || s.entries[i].ID != id {
+		return false
+	}
+	e := s.entries[i]
+	s.size -= entrySize(e)
+	s.bytes -= fieldBytes(e)
+	copy(s.entries[i:], s.entries[i+1:])
+	s.entries[len(s.entries)-1] = nil
+	s.entries = s.entries[:len(s.entries)-1]
+	s.j.DelEntry(id)
+	ni := s.nodeOf(id)
+	n := s.nodes[ni]
+	if n.Live == 1 {
+		s.j.DelNode(n.Master)
+		copy(s.nodes[ni:], s.nodes[ni+1:])
+		s.nodes[len(s.nodes)-1] = nil
+		s.nodes = s.nodes[:len(s.nodes)-1]
+		s.size -= 96
+	} else {
+		n.Live--
+		n.Deleted++
+		s.j.PutNode(n)
+	}
+	if Less(s.MaxDeleted, id) {
+		s.MaxDeleted = id
+	}
+	switch {
+	case len(s.entries) == 0:
+		s.First = ID{}
+	case id == s.First:
+		s.First = s.entries[0].ID
+	}
+	return true
+}
+
+// LastValid returns the ID of the last entry (ok false when empty).
+func (s *Stream) LastValid() (ID, bool) {
+	if len(s.entries) == 0 {
+		return ID{}, false
+	}
+	return s.entries[len(s.entries)-1].ID, true
+}
+
+// HasTombstones is Redis's streamRangeHasTombstones from start to the end.
+func (s *Stream) HasTombstones(start ID) bool {
+	if s.Len() == 0 || IsZero(s.MaxDeleted) {
+		return false
+	}
+	if Less(s.MaxDeleted, s.First) {
+		return false
+	}
+	return !Less(s.MaxDeleted, start)
+}
+
+// EstimateDistance is Redis's streamEstimateDistanceFromFirstEverEntry:
+// the entries_read a group at id would have, or -1 if it cannot be known.
+func (s *Stream) EstimateDistance(id ID) int64 {
+	if s.EntriesAdded == 0 {
+		return 0
+	}
+	if s.Len() == 0 && Compare(id, s.Last) < 1 {
+		return int64(s.EntriesAdded)
+	}
+	switch c := Compare(id, s.Last); {
+	case c == 0:
+		return int64(s.EntriesAdded)
+	case c > 0:
+		return -1
+	}
+	if IsZero(s.MaxDeleted) || Less(s.MaxDeleted, s.First) {
+		switch Compare(id, s.First) {
+		case -1:
+			return int64(s.EntriesAdded) - s.Len()
+		case 0:
+			return int64(s.EntriesAdded) - s.Len() + 1
+		}
+	}
+	return -1
+}
+
+// Lag is a group's lag as XINFO reports it (ok false: unknown, a null).
+func (s *Stream) Lag(g *Group) (int64, bool) {
+	if s.EntriesAdded == 0 {
+		return 0, true
+	}
+	if g.EntriesRead != -1 && !s.HasTombstones(g.LastID) {
+		return int64(s.EntriesAdded) - g.EntriesRead, true
+	}
+	if r := s.EstimateDistance(g.LastID); r != -1 {
+		return int64(s.EntriesAdded) - r, true
+	}
+	return 0, false
+}
