@@ -404,6 +404,9 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 // write stores e under key, replacing old (nil if absent). tx.hk must hold
 // the key's hot key. e becomes owned by the tier.
 func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
+	if old != nil && old.Type == codec.TypeStream {
+		tx.noteStreamGone(pdb, key)
+	}
 	if old == nil {
 		tx.addKeys(pdb, 1)
 	} else if old.Type != codec.TypeString && (old.Type != e.Type || old.Version != e.Version) {

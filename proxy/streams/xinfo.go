@@ -34,14 +34,6 @@ func writeEntriesRead(w *resp.Writer, g *stream.Group) {
 	}
 }
 
-// radixNodes estimates Redis's rax node count for n keys of 16 bytes.
-func radixNodes(n int) int64 {
-	if n == 0 {
-		return 1
-	}
-	return int64(n) + 1 + int64(n)/2
-}
-
 // cmdXInfoStream is XINFO STREAM key [FULL [COUNT n]].
 func cmdXInfoStream(x *server.Ctx, args [][]byte) error {
 	full, count := false, int64(10)
@@ -79,7 +71,7 @@ func cmdXInfoStream(x *server.Ctx, args [][]byte) error {
 		w.BulkString("radix-tree-keys")
 		w.Int(int64(s.Nodes()))
 		w.BulkString("radix-tree-nodes")
-		w.Int(radixNodes(s.Nodes()))
+		w.Int(s.RadixNodes())
 		w.BulkString("last-generated-id")
 		writeID(w, s.Last)
 		w.BulkString("max-deleted-entry-id")

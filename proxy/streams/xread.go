@@ -321,7 +321,7 @@ func (op *readOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 		}
 		gt = g.LastID
 	}
-	if !stream.Less(gt, s.Last) {
+	if last, ok := s.LastValid(); !ok || !stream.Less(gt, last) {
 		return false, nil
 	}
 	if w.RESP3() {

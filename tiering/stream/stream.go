@@ -423,3 +423,49 @@ func (s *Stream) Lag(g *Group) (int64, bool) {
 	}
 	return 0, false
 }
+
+// RadixNodes is the number of nodes of the radix tree Redis keys the
+// stream's listpacks by (XINFO's radix-tree-nodes): a compressed node per
+// run of shared bytes, a branching node per split, a leaf per key.
+func (s *Stream) RadixNodes() int64 {
+	if len(s.nodes) == 0 {
+		return 1
+	}
+	keys := make([][16]byte, len(s.nodes))
+	for i, n := range s.nodes {
+		for b := range 8 {
+			keys[i][b] = byte(n.Master.Ms >> (56 - 8*b))
+			keys[i][8+b] = byte(n.Master.Seq >> (56 - 8*b))
+		}
+	}
+	return radixCount(keys, 0)
+}
+
+// radixCount counts the nodes under the one at depth for keys, which are
+// sorted and share their first depth bytes.
+func radixCount(keys [][16]byte, depth int) int64 {
+	if depth == 16 {
+		return 1
+	}
+	lcp := 16 - depth
+	first, last := keys[0], keys[len(keys)-1]
+	for i := depth; i < 16; i++ {
+		if first[i] != last[i] {
+			lcp = i - depth
+			break
+		}
+	}
+	if lcp > 0 {
+		return 1 + radixCount(keys, depth+lcp)
+	}
+	n := int64(1)
+	for i := 0; i < len(keys); {
+		j := i
+		for j < len(keys) && keys[j][depth] == keys[i][depth] {
+			j++
+		}
+		n += radixCount(keys[i:j], depth+1)
+		i = j
+	}
+	return n
+}
