@@ -1,0 +1,136 @@
+package tiering
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spillway/spillway/tiering/stream"
+)
+
+// renderStream describes everything a stream holds, for comparisons.
+func renderStream(s *stream.Stream) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "len %d last %v first %v maxdel %v added %d nodes %d rax %d\n",
+		s.Len(), s.Last, s.First, s.MaxDeleted, s.EntriesAdded, s.Nodes(), s.RadixNodes())
+	s.Range(stream.ID{}, stream.MaxID, false, func(e *stream.Entry) bool {
+		fmt.Fprintf(&b, "%v %q\n", e.ID, e.Fields)
+		return true
+	})
+	for _, g := range s.Groups() {
+		fmt.Fprintf(&b, "group %s %v %d\n", g.Name, g.LastID, g.EntriesRead)
+		for _, c := range g.Consumers() {
+			fmt.Fprintf(&b, "  consumer %s %d pel %d\n", c.Name, c.SeenTime, len(c.PEL()))
+		}
+		for _, n := range g.PEL() {
+			fmt.Fprintf(&b, "  pending %v %s %d %d\n", n.ID, n.Consumer.Name, n.DeliveryTime, n.DeliveryCount)
+		}
+	}
+	return b.String()
+}
+
+// fillStream builds a stream exercising every record kind: entries over
+// several nodes, deletions, a trim, groups, consumers, pending entries.
+func fillStream(t *testing.T, v *env, db int, key string) {
+	t.Helper()
+	v.do(func(tx *Tx) error {
+		s, err := tx.OpenStream(db, []byte(key), true)
+		if err != nil {
+			return err
+		}
+		for i := 1; i <= 40; i++ {
+			f := [][]byte{[]byte("f"), []byte(fmt.Sprint(i))}
+			if i%7 == 0 {
+				f = append(f, []byte("other"), []byte("x"))
+			}
+			s.Append(stream.ID{Ms: uint64(i), Seq: 0}, f, 5, 4096)
+		}
+		s.Delete(stream.ID{Ms: 3})
+		s.Delete(stream.ID{Ms: 20})
+		s.Trim(stream.TrimArgs{Strategy: stream.TrimMaxLen, MaxLen: 35})
+		g := s.CreateGroup([]byte("g1"), stream.ID{}, -1)
+		s.CreateGroup([]byte("g0"), stream.ID{Ms: 30}, 28)
+		a := s.CreateConsumer(g, []byte("alice"), 1000)
+		c := s.CreateConsumer(g, []byte("bob"), 2000)
+		for i := 6; i <= 12; i++ {
+			s.Deliver(g, a, stream.ID{Ms: uint64(i)}, 3000+int64(i), false)
+		}
+		s.Claim(g, g.Pending(stream.ID{Ms: 8}), c, 5000, 4)
+		s.Ack(g, stream.ID{Ms: 9})
+		return s.Close()
+	})
+}
+
+func openRender(t *testing.T, v *env, db int, key string) string {
+	t.Helper()
+	var out string
+	v.do(func(tx *Tx) error {
+		s, err := tx.OpenStream(db, []byte(key), false)
+		if err != nil || s == nil {
+			return fmt.Errorf("open %s: %v %v", key, s, err)
+		}
+		out = renderStream(s.Stream)
+		return nil
+	})
+	return out
+}
+
+// A stream's records (entries, nodes, groups, consumers, pending entries)
+// rebuild it exactly: after a restart, read cold, and copied.
+func TestStreamRecordsRebuildIt(t *testing.T) {
+	for _, budget := range []int64{1 << 20, 2000} {
+		t.Run(fmt.Sprint("budget ", budget), func(t *testing.T) {
+			o := defaultOpts()
+			o.HotBudget = budget
+			v := newEnv(t, o)
+			fillStream(t, v, 0, "s")
+			want := openRender(t, v, 0, "s")
+			if !strings.Contains(want, "pending {8 0} bob 5000 4") || !strings.Contains(want, "len 35") {
+				t.Fatalf("unexpected stream:\n%s", want)
+			}
+			v.demoteAll()
+			if got := openRender(t, v, 0, "s"); got != want {
+				t.Fatalf("cold stream:\n%s\nwant:\n%s", got, want)
+			}
+			v.do(func(tx *Tx) error {
+				_, err := tx.Copy(0, []byte("s"), 1, []byte("c"), false)
+				return err
+			})
+			if got := openRender(t, v, 1, "c"); got != want {
+				t.Fatalf("copy:\n%s\nwant:\n%s", got, want)
+			}
+			v.reopen()
+			if got := openRender(t, v, 0, "s"); got != want {
+				t.Fatalf("after restart:\n%s\nwant:\n%s", got, want)
+			}
+			if got := openRender(t, v, 1, "c"); got != want {
+				t.Fatalf("copy after restart:\n%s\nwant:\n%s", got, want)
+			}
+			if !v.del(0, "s") || !v.del(1, "c") {
+				t.Fatal("delete failed")
+			}
+			if k, _ := v.sizes(0); k != 0 {
+				t.Fatalf("%d keys left", k)
+			}
+		})
+	}
+}
+
+// Deleting a stream, or replacing it, notes it ready: blocked consumer
+// group readers must be told.
+func TestStreamGoneIsReady(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	fillStream(t, v, 2, "s")
+	v.e.AddBlockedClients(1)
+	defer v.e.AddBlockedClients(-1)
+	v.do(func(tx *Tx) error {
+		if err := tx.SetString(2, []byte("s"), []byte("v"), 0); err != nil {
+			return err
+		}
+		r := tx.TakeReady()
+		if len(r) != 1 || r[0].DB != 2 || string(r[0].Key) != "s" {
+			return fmt.Errorf("ready %v, want db 2 key s", r)
+		}
+		return nil
+	})
+}
