@@ -469,3 +469,13 @@ func radixCount(keys [][16]byte, depth int) int64 {
 	}
 	return n
 }
+
+// FreeEffort is Redis 7.0's lazyfreeGetFreeEffort for a stream: its radix
+// tree's nodes, plus per group one and the first group's pending count.
+func (s *Stream) FreeEffort() int64 {
+	n := s.RadixNodes()
+	if len(s.groups) > 0 {
+		n += int64(len(s.groups)) * (1 + int64(len(s.groups[0].pel)))
+	}
+	return n
+}
