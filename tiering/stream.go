@@ -13,9 +13,11 @@ import (
 // per pending entry (codec/stream.go), so every change writes only the
 // records it touches: XADD one entry and its node, XACK one delete.
 //
-// In memory a stream is a stream.Stream model. A stream that fits the hot
-// tier's share (keepHot) stays hot; a colder one is read from its records
-// when a command opens it and dropped again when the command ends.
+// In memory a stream is a stream.Stream model. One that fits the hot
+// tier's share (keepHot) is loaded whole and stays hot. A bigger one is
+// cold: only its state (nodes, groups, consumers, pending entries) is
+// loaded, and kept hot if that fits; its entries stay on disk, read by
+// seeks (XRANGE from anywhere is a seek, XADD appends a record).
 
 // streamState is a stream entry's own part: its meta record's stream
 // fields, and the model when the stream is loaded.
@@ -62,6 +64,55 @@ func (j *streamJournal) del(k []byte) {
 	if j.err == nil {
 		j.err = j.tx.batch.Delete(k)
 	}
+}
+
+// Range reads entries from the store (stream.EntryStore).
+func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.Entry) bool) error {
+	lo := codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamEntry, start)
+	var hi []byte
+	if next, ok := stream.Incr(end); ok {
+		hi = codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamEntry, next)
+	} else {
+		hi = codec.PrefixEnd(codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamEntry))
+	}
+	it, err := j.tx.batch.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	first, step := it.First, it.Next
+	if rev {
+		first, step = it.Last, it.Prev
+	}
+	for valid := first(); valid; valid = step() {
+		k := it.Key()
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		f, err := codec.ParseStreamValues(val)
+		if err != nil {
+			return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+		}
+		if !fn(&stream.Entry{ID: codec.DecodeStreamID(k[len(k)-16:]), Fields: f}) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+// Get reads one entry from the store (stream.EntryStore).
+func (j *streamJournal) Get(id stream.ID) (*stream.Entry, error) {
+	buf, found, err := j.tx.batch.GetData(j.idKey(codec.TagStreamEntry, id), j.vb[:0])
+	j.vb = buf
+	if err != nil || !found {
+		return nil, err
+	}
+	f, err := codec.ParseStreamValues(buf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+	}
+	return &stream.Entry{ID: id, Fields: f}, nil
 }
 
 func (j *streamJournal) idKey(tag byte, id stream.ID) []byte {
@@ -167,11 +218,11 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 	st := x.e.strm
 	switch {
 	case st.mem != nil:
-		st.mem.SetJournal(x.j)
+		st.mem.Bind(x.j, x.j)
 	case x.created:
 		st.mem = stream.New(x.j)
 	default:
-		m, err := tx.loadStream(pdb, key, x.e, x.j)
+		m, err := tx.loadStream(pdb, key, x.e, x.j, !tx.e.keepHot(wholeStreamSize(key, x.e)))
 		if err != nil {
 			return nil, err
 		}
@@ -186,10 +237,22 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 	return x, nil
 }
 
-// loadStream reads a cold stream's records into a model.
-func (tx *Tx) loadStream(pdb uint8, key []byte, e *Entry, j stream.Journal) (*stream.Stream, error) {
-	l := stream.NewLoader(e.strm.meta)
-	for _, tag := range []byte{codec.TagStreamGroup, codec.TagStreamConsumer, codec.TagStreamPending, codec.TagStreamNode, codec.TagStreamEntry} {
+// wholeStreamSize estimates what a cold stream loaded whole would weigh.
+func wholeStreamSize(key []byte, e *Entry) int64 {
+	return int64(len(key)) + entryOverhead + e.Bytes + e.Count*(64+2*24)
+}
+
+// loadStream reads a stored stream's records into a model reporting to j:
+// all of them, or with cold set all but the entries, which the model then
+// reads from the store through j.
+func (tx *Tx) loadStream(pdb uint8, key []byte, e *Entry, j *streamJournal, cold bool) (*stream.Stream, error) {
+	var store stream.EntryStore
+	tags := []byte{codec.TagStreamGroup, codec.TagStreamConsumer, codec.TagStreamPending, codec.TagStreamNode, codec.TagStreamEntry}
+	if cold {
+		store, tags = j, tags[:4]
+	}
+	l := stream.NewLoader(e.strm.meta, e.Count, e.Bytes, store)
+	for _, tag := range tags {
 		if err := tx.loadStreamTag(pdb, key, e.Version, tag, l); err != nil {
 			return nil, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, key, err)
 		}
@@ -287,6 +350,9 @@ func (x *Stream) Close() error {
 	if x.j.err != nil {
 		return x.j.err
 	}
+	if err := x.Stream.Err(); err != nil {
+		return err
+	}
 	e, tx := x.e, x.tx
 	before := e.strm.meta
 	count, size := e.Count, e.Bytes
@@ -310,17 +376,23 @@ func (x *Stream) Close() error {
 
 // duplicateStream writes a copy of src's stream under version v of dst.
 func (tx *Tx) duplicateStream(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte, v uint64) (*Entry, error) {
+	sj := &streamJournal{tx: tx, pdb: psrc, key: append([]byte(nil), src...), version: e.Version}
 	m := e.strm.mem
 	if m == nil {
 		var err error
-		if m, err = tx.loadStream(psrc, src, e, nil); err != nil {
+		if m, err = tx.loadStream(psrc, src, e, sj, true); err != nil {
 			return nil, err
 		}
+	} else {
+		m.Bind(sj, sj)
 	}
 	j := &streamJournal{tx: tx, pdb: pdst, key: append([]byte(nil), dst...), version: v}
-	c := m.Copy(j)
+	c := m.Copy(j, j)
 	if j.err != nil {
 		return nil, j.err
+	}
+	if err := m.Err(); err != nil {
+		return nil, err
 	}
 	ne := &Entry{Type: codec.TypeStream, ExpireAt: e.ExpireAt, Version: v, strm: &streamState{mem: c}}
 	syncStreamMeta(ne)

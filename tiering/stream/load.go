@@ -27,9 +27,12 @@ func (nop) DelPending(*Group, ID)         {}
 // Done returns the stream, reporting to j.
 type Loader struct{ s *Stream }
 
-// NewLoader starts loading a stream whose meta record holds m.
-func NewLoader(m codec.StreamMeta) *Loader {
-	return &Loader{s: &Stream{Last: m.Last, First: m.First, MaxDeleted: m.MaxDeleted, EntriesAdded: m.EntriesAdded, j: nop{}}}
+// NewLoader starts loading a stream whose meta record holds m and
+// count, bytes. With store set, the stream is cold: its entries are not
+// loaded (LoadEntry must not be called) but read from store.
+func NewLoader(m codec.StreamMeta, count, bytes int64, store EntryStore) *Loader {
+	return &Loader{s: &Stream{Last: m.Last, First: m.First, MaxDeleted: m.MaxDeleted, EntriesAdded: m.EntriesAdded,
+		j: nop{}, store: store, length: count, bytes: bytes}}
 }
 
 // LoadNode adds a node record.
@@ -43,7 +46,6 @@ func (l *Loader) LoadEntry(id ID, fields [][]byte) {
 	e := &Entry{ID: id, Fields: fields}
 	l.s.entries = append(l.s.entries, e)
 	l.s.size += entrySize(e)
-	l.s.bytes += fieldBytes(e)
 }
 
 // LoadGroup adds a group record.
@@ -86,21 +88,38 @@ func (l *Loader) Done(count int64, j Journal) (*Stream, error) {
 	for _, n := range s.nodes {
 		live += n.Live
 	}
-	if s.Len() != count || live != count {
-		return nil, fmt.Errorf("stream counts %d entries, %d stored, nodes hold %d", count, s.Len(), live)
+	if s.store == nil && int64(len(s.entries)) != count || live != count {
+		return nil, fmt.Errorf("stream counts %d entries, %d loaded, nodes hold %d", count, len(s.entries), live)
+	}
+	if s.store == nil {
+		var b int64
+		for _, e := range s.entries {
+			b += fieldBytes(e)
+		}
+		s.bytes = b
 	}
 	s.j = j
 	return s, nil
 }
 
 // Copy returns a deep copy of s reporting to j, having written every one
-// of its records to j (COPY, RENAME).
-func (s *Stream) Copy(j Journal) *Stream {
-	c := &Stream{Last: s.Last, First: s.First, MaxDeleted: s.MaxDeleted, EntriesAdded: s.EntriesAdded, j: j, size: s.size, bytes: s.bytes}
-	c.entries = make([]*Entry, len(s.entries))
-	for i, e := range s.entries {
-		c.entries[i] = &Entry{ID: e.ID, Fields: e.Fields} // entries are never modified in place
-		j.PutEntry(c.entries[i])
+// of its records to j (COPY, RENAME). A cold stream's copy is cold, its
+// entries read from store.
+func (s *Stream) Copy(j Journal, store EntryStore) *Stream {
+	c := &Stream{Last: s.Last, First: s.First, MaxDeleted: s.MaxDeleted, EntriesAdded: s.EntriesAdded, j: j,
+		size: s.size, bytes: s.bytes, length: s.length}
+	if s.store != nil {
+		c.store = store
+		s.Range(ID{}, MaxID, false, func(e *Entry) bool {
+			j.PutEntry(e)
+			return true
+		})
+	} else {
+		c.entries = make([]*Entry, len(s.entries))
+		for i, e := range s.entries {
+			c.entries[i] = &Entry{ID: e.ID, Fields: e.Fields} // entries are never modified in place
+			j.PutEntry(c.entries[i])
+		}
 	}
 	c.nodes = make([]*Node, len(s.nodes))
 	for i, n := range s.nodes {

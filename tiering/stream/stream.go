@@ -21,6 +21,17 @@ type Journal interface {
 	DelPending(g *Group, id ID)
 }
 
+// EntryStore reads the entries of a stream that does not hold them in
+// memory (a cold stream: only its nodes and groups are loaded). It sees
+// the writes the journal made.
+type EntryStore interface {
+	// Range calls fn for the entries from start to end (inclusive), in
+	// reverse order if rev, until fn returns false.
+	Range(start, end ID, rev bool, fn func(e *Entry) bool) error
+	// Get returns the entry with that ID, or nil.
+	Get(id ID) (*Entry, error)
+}
+
 // Entry is a stream entry: its ID, then fields and values alternating.
 type Entry struct {
 	ID     ID
@@ -52,9 +63,17 @@ func (n *Node) lpBytes() int64 {
 
 // Stream is a stream in memory. Its exported fields mirror the meta
 // record; change them only through methods (so the journal sees it),
-// except where a method's comment says otherwise.
+// except Last, EntriesAdded and MaxDeleted, which XSETID sets.
+//
+// A stream holds its entries in memory (whole), or only its nodes and
+// groups, reading entries from an EntryStore (cold). A failure of the
+// store is kept (Err) and stops nothing: the caller checks Err before
+// trusting what it read or wrote.
 type Stream struct {
-	entries      []*Entry
+	entries      []*Entry // whole: every entry; cold: none
+	store        EntryStore
+	err          error
+	length       int64
 	nodes        []*Node
 	Last         ID
 	First        ID
@@ -66,14 +85,32 @@ type Stream struct {
 	bytes        int64
 }
 
-// New returns an empty stream reporting to j.
+// New returns an empty stream reporting to j, holding its entries.
 func New(j Journal) *Stream { return &Stream{j: j} }
 
-// SetJournal makes the stream report to j from now on.
-func (s *Stream) SetJournal(j Journal) { s.j = j }
+// Bind makes the stream report to j from now on and, if it is cold, read
+// its entries from store. It clears Err.
+func (s *Stream) Bind(j Journal, store EntryStore) {
+	s.j, s.err = j, nil
+	if s.store != nil {
+		s.store = store
+	}
+}
+
+// Cold reports whether the entries are read from the store.
+func (s *Stream) Cold() bool { return s.store != nil }
+
+// Err returns the first failure of the entry store since Bind.
+func (s *Stream) Err() error { return s.err }
+
+func (s *Stream) fail(err error) {
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+}
 
 // Len is the number of entries.
-func (s *Stream) Len() int64 { return int64(len(s.entries)) }
+func (s *Stream) Len() int64 { return s.length }
 
 // Bytes is the total length of the entries' fields and values.
 func (s *Stream) Bytes() int64 { return s.bytes }
@@ -113,6 +150,11 @@ func (s *Stream) nodeOf(id ID) int {
 
 // Get returns the entry with that ID, or nil.
 func (s *Stream) Get(id ID) *Entry {
+	if s.store != nil {
+		e, err := s.store.Get(id)
+		s.fail(err)
+		return e
+	}
 	if i := s.search(id); i < len(s.entries) && s.entries[i].ID == id {
 		return s.entries[i]
 	}
@@ -123,6 +165,10 @@ func (s *Stream) Get(id ID) *Entry {
 // reverse order if rev, until fn returns false.
 func (s *Stream) Range(start, end ID, rev bool, fn func(e *Entry) bool) {
 	if Less(end, start) {
+		return
+	}
+	if s.store != nil {
+		s.fail(s.store.Range(start, end, rev, fn))
 		return
 	}
 	lo := s.search(start)
@@ -143,19 +189,24 @@ func (s *Stream) Range(start, end ID, rev bool, fn func(e *Entry) bool) {
 }
 
 // FirstEntry and LastEntry return the edge entries (nil when empty).
-func (s *Stream) FirstEntry() *Entry {
-	if len(s.entries) == 0 {
-		return nil
-	}
-	return s.entries[0]
-}
+func (s *Stream) FirstEntry() *Entry { return s.edge(false) }
 
 // LastEntry returns the last entry (nil when empty).
-func (s *Stream) LastEntry() *Entry {
-	if len(s.entries) == 0 {
+func (s *Stream) LastEntry() *Entry { return s.edge(true) }
+
+func (s *Stream) edge(last bool) *Entry {
+	if s.length == 0 {
 		return nil
 	}
-	return s.entries[len(s.entries)-1]
+	if s.store == nil {
+		if last {
+			return s.entries[len(s.entries)-1]
+		}
+		return s.entries[0]
+	}
+	var e *Entry
+	s.Range(ID{}, MaxID, last, func(x *Entry) bool { e = x; return false })
+	return e
 }
 
 // NextID is the ID XADD * generates at time now (unix ms): ok is false
@@ -226,28 +277,51 @@ func (s *Stream) Append(id ID, fields [][]byte, maxEntries, maxBytes int64) {
 	n.Bytes += b
 	n.Live++
 	n.Last = id
-	s.entries = append(s.entries, e)
-	s.size += entrySize(e)
+	if s.store == nil {
+		s.entries = append(s.entries, e)
+		s.size += entrySize(e)
+	}
+	s.length++
 	s.bytes += fieldBytes(e)
 	s.EntriesAdded++
 	s.Last = id
-	if len(s.entries) == 1 {
+	if s.length == 1 {
 		s.First = id
 	}
 	s.j.PutEntry(e)
 	s.j.PutNode(n)
 }
 
-// dropFront removes the first k entries (all of the first node's live
-// ones, or some of them) from memory and the journal.
-func (s *Stream) dropFront(k int) {
-	for _, e := range s.entries[:k] {
-		s.size -= entrySize(e)
+// front returns the first k entries.
+func (s *Stream) front(k int) []*Entry {
+	if s.store == nil {
+		return s.entries[:k]
+	}
+	out := make([]*Entry, 0, k)
+	if k > 0 {
+		s.Range(ID{}, MaxID, false, func(e *Entry) bool {
+			out = append(out, e)
+			return len(out) < k
+		})
+	}
+	return out
+}
+
+// dropFront removes the first entries, es (front's), from memory and the
+// journal.
+func (s *Stream) dropFront(es []*Entry) {
+	for _, e := range es {
+		if s.store == nil {
+			s.size -= entrySize(e)
+		}
 		s.bytes -= fieldBytes(e)
 		s.j.DelEntry(e.ID)
 	}
-	clear(s.entries[:k])
-	s.entries = s.entries[k:]
+	s.length -= int64(len(es))
+	if s.store == nil {
+		clear(s.entries[:len(es)])
+		s.entries = s.entries[len(es):]
+	}
 }
 
 // Trim strategies.
@@ -290,7 +364,7 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 			remove = Less(n.Last, a.MinID)
 		}
 		if remove {
-			s.dropFront(int(live))
+			s.dropFront(s.front(int(live)))
 			s.j.DelNode(n.Master)
 			s.nodes[0] = nil
 			s.nodes = s.nodes[1:]
@@ -301,15 +375,16 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 		if a.Approx {
 			break
 		}
+		es := s.front(int(live))
 		k := 0
-		for k < int(live) {
+		for k < len(es) {
 			if a.Strategy == TrimMaxLen && s.Len()-int64(k) <= a.MaxLen ||
-				a.Strategy == TrimMinID && !Less(s.entries[k].ID, a.MinID) {
+				a.Strategy == TrimMinID && !Less(es[k].ID, a.MinID) {
 				break
 			}
 			k++
 		}
-		s.dropFront(k)
+		s.dropFront(es[:k])
 		n.Live -= int64(k)
 		n.Deleted += int64(k)
 		if k > 0 {
@@ -321,7 +396,9 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 	if s.Len() == 0 {
 		s.First = ID{}
 	} else if deleted > 0 {
-		s.First = s.entries[0].ID
+		if e := s.FirstEntry(); e != nil {
+			s.First = e.ID
+		}
 	}
 	return deleted
 }
@@ -329,16 +406,24 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 // Delete removes the entry with that ID (XDEL), reporting whether it was
 // there. It updates MaxDeleted and First as XDEL does.
 func (s *Stream) Delete(id ID) bool {
-	i := s.search(id)
-	if i == len(s.entries) || s.entries[i].ID != id {
-		return false
+	var e *Entry
+	if s.store != nil {
+		if e = s.Get(id); e == nil {
+			return false
+		}
+	} else {
+		i := s.search(id)
+		if i == len(s.entries) || s.entries[i].ID != id {
+			return false
+		}
+		e = s.entries[i]
+		s.size -= entrySize(e)
+		copy(s.entries[i:], s.entries[i+1:])
+		s.entries[len(s.entries)-1] = nil
+		s.entries = s.entries[:len(s.entries)-1]
 	}
-	e := s.entries[i]
-	s.size -= entrySize(e)
+	s.length--
 	s.bytes -= fieldBytes(e)
-	copy(s.entries[i:], s.entries[i+1:])
-	s.entries[len(s.entries)-1] = nil
-	s.entries = s.entries[:len(s.entries)-1]
 	s.j.DelEntry(id)
 	ni := s.nodeOf(id)
 	n := s.nodes[ni]
@@ -357,20 +442,22 @@ func (s *Stream) Delete(id ID) bool {
 		s.MaxDeleted = id
 	}
 	switch {
-	case len(s.entries) == 0:
+	case s.length == 0:
 		s.First = ID{}
 	case id == s.First:
-		s.First = s.entries[0].ID
+		if f := s.FirstEntry(); f != nil {
+			s.First = f.ID
+		}
 	}
 	return true
 }
 
 // LastValid returns the ID of the last entry (ok false when empty).
 func (s *Stream) LastValid() (ID, bool) {
-	if len(s.entries) == 0 {
-		return ID{}, false
+	if e := s.LastEntry(); e != nil {
+		return e.ID, true
 	}
-	return s.entries[len(s.entries)-1].ID, true
+	return ID{}, false
 }
 
 // HasTombstones is Redis's streamRangeHasTombstones from start to the end.
