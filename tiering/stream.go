@@ -412,3 +412,11 @@ func (tx *Tx) noteStreamGone(pdb uint8, key []byte) {
 		}
 	}
 }
+
+// Replace makes the stream m (a model built apart, e.g. by a
+// stream.Loader) the content of this newly created stream, writing all
+// of its records.
+func (x *Stream) Replace(m *stream.Stream) {
+	c := m.Copy(x.j, nil)
+	x.Stream, x.e.strm.mem = c, c
+}

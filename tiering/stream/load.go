@@ -147,3 +147,15 @@ func (s *Stream) Copy(j Journal, store EntryStore) *Stream {
 	}
 	return c
 }
+
+// LoadNodeLP adds a node restored from a DUMP payload, whose listpack
+// (deleted entries included) was lpBytes long.
+func (l *Loader) LoadNodeLP(master ID, fields [][]byte, live, deleted int64, last ID, lpBytes int64) {
+	n := &Node{Master: master, Fields: fields, Live: live, Deleted: deleted, Last: last}
+	n.Bytes = max(lpBytes-n.lpBytes(), 0)
+	l.s.nodes = append(l.s.nodes, n)
+	l.s.size += 96
+}
+
+// NodeList returns the nodes in ID order (do not modify).
+func (s *Stream) NodeList() []*Node { return s.nodes }
