@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/tiering/stream"
 )
 
@@ -15,9 +16,10 @@ import (
 //
 // In memory a stream is a stream.Stream model. One that fits the hot
 // tier's share (keepHot) is loaded whole and stays hot. A bigger one is
-// cold: only its state (nodes, groups, consumers, pending entries) is
-// loaded, and kept hot if that fits; its entries stay on disk, read by
-// seeks (XRANGE from anywhere is a seek, XADD appends a record).
+// cold: only its groups (consumers, pending entries) are loaded, and kept
+// hot if they fit; its entries and nodes stay on disk, read by seeks
+// (XRANGE from anywhere is a seek; XADD reads the last node and writes
+// the entry and the node).
 
 // streamState is a stream entry's own part: its meta record's stream
 // fields, and the model when the stream is loaded.
@@ -39,6 +41,18 @@ type Stream struct {
 	e       *Entry
 	created bool
 	j       *streamJournal
+	jv      streamJournal // what j points to
+}
+
+// streamHandle returns a Stream from the transaction's pool (see
+// Tx.coll): opening a hot stream allocates nothing.
+func (tx *Tx) streamHandle() *Stream {
+	if tx.strmsUsed == len(tx.strms) {
+		tx.strms = append(tx.strms, new(Stream))
+	}
+	x := tx.strms[tx.strmsUsed]
+	tx.strmsUsed++
+	return x
 }
 
 // streamJournal writes a stream's changes to the transaction's batch.
@@ -66,7 +80,7 @@ func (j *streamJournal) del(k []byte) {
 	}
 }
 
-// Range reads entries from the store (stream.EntryStore).
+// Range reads entries from the store (stream.Store).
 func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.Entry) bool) error {
 	lo := codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamEntry, start)
 	var hi []byte
@@ -101,7 +115,61 @@ func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.
 	return it.Error()
 }
 
-// Get reads one entry from the store (stream.EntryStore).
+// Node reads the last node whose master ID is at most id (stream.Store).
+func (j *streamJournal) Node(id stream.ID) (*stream.Node, error) {
+	prefix := codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamNode)
+	it, err := j.tx.batch.NewIter(prefix, codec.PrefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var valid bool
+	if next, ok := stream.Incr(id); ok {
+		valid = it.SeekLT(codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamNode, next))
+	} else {
+		valid = it.Last()
+	}
+	if !valid {
+		return nil, it.Error()
+	}
+	return j.nodeAt(it)
+}
+
+// EachNode reads every node in ID order (stream.Store).
+func (j *streamJournal) EachNode(fn func(n *stream.Node) bool) error {
+	prefix := codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamNode)
+	it, err := j.tx.batch.NewIter(prefix, codec.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		n, err := j.nodeAt(it)
+		if err != nil {
+			return err
+		}
+		if !fn(n) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+func (j *streamJournal) nodeAt(it *coldstore.Iter) (*stream.Node, error) {
+	k := it.Key()
+	val, err := it.ValueAndErr()
+	if err != nil {
+		return nil, err
+	}
+	v, err := codec.ParseStreamNode(val)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+	}
+	return &stream.Node{Master: codec.DecodeStreamID(k[len(k)-16:]), Fields: v.Fields, Live: v.Live,
+		Deleted: v.Deleted, Last: v.Last, Bytes: v.LPBytes}, nil
+}
+
+// Get reads one entry from the store (stream.Store).
 func (j *streamJournal) Get(id stream.ID) (*stream.Entry, error) {
 	buf, found, err := j.tx.batch.GetData(j.idKey(codec.TagStreamEntry, id), j.vb[:0])
 	j.vb = buf
@@ -205,7 +273,9 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 		return nil, nil
 	}
 	pdb := tx.pdb(db)
-	x := &Stream{tx: tx, pdb: pdb, key: append([]byte(nil), key...), hk: append([]byte(nil), tx.hk...), e: e}
+	x := tx.streamHandle()
+	*x = Stream{tx: tx, pdb: pdb, key: append(x.key[:0], key...), hk: append(x.hk[:0], tx.hk...), e: e,
+		jv: streamJournal{kb: x.jv.kb[:0], vb: x.jv.vb[:0]}}
 	if e == nil {
 		v, err := tx.e.cold.NextVersion()
 		if err != nil {
@@ -214,7 +284,8 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 		x.e = &Entry{Type: codec.TypeStream, Version: v, strm: &streamState{}}
 		x.created = true
 	}
-	x.j = &streamJournal{tx: tx, pdb: pdb, key: x.key, version: x.e.Version}
+	x.jv.tx, x.jv.pdb, x.jv.key, x.jv.version = tx, pdb, x.key, x.e.Version
+	x.j = &x.jv
 	st := x.e.strm
 	switch {
 	case st.mem != nil:
@@ -243,13 +314,14 @@ func wholeStreamSize(key []byte, e *Entry) int64 {
 }
 
 // loadStream reads a stored stream's records into a model reporting to j:
-// all of them, or with cold set all but the entries, which the model then
-// reads from the store through j.
+// all of them, or with cold set only its groups, consumers and pending
+// entries: the model then reads entries and nodes from the store through
+// j.
 func (tx *Tx) loadStream(pdb uint8, key []byte, e *Entry, j *streamJournal, cold bool) (*stream.Stream, error) {
-	var store stream.EntryStore
+	var store stream.Store
 	tags := []byte{codec.TagStreamGroup, codec.TagStreamConsumer, codec.TagStreamPending, codec.TagStreamNode, codec.TagStreamEntry}
 	if cold {
-		store, tags = j, tags[:4]
+		store, tags = j, tags[:3]
 	}
 	l := stream.NewLoader(e.strm.meta, e.Count, e.Bytes, store)
 	for _, tag := range tags {

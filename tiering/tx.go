@@ -35,6 +35,8 @@ type Tx struct {
 	listsUsed int
 	zsets     []*ZSet
 	zsetsUsed int
+	strms     []*Stream
+	strmsUsed int
 	// ready are the lists created by this transaction while clients were
 	// blocked (see Engine.SetBlockedClients).
 	ready []ReadyKey

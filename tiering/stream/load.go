@@ -28,9 +28,10 @@ func (nop) DelPending(*Group, ID)         {}
 type Loader struct{ s *Stream }
 
 // NewLoader starts loading a stream whose meta record holds m and
-// count, bytes. With store set, the stream is cold: its entries are not
-// loaded (LoadEntry must not be called) but read from store.
-func NewLoader(m codec.StreamMeta, count, bytes int64, store EntryStore) *Loader {
+// count, bytes. With store set, the stream is cold: its entries and nodes
+// are not loaded (LoadEntry and LoadNode must not be called) but read
+// from store.
+func NewLoader(m codec.StreamMeta, count, bytes int64, store Store) *Loader {
 	return &Loader{s: &Stream{Last: m.Last, First: m.First, MaxDeleted: m.MaxDeleted, EntriesAdded: m.EntriesAdded,
 		j: nop{}, store: store, length: count, bytes: bytes}}
 }
@@ -88,7 +89,7 @@ func (l *Loader) Done(count int64, j Journal) (*Stream, error) {
 	for _, n := range s.nodes {
 		live += n.Live
 	}
-	if s.store == nil && int64(len(s.entries)) != count || live != count {
+	if s.store == nil && (int64(len(s.entries)) != count || live != count) {
 		return nil, fmt.Errorf("stream counts %d entries, %d loaded, nodes hold %d", count, len(s.entries), live)
 	}
 	if s.store == nil {
@@ -105,7 +106,7 @@ func (l *Loader) Done(count int64, j Journal) (*Stream, error) {
 // Copy returns a deep copy of s reporting to j, having written every one
 // of its records to j (COPY, RENAME). A cold stream's copy is cold, its
 // entries read from store.
-func (s *Stream) Copy(j Journal, store EntryStore) *Stream {
+func (s *Stream) Copy(j Journal, store Store) *Stream {
 	c := &Stream{Last: s.Last, First: s.First, MaxDeleted: s.MaxDeleted, EntriesAdded: s.EntriesAdded, j: j,
 		size: s.size, bytes: s.bytes, length: s.length}
 	if s.store != nil {
@@ -121,10 +122,11 @@ func (s *Stream) Copy(j Journal, store EntryStore) *Stream {
 			j.PutEntry(c.entries[i])
 		}
 	}
-	c.nodes = make([]*Node, len(s.nodes))
-	for i, n := range s.nodes {
+	for _, n := range s.NodeList() {
 		cn := *n
-		c.nodes[i] = &cn
+		if c.store == nil {
+			c.nodes = append(c.nodes, &cn)
+		}
 		j.PutNode(&cn)
 	}
 	for _, g := range s.groups {
@@ -156,6 +158,3 @@ func (l *Loader) LoadNodeLP(master ID, fields [][]byte, live, deleted int64, las
 	l.s.nodes = append(l.s.nodes, n)
 	l.s.size += 96
 }
-
-// NodeList returns the nodes in ID order (do not modify).
-func (s *Stream) NodeList() []*Node { return s.nodes }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"sort"
 )
 
@@ -21,15 +22,20 @@ type Journal interface {
 	DelPending(g *Group, id ID)
 }
 
-// EntryStore reads the entries of a stream that does not hold them in
-// memory (a cold stream: only its nodes and groups are loaded). It sees
-// the writes the journal made.
-type EntryStore interface {
+// Store reads the records of a stream that does not hold them in memory
+// (a cold stream: only its groups are loaded): entries and nodes. It sees
+// the writes the journal made. Every value it returns is a fresh copy the
+// stream may keep and change (changes are written through the journal).
+type Store interface {
 	// Range calls fn for the entries from start to end (inclusive), in
 	// reverse order if rev, until fn returns false.
 	Range(start, end ID, rev bool, fn func(e *Entry) bool) error
 	// Get returns the entry with that ID, or nil.
 	Get(id ID) (*Entry, error)
+	// Node returns the last node whose master ID is at most id, or nil.
+	Node(id ID) (*Node, error)
+	// EachNode calls fn for every node in ID order until fn returns false.
+	EachNode(fn func(n *Node) bool) error
 }
 
 // Entry is a stream entry: its ID, then fields and values alternating.
@@ -65,16 +71,17 @@ func (n *Node) lpBytes() int64 {
 // record; change them only through methods (so the journal sees it),
 // except Last, EntriesAdded and MaxDeleted, which XSETID sets.
 //
-// A stream holds its entries in memory (whole), or only its nodes and
-// groups, reading entries from an EntryStore (cold). A failure of the
+// A stream holds its entries and nodes in memory (whole), or only its
+// groups, reading entries and nodes from a Store (cold). A failure of the
 // store is kept (Err) and stops nothing: the caller checks Err before
 // trusting what it read or wrote.
 type Stream struct {
 	entries      []*Entry // whole: every entry; cold: none
-	store        EntryStore
+	store        Store
 	err          error
 	length       int64
-	nodes        []*Node
+	nodes        []*Node // whole: every node; cold: none
+	tail         *Node   // cold: the last node, once read (new entries go there)
 	Last         ID
 	First        ID
 	MaxDeleted   ID
@@ -90,7 +97,7 @@ func New(j Journal) *Stream { return &Stream{j: j} }
 
 // Bind makes the stream report to j from now on and, if it is cold, read
 // its entries from store. It clears Err.
-func (s *Stream) Bind(j Journal, store EntryStore) {
+func (s *Stream) Bind(j Journal, store Store) {
 	s.j, s.err = j, nil
 	if s.store != nil {
 		s.store = store
@@ -116,10 +123,92 @@ func (s *Stream) Len() int64 { return s.length }
 func (s *Stream) Bytes() int64 { return s.bytes }
 
 // Size estimates the memory the stream takes.
-func (s *Stream) Size() int64 { return s.size + 128 }
+func (s *Stream) Size() int64 {
+	if s.tail != nil {
+		return s.size + 128 + 96
+	}
+	return s.size + 128
+}
 
 // Nodes is the number of listpack nodes (XINFO's radix-tree-keys).
-func (s *Stream) Nodes() int { return len(s.nodes) }
+func (s *Stream) Nodes() int { return len(s.NodeList()) }
+
+// NodeList returns the nodes in ID order (do not modify).
+func (s *Stream) NodeList() []*Node {
+	if s.store == nil {
+		return s.nodes
+	}
+	var out []*Node
+	s.fail(s.store.EachNode(func(n *Node) bool { out = append(out, s.cached(n)); return true }))
+	return out
+}
+
+// lastNode returns the node new entries go to, or nil.
+func (s *Stream) lastNode() *Node {
+	if s.store == nil {
+		if len(s.nodes) == 0 {
+			return nil
+		}
+		return s.nodes[len(s.nodes)-1]
+	}
+	if s.tail == nil {
+		n, err := s.store.Node(MaxID)
+		s.fail(err)
+		s.tail = n
+	}
+	return s.tail
+}
+
+// cached returns the tail node instead of n when they are the same node,
+// so that the cached tail sees every change.
+func (s *Stream) cached(n *Node) *Node {
+	if n != nil && s.tail != nil && n.Master == s.tail.Master {
+		return s.tail
+	}
+	return n
+}
+
+// firstNode returns the first node, or nil.
+func (s *Stream) firstNode() *Node {
+	if s.store == nil {
+		if len(s.nodes) == 0 {
+			return nil
+		}
+		return s.nodes[0]
+	}
+	var first *Node
+	s.fail(s.store.EachNode(func(n *Node) bool { first = n; return false }))
+	return s.cached(first)
+}
+
+// nodeFor returns the node holding id, or nil.
+func (s *Stream) nodeFor(id ID) *Node {
+	if s.store == nil {
+		if i := s.nodeOf(id); i >= 0 {
+			return s.nodes[i]
+		}
+		return nil
+	}
+	n, err := s.store.Node(id)
+	s.fail(err)
+	return s.cached(n)
+}
+
+// dropNode removes node n.
+func (s *Stream) dropNode(n *Node) {
+	s.j.DelNode(n.Master)
+	if s.store != nil {
+		if n == s.tail {
+			s.tail = nil
+		}
+		return
+	}
+	i := s.nodeOf(n.Master)
+	copy(s.nodes[i:], s.nodes[i+1:])
+	s.nodes[len(s.nodes)-1] = nil
+	s.nodes = s.nodes[:len(s.nodes)-1]
+	s.size -= 96
+}
 
 func entrySize(e *Entry) int64 {
 	n := int64(64)
@@ -233,12 +322,9 @@ func (s *Stream) Append(id ID, fields [][]byte, maxEntries, maxBytes int64) {
 	if maxBytes <= 0 || maxBytes > lpMaxSize {
 		maxBytes = lpMaxSize
 	}
-	var n *Node
-	if len(s.nodes) > 0 {
-		n = s.nodes[len(s.nodes)-1]
-		if n.lpBytes()+tot >= maxBytes || maxEntries > 0 && n.Live+n.Deleted >= maxEntries {
-			n = nil
-		}
+	n := s.lastNode()
+	if n != nil && (n.lpBytes()+tot >= maxBytes || maxEntries > 0 && n.Live+n.Deleted >= maxEntries) {
+		n = nil
 	}
 	same := false
 	if n == nil {
@@ -246,8 +332,12 @@ func (s *Stream) Append(id ID, fields [][]byte, maxEntries, maxBytes int64) {
 		for i := 0; i < len(e.Fields); i += 2 {
 			n.Fields = append(n.Fields, e.Fields[i])
 		}
-		s.nodes = append(s.nodes, n)
-		s.size += 96 + tot/2
+		if s.store == nil {
+			s.nodes = append(s.nodes, n)
+			s.size += 96 + tot/2
+		} else {
+			s.tail = n
+		}
 		same = true
 	} else if len(n.Fields)*2 == len(e.Fields) {
 		same = true
@@ -348,11 +438,14 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 		return 0
 	}
 	var deleted int64
-	for len(s.nodes) > 0 {
+	for {
 		if a.Strategy == TrimMaxLen && s.Len() <= a.MaxLen {
 			break
 		}
-		n := s.nodes[0]
+		n := s.firstNode()
+		if n == nil {
+			break
+		}
 		live := n.Live
 		if a.Limit > 0 && deleted+live > a.Limit {
 			break
@@ -365,11 +458,11 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 		}
 		if remove {
 			s.dropFront(s.front(int(live)))
-			s.j.DelNode(n.Master)
-			s.nodes[0] = nil
-			s.nodes = s.nodes[1:]
-			s.size -= 96
+			s.dropNode(n)
 			deleted += live
+			if s.err != nil {
+				break
+			}
 			continue
 		}
 		if a.Approx {
@@ -425,15 +518,13 @@ func (s *Stream) Delete(id ID) bool {
 	s.length--
 	s.bytes -= fieldBytes(e)
 	s.j.DelEntry(id)
-	ni := s.nodeOf(id)
-	n := s.nodes[ni]
-	if n.Live == 1 {
-		s.j.DelNode(n.Master)
-		copy(s.nodes[ni:], s.nodes[ni+1:])
-		s.nodes[len(s.nodes)-1] = nil
-		s.nodes = s.nodes[:len(s.nodes)-1]
-		s.size -= 96
-	} else {
+	n := s.nodeFor(id)
+	switch {
+	case n == nil:
+		s.fail(fmt.Errorf("stream: entry %v has no node", id))
+	case n.Live == 1:
+		s.dropNode(n)
+	default:
 		n.Live--
 		n.Deleted++
 		s.j.PutNode(n)
@@ -515,11 +606,12 @@ func (s *Stream) Lag(g *Group) (int64, bool) {
 // stream's listpacks by (XINFO's radix-tree-nodes): a compressed node per
 // run of shared bytes, a branching node per split, a leaf per key.
 func (s *Stream) RadixNodes() int64 {
-	if len(s.nodes) == 0 {
+	nodes := s.NodeList()
+	if len(nodes) == 0 {
 		return 1
 	}
-	keys := make([][16]byte, len(s.nodes))
-	for i, n := range s.nodes {
+	keys := make([][16]byte, len(nodes))
+	for i, n := range nodes {
 		for b := range 8 {
 			keys[i][b] = byte(n.Master.Ms >> (56 - 8*b))
 			keys[i][8+b] = byte(n.Master.Seq >> (56 - 8*b))
