@@ -17,7 +17,7 @@ func TestStreamTieringAndKill9(t *testing.T) {
 	c := srv.Conn(t)
 	const n = 3000
 	pipe(t, c, n, 250, func(i int) []string {
-		return []string{"XADD", "big", strconv.Itoa(i+1), "field", "value " + strconv.Itoa(i), "pad", string(make([]byte, 200))}
+		return []string{"XADD", "big", strconv.Itoa(i + 1), "field", "value " + strconv.Itoa(i), "pad", string(make([]byte, 200))}
 	}, func(i int, r harness.Reply) error {
 		if r.Str != strconv.Itoa(i+1)+"-0" {
 			t.Errorf("XADD %d: %s", i+1, r.String())

@@ -48,7 +48,7 @@ func TestStreamRoundTrip(t *testing.T) {
 	}
 	body := payload[:len(payload)-10]
 	for i := range body {
-		if _, err := decodeBody(body[:i+1 : i+1]); err == nil && i+1 < len(body) {
+		if _, err := decodeBody(body[: i+1 : i+1]); err == nil && i+1 < len(body) {
 			t.Fatalf("truncated at %d: decoded", i)
 		}
 		flip := append([]byte(nil), body...)
