@@ -293,7 +293,9 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 	case x.created:
 		st.mem = stream.New(x.j)
 	default:
-		m, err := tx.loadStream(pdb, key, x.e, x.j, !tx.e.keepHot(wholeStreamSize(key, x.e)))
+		// Whole only with room to grow: a stream demoted for its size is not
+		// loaded whole again at its next command.
+		m, err := tx.loadStream(pdb, key, x.e, x.j, !tx.e.keepHot(2*wholeStreamSize(key, x.e)))
 		if err != nil {
 			return nil, err
 		}
@@ -310,7 +312,7 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 
 // wholeStreamSize estimates what a cold stream loaded whole would weigh.
 func wholeStreamSize(key []byte, e *Entry) int64 {
-	return int64(len(key)) + entryOverhead + e.Bytes + e.Count*(64+2*24)
+	return int64(len(key)) + entryOverhead + e.Bytes + e.Count*(64+4*24)
 }
 
 // loadStream reads a stored stream's records into a model reporting to j:
@@ -441,6 +443,14 @@ func (x *Stream) Close() error {
 		tx.addKeys(x.pdb, 1)
 	}
 	if !tx.settleHot(x.hk, x.key, e, true) {
+		// Too big to be held whole: keep its groups hot, its entries and
+		// nodes on disk, rather than load it again at its next command.
+		if m := e.strm.mem; !m.Cold() {
+			m.MakeCold(x.j)
+			if tx.settleHot(x.hk, x.key, e, true) {
+				return nil
+			}
+		}
 		e.strm.mem = nil
 	}
 	return nil

@@ -158,3 +158,18 @@ func (l *Loader) LoadNodeLP(master ID, fields [][]byte, live, deleted int64, las
 	l.s.nodes = append(l.s.nodes, n)
 	l.s.size += 96
 }
+
+// MakeCold turns a stream held whole into a cold one reading its entries
+// and nodes from store (which must hold them all: the journal wrote
+// them): only its groups stay in memory.
+func (s *Stream) MakeCold(store Store) {
+	if s.store != nil {
+		return
+	}
+	for _, e := range s.entries {
+		s.size -= entrySize(e)
+	}
+	s.size -= int64(len(s.nodes)) * 96
+	s.size = max(s.size, 0)
+	s.entries, s.nodes, s.store = nil, nil, store
+}

@@ -334,7 +334,7 @@ func (s *Stream) Append(id ID, fields [][]byte, maxEntries, maxBytes int64) {
 		}
 		if s.store == nil {
 			s.nodes = append(s.nodes, n)
-			s.size += 96 + tot/2
+			s.size += 96
 		} else {
 			s.tail = n
 		}
