@@ -52,6 +52,16 @@ func streamBlocking(t *testing.T, e *blkEnv, proto int) {
 		blkExpect(t, adm, blkBulk("6-0"), "XADD", k, "6", "f", "c")
 		late.expect(t, xreadReply(proto, k, "6-0", "f", "c"))
 	})
+	t.Run("behind_a_list_waiter", func(t *testing.T) {
+		adm := e.conn(t, 2)
+		k := blkKey(t, "s")
+		pop := e.blockProto(t, adm, proto, "BLPOP", k, "0")
+		r := e.blockProto(t, adm, proto, "XREAD", "BLOCK", "0", "STREAMS", k, "$")
+		blkExpect(t, adm, blkBulk("4-0"), "XADD", k, "4", "f", "v")
+		r.expect(t, xreadReply(proto, k, "4-0", "f", "v"))
+		blkExpect(t, adm, blkInt(1), "CLIENT", "UNBLOCK", strconv.FormatInt(pop.id, 10))
+		pop.expect(t, blkNil(proto))
+	})
 	t.Run("xreadgroup_delivers_and_records", func(t *testing.T) {
 		adm := e.conn(t, 2)
 		k := blkKey(t, "s")

@@ -211,7 +211,11 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 			s.trkCur = w.c // its invalidations follow its reply
 			done, err := w.op.Run(Events{s: s, from: from}, tx, rk.DB, rk.Key, &rw)
 			s.trkCur = from
-			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
+			if errors.Is(err, tiering.ErrWrongType) {
+				i++ // waits for another type: the next waiter may want this one
+				continue
+			}
+			if err == nil && !done {
 				if _, ok := w.op.(IndependentOp); ok {
 					i++ // stream readers wait for different IDs: try the next
 					continue
