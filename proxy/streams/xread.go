@@ -3,7 +3,6 @@ package streams
 import (
 	"bytes"
 	"errors"
-	"strings"
 
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
@@ -29,7 +28,7 @@ type readArgs struct {
 }
 
 func parseRead(x *server.Ctx, args [][]byte, group bool) (*readArgs, error) {
-	name := strings.ToLower(string(args[0]))
+	name := string(args[0]) // as the client spelled it, as in Redis's message
 	a := &readArgs{timeout: -1}
 	streamsAt := 0
 	for i := 1; i < len(args); i++ {
@@ -59,7 +58,7 @@ func parseRead(x *server.Ctx, args [][]byte, group bool) (*readArgs, error) {
 		case cstr.EqualFold(o, "streams") && more > 0:
 			streamsAt = i + 1
 			if (len(args)-streamsAt)%2 != 0 {
-				return nil, resp.Err("ERR Unbalanced " + strings.ToUpper(name) + " list of streams: for each stream key an ID or '$' must be specified.")
+				return nil, resp.Err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")
 			}
 			i = len(args)
 		case cstr.EqualFold(o, "group") && more >= 2:
