@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -185,5 +186,101 @@ func TestStreamColdWritesMatchHot(t *testing.T) {
 	}
 	if !strings.Contains(renders[0], "len 37 ") || !strings.Contains(renders[0], "pending {24 0} carol 8000 1") {
 		t.Fatalf("unexpected stream:\n%s", renders[0])
+	}
+}
+
+// Random changes applied to a stream held whole (big budget) and to the
+// same stream cold (tiny budget) leave both alike after every
+// transaction, and after a restart.
+func TestStreamRandomColdMatchesHot(t *testing.T) {
+	envs := make([]*env, 2)
+	for i, budget := range []int64{1 << 22, 1500} {
+		o := defaultOpts()
+		o.HotBudget = budget
+		envs[i] = newEnv(t, o)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	next := uint64(1)
+	for round := range 200 {
+		ops := make([]func(s *Stream), 0, 8)
+		for range 1 + rng.IntN(8) {
+			k, arg := rng.IntN(7), rng.Uint64N(next+5)
+			switch k {
+			case 0, 1, 2:
+				id := stream.ID{Ms: next, Seq: uint64(rng.IntN(3))}
+				next++
+				f := [][]byte{[]byte("f"), []byte(fmt.Sprint(arg))}
+				if rng.IntN(4) == 0 {
+					f = append(f, []byte("g"), []byte("x"))
+				}
+				ops = append(ops, func(s *Stream) { s.Append(id, f, 4, 200) })
+			case 3:
+				ops = append(ops, func(s *Stream) { s.Delete(stream.ID{Ms: arg, Seq: 0}) })
+			case 4:
+				approx := rng.IntN(2) == 0
+				ops = append(ops, func(s *Stream) {
+					s.Trim(stream.TrimArgs{Strategy: stream.TrimMaxLen, Approx: approx, MaxLen: int64(arg % 40), Limit: 100})
+				})
+			case 5:
+				ops = append(ops, func(s *Stream) {
+					s.Trim(stream.TrimArgs{Strategy: stream.TrimMinID, MinID: stream.ID{Ms: arg / 3}})
+				})
+			case 6:
+				ops = append(ops, func(s *Stream) {
+					g := s.Group([]byte("g"))
+					if g == nil {
+						g = s.CreateGroup([]byte("g"), stream.ID{}, -1)
+					}
+					c := s.Consumer(g, []byte("c"), false, 0)
+					if c == nil {
+						c = s.CreateConsumer(g, []byte("c"), 1)
+					}
+					var ids []stream.ID
+					s.Range(g.LastID, stream.MaxID, false, func(e *stream.Entry) bool {
+						ids = append(ids, e.ID)
+						return len(ids) < 3
+					})
+					for _, id := range ids {
+						s.Deliver(g, c, id, int64(round), false)
+					}
+					if p := g.PEL(); len(p) > 0 {
+						s.Ack(g, p[0].ID)
+					}
+				})
+			}
+		}
+		var renders [2]string
+		for i, v := range envs {
+			v.do(func(tx *Tx) error {
+				s, err := tx.OpenStream(0, []byte("r"), true)
+				if err != nil {
+					return err
+				}
+				for _, op := range ops {
+					op(s)
+				}
+				renders[i] = renderStream(s.Stream)
+				return s.Close()
+			})
+		}
+		if renders[0] != renders[1] {
+			t.Fatalf("round %d: cold\n%s\nwhole\n%s", round, renders[1], renders[0])
+		}
+	}
+	for i, v := range envs {
+		v.do(func(tx *Tx) error {
+			s, err := tx.OpenStream(0, []byte("r"), false)
+			if err == nil && s.Cold() != (i == 1) {
+				err = fmt.Errorf("budget %d: cold %v", v.opts.HotBudget, s.Cold())
+			}
+			return err
+		})
+	}
+	want := openRender(t, envs[0], 0, "r")
+	for _, v := range envs {
+		v.reopen()
+		if got := openRender(t, v, 0, "r"); got != want {
+			t.Fatalf("after restart\n%s\nwant\n%s", got, want)
+		}
 	}
 }
