@@ -188,26 +188,35 @@ func (j *streamJournal) idKey(tag byte, id stream.ID) []byte {
 	return j.kb
 }
 
+// The stream.Journal methods: each change becomes one record write or
+// delete in the transaction's batch (a group's removal, two range deletes).
+
+// PutEntry writes an entry's record.
 func (j *streamJournal) PutEntry(e *stream.Entry) {
 	j.vb = codec.AppendStreamValues(j.vb[:0], e.Fields)
 	j.set(j.idKey(codec.TagStreamEntry, e.ID), j.vb)
 }
 
+// DelEntry deletes an entry's record.
 func (j *streamJournal) DelEntry(id stream.ID) { j.del(j.idKey(codec.TagStreamEntry, id)) }
 
+// PutNode writes a node's record.
 func (j *streamJournal) PutNode(n *stream.Node) {
 	j.vb = codec.AppendStreamNode(j.vb[:0], &codec.StreamNodeValue{Live: n.Live, Deleted: n.Deleted, Last: n.Last, LPBytes: n.Bytes, Fields: n.Fields})
 	j.set(j.idKey(codec.TagStreamNode, n.Master), j.vb)
 }
 
+// DelNode deletes a node's record.
 func (j *streamJournal) DelNode(master stream.ID) { j.del(j.idKey(codec.TagStreamNode, master)) }
 
+// PutGroup writes a group's record.
 func (j *streamJournal) PutGroup(g *stream.Group) {
 	j.kb = codec.AppendStreamGroupKey(j.kb[:0], j.pdb, j.key, j.version, g.Name)
 	j.vb = codec.AppendStreamGroup(j.vb[:0], g.LastID, g.EntriesRead)
 	j.set(j.kb, j.vb)
 }
 
+// DelGroup deletes a group's record, consumers and pending entries.
 func (j *streamJournal) DelGroup(g *stream.Group) {
 	j.kb = codec.AppendStreamGroupKey(j.kb[:0], j.pdb, j.key, j.version, g.Name)
 	j.del(j.kb)
@@ -219,6 +228,7 @@ func (j *streamJournal) DelGroup(g *stream.Group) {
 	}
 }
 
+// PutConsumer writes a consumer's record.
 func (j *streamJournal) PutConsumer(g *stream.Group, c *stream.Consumer) {
 	j.kb = codec.AppendStreamConsumerKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
 	j.vb = append(j.vb[:0], 0, 0, 0, 0, 0, 0, 0, 0)
@@ -226,17 +236,20 @@ func (j *streamJournal) PutConsumer(g *stream.Group, c *stream.Consumer) {
 	j.set(j.kb, j.vb)
 }
 
+// DelConsumer deletes a consumer's record.
 func (j *streamJournal) DelConsumer(g *stream.Group, c *stream.Consumer) {
 	j.kb = codec.AppendStreamConsumerKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
 	j.del(j.kb)
 }
 
+// PutPending writes a pending entry's record.
 func (j *streamJournal) PutPending(g *stream.Group, n *stream.NACK) {
 	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, n.ID)
 	j.vb = codec.AppendStreamPending(j.vb[:0], n.DeliveryTime, n.DeliveryCount, n.Consumer.Name)
 	j.set(j.kb, j.vb)
 }
 
+// DelPending deletes a pending entry's record.
 func (j *streamJournal) DelPending(g *stream.Group, id stream.ID) {
 	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, id)
 	j.del(j.kb)
