@@ -114,8 +114,8 @@ func cmdXPending(x *server.Ctx, args [][]byte) error {
 // cmdXClaim is XCLAIM key group consumer min-idle-time id [id ...] [IDLE
 // ms] [TIME ms] [RETRYCOUNT n] [FORCE] [JUSTID] [LASTID id].
 func cmdXClaim(x *server.Ctx, args [][]byte) error {
-	var created bool
 	err := x.Update(func(tx *tiering.Tx) error {
+		created := false
 		s, g, err := lookupGroup(x, tx, args)
 		if err != nil {
 			return err
@@ -213,7 +213,13 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 			claimed = append(claimed, n)
 			entries = append(entries, e)
 		}
+		if err := s.Close(); err != nil {
+			return err
+		}
 		x.W.Array(len(claimed))
+		if created { // where Redis's deferred reply puts it: after the header
+			x.Notify(server.NotifyStream, "xgroup-createconsumer", args[1])
+		}
 		for i, n := range claimed {
 			if justID {
 				writeID(x.W, n.ID)
@@ -221,11 +227,8 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 				writeEntry(x.W, entries[i])
 			}
 		}
-		return s.Close()
+		return nil
 	})
-	if err == nil && created {
-		x.Notify(server.NotifyStream, "xgroup-createconsumer", args[1])
-	}
 	return err
 }
 
@@ -257,12 +260,12 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 			return resp.Err(strops.ErrSyntax)
 		}
 	}
-	var created bool
 	err = x.Update(func(tx *tiering.Tx) error {
 		s, g, err := lookupGroup(x, tx, args)
 		if err != nil {
 			return err
 		}
+		created := false
 		now := tx.Now()
 		attempts := count * 10
 		var c *stream.Consumer
@@ -303,9 +306,15 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 		if i < len(pel) {
 			next = pel[i].ID
 		}
+		if err := s.Close(); err != nil {
+			return err
+		}
 		x.W.Array(3)
 		writeID(x.W, next)
 		x.W.Array(len(claimed))
+		if created { // where Redis's deferred replies put it
+			x.Notify(server.NotifyStream, "xgroup-createconsumer", args[1])
+		}
 		for k, n := range claimed {
 			if justID {
 				writeID(x.W, n.ID)
@@ -317,10 +326,7 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 		for _, id := range deleted {
 			writeID(x.W, id)
 		}
-		return s.Close()
+		return nil
 	})
-	if err == nil && created {
-		x.Notify(server.NotifyStream, "xgroup-createconsumer", args[1])
-	}
 	return err
 }

@@ -130,7 +130,6 @@ func cmdXAdd(x *server.Ctx, args [][]byte) error {
 	}
 	key := args[1]
 	maxEntries, maxBytes := nodeSettings(x)
-	var added, trimmed, created bool
 	err = x.Update(func(tx *tiering.Tx) error {
 		s, err := tx.OpenStream(x.DB(), key, !a.noMkStream)
 		if err != nil {
@@ -140,7 +139,8 @@ func cmdXAdd(x *server.Ctx, args [][]byte) error {
 			x.W.Null()
 			return nil
 		}
-		created = s.Created()
+		created := s.Created()
+		x.NotifyNewKey(created, key) // before the reply, as Redis's dbAdd
 		id, err := addID(s, &a, tx.Now())
 		if err == nil && tot > 1<<30 {
 			err = resp.Err("ERR Elements are too large to be stored")
@@ -152,23 +152,21 @@ func cmdXAdd(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		s.Append(id, args[fieldPos:], maxEntries, maxBytes)
+		trimmed := s.Trim(a.trim) > 0
+		if err := s.Close(); err != nil {
+			return err
+		}
 		writeID(x.W, id)
-		added = true
-		trimmed = s.Trim(a.trim) > 0
-		tx.NoteReady(x.DB(), key)
-		return s.Close()
-	})
-	if err != nil || !added && !created {
-		return err
-	}
-	x.NotifyNewKey(created, key)
-	if added {
+		// After the reply, and before the blocked readers this XADD
+		// serves (at commit), as in Redis.
 		x.Notify(server.NotifyStream, "xadd", key)
-	}
-	if trimmed {
-		x.Notify(server.NotifyStream, "xtrim", key)
-	}
-	return nil
+		if trimmed {
+			x.Notify(server.NotifyStream, "xtrim", key)
+		}
+		tx.NoteReady(x.DB(), key)
+		return nil
+	})
+	return err
 }
 
 // addID is the ID XADD gives its entry, or Redis's error.
@@ -210,12 +208,15 @@ func cmdXTrim(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		n = s.Trim(a.trim)
+		if err := s.Close(); err != nil {
+			return err
+		}
+		if n > 0 {
+			x.Notify(server.NotifyStream, "xtrim", args[1]) // before the reply, as in Redis
+		}
 		x.W.Int(n)
-		return s.Close()
+		return nil
 	})
-	if err == nil && n > 0 {
-		x.Notify(server.NotifyStream, "xtrim", args[1])
-	}
 	return err
 }
 
@@ -241,12 +242,15 @@ func cmdXDel(x *server.Ctx, args [][]byte) error {
 				n++
 			}
 		}
+		if err := s.Close(); err != nil {
+			return err
+		}
+		if n > 0 {
+			x.Notify(server.NotifyStream, "xdel", args[1]) // before the reply, as in Redis
+		}
 		x.W.Int(n)
-		return s.Close()
+		return nil
 	})
-	if err == nil && n > 0 {
-		x.Notify(server.NotifyStream, "xdel", args[1])
-	}
 	return err
 }
 
@@ -258,6 +262,7 @@ func cmdXLen(x *server.Ctx, args [][]byte) error {
 		case err != nil:
 			return err
 		case e == nil:
+			x.NotifyKeyMiss(args[1])
 			x.W.Int(0)
 		case e.Type != codec.TypeStream:
 			return tiering.ErrWrongType
@@ -298,6 +303,9 @@ func cmdXRange(x *server.Ctx, args [][]byte, rev bool) error {
 	return x.View(func(tx *tiering.Tx) error {
 		s, err := tx.OpenStream(x.DB(), args[1], false)
 		if err != nil || s == nil {
+			if s == nil && err == nil {
+				x.NotifyKeyMiss(args[1])
+			}
 			x.W.Array(0)
 			return err
 		}

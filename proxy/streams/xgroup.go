@@ -58,7 +58,7 @@ func cmdXGroupCreate(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	created, made := false, false
+	made := false
 	err = x.Update(func(tx *tiering.Tx) error {
 		s, err := tx.OpenStream(x.DB(), args[2], false)
 		if err != nil {
@@ -80,7 +80,7 @@ func cmdXGroupCreate(x *server.Ctx, args [][]byte) error {
 			if s, err = tx.OpenStream(x.DB(), args[2], true); err != nil {
 				return err
 			}
-			created = true
+			x.NotifyNewKey(true, args[2]) // before the reply, as Redis's dbAdd
 		}
 		if s.CreateGroup(args[3], id, er) == nil {
 			if err := s.Close(); err != nil {
@@ -92,7 +92,6 @@ func cmdXGroupCreate(x *server.Ctx, args [][]byte) error {
 		x.W.OK()
 		return s.Close()
 	})
-	x.NotifyNewKey(created, args[2])
 	if err == nil && made {
 		x.Notify(server.NotifyStream, "xgroup-create", args[2])
 	}
@@ -158,40 +157,45 @@ func cmdXGroupDestroy(x *server.Ctx, args [][]byte) error {
 
 // cmdXGroupCreateConsumer is XGROUP CREATECONSUMER key group consumer.
 func cmdXGroupCreateConsumer(x *server.Ctx, args [][]byte) error {
-	made := false
 	err := x.Update(func(tx *tiering.Tx) error {
 		s, g, err := openGroup(x, tx, args, false, true)
 		if err != nil {
 			return err
 		}
-		made = s.CreateConsumer(g, args[4], tx.Now()) != nil
+		made := s.CreateConsumer(g, args[4], tx.Now()) != nil
+		if err := s.Close(); err != nil {
+			return err
+		}
+		if made {
+			x.Notify(server.NotifyStream, "xgroup-createconsumer", args[2]) // before the reply, as in Redis
+		}
 		x.W.Int(b2i(made))
-		return s.Close()
+		return nil
 	})
-	if err == nil && made {
-		x.Notify(server.NotifyStream, "xgroup-createconsumer", args[2])
-	}
 	return err
 }
 
 // cmdXGroupDelConsumer is XGROUP DELCONSUMER key group consumer.
 func cmdXGroupDelConsumer(x *server.Ctx, args [][]byte) error {
-	found := false
 	err := x.Update(func(tx *tiering.Tx) error {
 		s, g, err := openGroup(x, tx, args, false, true)
 		if err != nil {
 			return err
 		}
 		var pending int64
-		if c := s.Consumer(g, args[4], false, 0); c != nil {
-			pending, found = s.DeleteConsumer(g, c), true
+		c := s.Consumer(g, args[4], false, 0)
+		if c != nil {
+			pending = s.DeleteConsumer(g, c)
+		}
+		if err := s.Close(); err != nil {
+			return err
+		}
+		if c != nil {
+			x.Notify(server.NotifyStream, "xgroup-delconsumer", args[2]) // before the reply, as in Redis
 		}
 		x.W.Int(pending)
-		return s.Close()
+		return nil
 	})
-	if err == nil && found {
-		x.Notify(server.NotifyStream, "xgroup-delconsumer", args[2])
-	}
 	return err
 }
 
@@ -212,6 +216,8 @@ func cmdXAck(x *server.Ctx, args [][]byte) error {
 		var g *stream.Group
 		if s != nil {
 			g = s.Group(args[2])
+		} else {
+			x.NotifyKeyMiss(args[1])
 		}
 		if g == nil {
 			x.W.Int(0)
@@ -246,6 +252,8 @@ func lookupGroup(x *server.Ctx, tx *tiering.Tx, args [][]byte) (*tiering.Stream,
 	var g *stream.Group
 	if s != nil {
 		g = s.Group(args[2])
+	} else {
+		x.NotifyKeyMiss(args[1])
 	}
 	if g == nil {
 		return nil, nil, resp.Err("NOGROUP No such key '" + cstr.ErrArg(args[1]) + "' or consumer group '" + cstr.ErrArg(args[2]) + "'")

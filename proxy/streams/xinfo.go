@@ -12,6 +12,7 @@ import (
 func openInfo(x *server.Ctx, tx *tiering.Tx, key []byte) (*tiering.Stream, error) {
 	s, err := tx.OpenStream(x.DB(), key, false)
 	if err == nil && s == nil {
+		x.NotifyKeyMiss(key)
 		err = resp.Err(errNoKey)
 	}
 	return s, err

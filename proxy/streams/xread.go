@@ -99,7 +99,7 @@ func cmdXRead(x *server.Ctx, args [][]byte) error {
 	op := &readOp{count: a.count, group: a.group, consumer: a.consumer, noack: a.noack}
 	served := false
 	err = x.Update(func(tx *tiering.Tx) error {
-		op.createdOn = op.createdOn[:0]
+		var err error
 		served, err = op.resolve(x, tx, a)
 		if err != nil || served || a.timeout != -1 {
 			return err
@@ -107,10 +107,6 @@ func cmdXRead(x *server.Ctx, args [][]byte) error {
 		x.W.NullArray()
 		return nil
 	})
-	for _, k := range op.createdOn {
-		x.Notify(server.NotifyStream, "xgroup-createconsumer", k)
-	}
-	op.createdOn = nil
 	if err != nil || served || a.timeout == -1 {
 		return err
 	}
@@ -136,8 +132,6 @@ type readOp struct {
 	// after maps each key to the ID the client reads after ("$"
 	// resolved); for XREADGROUP ">" it is not used (the group's last ID).
 	after map[string]stream.ID
-	// createdOn lists the keys on which resolve created the consumer.
-	createdOn [][]byte
 }
 
 // resolve checks every key, resolves "$", and replies with what the
@@ -156,6 +150,9 @@ func (op *readOp) resolve(x *server.Ctx, tx *tiering.Tx, a *readArgs) (bool, err
 		s, err := tx.OpenStream(x.DB(), key, false)
 		if err != nil {
 			return false, err
+		}
+		if s == nil {
+			x.NotifyKeyMiss(key)
 		}
 		t := target{s: s}
 		if op.group != nil {
@@ -208,17 +205,23 @@ func (op *readOp) resolve(x *server.Ctx, tx *tiering.Tx, a *readArgs) (bool, err
 			n++
 		}
 	}
-	if n == 0 {
-		return false, nil
-	}
-	if x.W.RESP3() {
-		x.W.Map(n)
-	} else {
-		x.W.Array(n)
-	}
+	// Redis looks every key up again as it replies: a missing key's
+	// keymiss comes where that lookup falls among the reply's parts.
+	header := false
 	for i, t := range ts {
+		if t.s == nil {
+			x.NotifyKeyMiss(a.keys[i])
+		}
 		if !serve[i] {
 			continue
+		}
+		if !header {
+			header = true
+			if x.W.RESP3() {
+				x.W.Map(n)
+			} else {
+				x.W.Array(n)
+			}
 		}
 		if !x.W.RESP3() {
 			x.W.Array(2)
@@ -229,7 +232,7 @@ func (op *readOp) resolve(x *server.Ctx, tx *tiering.Tx, a *readArgs) (bool, err
 			var made bool
 			c, made = op.consumerOf(tx, t.s, t.g)
 			if made {
-				op.createdOn = append(op.createdOn, bytes.Clone(a.keys[i]))
+				x.Notify(server.NotifyStream, "xgroup-createconsumer", a.keys[i])
 			}
 		}
 		start, _ := stream.Incr(t.gt)
@@ -242,7 +245,7 @@ func (op *readOp) resolve(x *server.Ctx, tx *tiering.Tx, a *readArgs) (bool, err
 			return false, err
 		}
 	}
-	return true, nil
+	return n > 0, nil
 }
 
 // consumerOf looks the consumer up (refreshing its seen time) or creates
@@ -323,6 +326,13 @@ func (op *readOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 	if last, ok := s.LastValid(); !ok || !stream.Less(gt, last) {
 		return false, nil
 	}
+	var c *stream.Consumer
+	if g != nil {
+		var made bool
+		if c, made = op.consumerOf(tx, s, g); made {
+			ev.Notify(db, server.NotifyStream, "xgroup-createconsumer", key) // before the reply, as in Redis
+		}
+	}
 	if w.RESP3() {
 		w.Map(1)
 	} else {
@@ -330,16 +340,8 @@ func (op *readOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 		w.Array(2)
 	}
 	w.Bulk(key)
-	var c *stream.Consumer
-	made := false
-	if g != nil {
-		c, made = op.consumerOf(tx, s, g)
-	}
 	start, _ := stream.Incr(gt)
 	op.deliver(w, tx, s, g, c, start)
-	if made {
-		ev.Notify(db, server.NotifyStream, "xgroup-createconsumer", key)
-	}
 	return true, s.Close()
 }
 
