@@ -24,6 +24,13 @@ const (
 	TagField byte = 'f' // hash field, set member, zset member -> score
 	TagList  byte = 'l' // list element by index
 	TagScore byte = 's' // zset score index: score | member -> empty
+
+	// Stream records (stream.go).
+	TagStreamEntry    byte = 'e' // entry: ms | seq -> fields and values
+	TagStreamNode     byte = 'n' // listpack node Redis would hold: master ms | seq -> counts
+	TagStreamGroup    byte = 'g' // consumer group: name -> last ID, entries read
+	TagStreamConsumer byte = 'c' // consumer: grouplen | group | name -> seen time
+	TagStreamPending  byte = 'p' // pending entry: grouplen | group | ms | seq -> delivery
 )
 
 // MaxKeyLen is the longest user key a data key can hold (its length is
@@ -47,6 +54,7 @@ const (
 	TypeSet    Type = 3
 	TypeZSet   Type = 4
 	TypeHash   Type = 5
+	TypeStream Type = 6
 )
 
 // String returns the name the Redis TYPE command replies with ("none" for
@@ -65,12 +73,14 @@ func (t Type) String() string {
 		return "zset"
 	case TypeHash:
 		return "hash"
+	case TypeStream:
+		return "stream"
 	}
 	return fmt.Sprintf("unknown(%d)", uint8(t))
 }
 
 // Valid reports whether t is a type that can be stored (not TypeNone).
-func (t Type) Valid() bool { return t >= TypeString && t <= TypeHash }
+func (t Type) Valid() bool { return t >= TypeString && t <= TypeStream }
 
 // ErrCorrupt is wrapped by every error about malformed input.
 var ErrCorrupt = errors.New("codec: corrupt record")

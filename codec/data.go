@@ -124,6 +124,10 @@ func ParseDataKey(b []byte) (db uint8, key []byte, version uint64, tag byte, res
 		if _, _, err = ParseScoreRest(rest); err != nil {
 			return 0, nil, 0, 0, nil, err
 		}
+	case TagStreamEntry, TagStreamNode, TagStreamGroup, TagStreamConsumer, TagStreamPending:
+		if err = validStreamRest(tag, rest); err != nil {
+			return 0, nil, 0, 0, nil, err
+		}
 	default:
 		return 0, nil, 0, 0, nil, corrupt("data key", "unknown tag %#x", tag)
 	}

@@ -20,6 +20,8 @@
 //	           | 'l' | index(8)
 //	score    'd' | db(1) | keylen(4) | key | version(8)     empty, or "-" if the score is -0
 //	           | 's' | score(8) | member...to end             (zset score index)
+//	stream   'd' | db(1) | keylen(4) | key | version(8)     (stream.go: entries by ID, listpack
+//	           | 'e'/'n'/'g'/'c'/'p' | ...                    nodes, groups, consumers, pending)
 //	expiry   'x' | expireAt(8) | db(1) | key...to end       empty
 //	garbage  'g' | seq(8)                                   db(1) | keylen(4) | key
 //	                                                          | version(8) | count(8)
@@ -39,8 +41,11 @@
 //	           +--------+------+-------------+------------+-----------+----------+--------+-+----------+
 //	list       | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) | head(8)  | tail(8)  |  50
 //	           +--------+------+-------------+------------+-----------+----------+----------+----------+
+//	stream     | format | type | expireAt(8) | version(8) | count(8)  | bytes(8) | last, first, max-deleted
+//	           +--------+------+-------------+------------+-----------+----------+ IDs (16 each), entries
+//	                                                                               added(8): 90 bytes
 //
-// type: 1 string, 2 list, 3 set, 4 zset, 5 hash. expireAt: Unix milliseconds,
+// type: 1 string, 2 list, 3 set, 4 zset, 5 hash, 6 stream. expireAt: Unix milliseconds,
 // 0 for no expiry, never negative. bytes: total length of the fields and
 // values (members, elements), which the promotion policy weighs. fhash:
 // FieldHash(field), so a structure's fields sort by hash and HSCAN/SSCAN

@@ -53,7 +53,7 @@ func FuzzMetaRoundTrip(f *testing.F) {
 		case TypeList:
 			want.Head, want.Tail = head, tail
 			fallthrough
-		case TypeHash, TypeSet, TypeZSet:
+		case TypeHash, TypeSet, TypeZSet, TypeStream:
 			want.Version, want.Count, want.Bytes = version, count, size
 		}
 		if in.Type == TypeZSet {

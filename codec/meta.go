@@ -27,6 +27,7 @@ const ZSetSkiplist uint8 = 1
 //	TypeHash, TypeSet:             Version, Count, Bytes
 //	TypeZSet:                      Version, Count, Bytes, Flags (ZSetSkiplist)
 //	TypeList:                      Version, Count, Bytes, Head, Tail (Count == Tail-Head)
+//	TypeStream:                    Version, Count, Bytes, Stream
 //
 // Bytes is the total length of the structure's fields and values (members,
 // elements): what the promotion policy weighs a cold structure by.
@@ -43,6 +44,8 @@ type Meta struct {
 	Tail     uint64
 	Flags    uint8
 	Value    []byte
+	// Stream is a stream's own part (TypeStream only).
+	Stream StreamMeta
 }
 
 // AppendMetaKey appends the meta key of key in database db:
@@ -104,12 +107,15 @@ func AppendMeta(dst []byte, m *Meta) []byte {
 	switch m.Type {
 	case TypeString:
 		dst = append(dst, m.Value...)
-	case TypeHash, TypeSet, TypeZSet:
+	case TypeHash, TypeSet, TypeZSet, TypeStream:
 		dst = binary.BigEndian.AppendUint64(dst, m.Version)
 		dst = binary.BigEndian.AppendUint64(dst, m.Count)
 		dst = binary.BigEndian.AppendUint64(dst, m.Bytes)
 		if m.Type == TypeZSet {
 			dst = append(dst, m.Flags)
+		}
+		if m.Type == TypeStream {
+			dst = appendStreamMeta(dst, &m.Stream)
 		}
 	case TypeList:
 		dst = binary.BigEndian.AppendUint64(dst, m.Version)
@@ -152,6 +158,8 @@ func DecodeMeta(b []byte, m *Meta) error {
 		want = metaZSetLen
 	case TypeList:
 		want = metaListLen
+	case TypeStream:
+		want = metaStreamLen
 	default:
 		return corrupt("meta value", "unknown type %d", uint8(t))
 	}
@@ -177,5 +185,8 @@ func DecodeMeta(b []byte, m *Meta) error {
 		}
 	}
 	*m = Meta{Type: t, ExpireAt: expireAt, Version: version, Count: count, Bytes: size, Head: head, Tail: tail, Flags: flags}
+	if t == TypeStream {
+		decodeStreamMeta(b[metaCollectionLen:], &m.Stream)
+	}
 	return nil
 }

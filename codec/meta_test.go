@@ -291,13 +291,13 @@ func cmpUint64(a, b uint64) int {
 func TestTypeString(t *testing.T) {
 	tests := map[Type]string{
 		TypeNone: "none", TypeString: "string", TypeList: "list", TypeSet: "set",
-		TypeZSet: "zset", TypeHash: "hash", 6: "unknown(6)",
+		TypeZSet: "zset", TypeHash: "hash", TypeStream: "stream", 7: "unknown(7)",
 	}
 	for typ, want := range tests {
 		if got := typ.String(); got != want {
 			t.Errorf("Type(%d).String() = %q, want %q", uint8(typ), got, want)
 		}
-		if valid := typ >= 1 && typ <= 5; typ.Valid() != valid {
+		if valid := typ >= 1 && typ <= 6; typ.Valid() != valid {
 			t.Errorf("Type(%d).Valid() = %v", uint8(typ), typ.Valid())
 		}
 	}

@@ -503,6 +503,8 @@ func (tx *Tx) duplicate(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte
 		return tx.duplicateList(psrc, src, e, pdst, dst, v)
 	case codec.TypeZSet:
 		return tx.duplicateZSet(psrc, src, e, pdst, dst, v)
+	case codec.TypeStream:
+		return tx.duplicateStream(psrc, src, e, pdst, dst, v)
 	}
 	ne := &Entry{Type: e.Type, ExpireAt: e.ExpireAt, Version: v, Count: e.Count, Bytes: e.Bytes}
 	if e.resident() {

@@ -343,7 +343,7 @@ func (e *Engine) begin() *Tx {
 	e.held.Store(e.txSeq)
 	tx := &e.tx
 	tx.now = time.Now().UnixMilli()
-	tx.collsUsed, tx.listsUsed, tx.zsetsUsed = 0, 0, 0
+	tx.collsUsed, tx.listsUsed, tx.zsetsUsed, tx.strmsUsed = 0, 0, 0, 0
 	tx.ready = tx.ready[:0]
 	tx.keepExpired = false
 	return tx

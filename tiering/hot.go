@@ -47,6 +47,8 @@ type Entry struct {
 	list *listCache
 	// zset is the hot copy of a sorted set (nil for a cold one).
 	zset *zsetMem
+	// strm is a stream's meta fields and, when loaded, its model.
+	strm *streamState
 	// ZSkip mirrors a sorted set's ZSetSkiplist meta flag.
 	ZSkip bool
 	// fields is the decoded content of a hash or set held hot; nil for a
@@ -79,6 +81,8 @@ func entrySize(key []byte, e *Entry) int64 {
 		n += e.list.size()
 	case e.zset != nil:
 		n += e.zset.size()
+	case e.strm != nil && e.strm.mem != nil:
+		n += e.strm.mem.Size()
 	case e.Type != codec.TypeString:
 		n += e.Bytes + e.Count*coldOverhead(e.Type)
 	}

@@ -35,6 +35,8 @@ type Tx struct {
 	listsUsed int
 	zsets     []*ZSet
 	zsetsUsed int
+	strms     []*Stream
+	strmsUsed int
 	// ready are the lists created by this transaction while clients were
 	// blocked (see Engine.SetBlockedClients).
 	ready []ReadyKey
@@ -202,6 +204,9 @@ func entryOfMeta(m *codec.Meta) *Entry {
 		e.Version, e.Count, e.Bytes = m.Version, int64(m.Count), int64(m.Bytes)
 		e.Head, e.Tail = m.Head, m.Tail
 		e.ZSkip = m.Flags&codec.ZSetSkiplist != 0
+		if m.Type == codec.TypeStream {
+			e.strm = &streamState{meta: m.Stream}
+		}
 	}
 	return e
 }
@@ -342,6 +347,9 @@ func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 	}
 	tx.addKeys(pdb, -1)
 	tx.e.hot.remove(tx.hk)
+	if old.Type == codec.TypeStream {
+		tx.noteStreamGone(pdb, key)
+	}
 	return nil
 }
 
@@ -349,7 +357,7 @@ func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 // O(1): a garbage record the background reclaimer acts on. Strings have
 // none: their value is in the meta record.
 func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
-	if old.Type == codec.TypeString || old.Count == 0 {
+	if old.Type == codec.TypeString || old.Count == 0 && old.Type != codec.TypeStream {
 		return nil
 	}
 	return tx.batch.DropVersion(pdb, key, old.Version, uint64(old.Count))
@@ -398,6 +406,9 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 // write stores e under key, replacing old (nil if absent). tx.hk must hold
 // the key's hot key. e becomes owned by the tier.
 func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
+	if old != nil && old.Type == codec.TypeStream {
+		tx.noteStreamGone(pdb, key)
+	}
 	if old == nil {
 		tx.addKeys(pdb, 1)
 	} else if old.Type != codec.TypeString && (old.Type != e.Type || old.Version != e.Version) {
@@ -411,7 +422,7 @@ func (tx *Tx) write(pdb uint8, key []byte, old, e *Entry) error {
 	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
-	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil || e.zset != nil) {
+	if tx.e.keepHot(entrySize(key, e)) && (e.Type == codec.TypeString || e.resident() || e.list != nil || e.zset != nil || e.strm != nil && e.strm.mem != nil) {
 		e.access = tx.now
 		tx.e.hot.put(tx.hk, e)
 	} else {
@@ -512,6 +523,10 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 		if e.ZSkip {
 			m.Flags = codec.ZSetSkiplist
 		}
+		if e.strm != nil {
+			syncStreamMeta(e)
+			m.Count, m.Bytes, m.Stream = uint64(e.Count), uint64(e.Bytes), e.strm.meta
+		}
 	}
 	tx.observe(pdb, key, KeyModified)
 	return tx.batch.PutMeta(pdb, key, m)
@@ -547,7 +562,7 @@ func (tx *Tx) Copy(db int, src []byte, dstDB int, dst []byte, replace bool) (boo
 
 // noteWritten notes a key that a copy or a move made a list as ready.
 func (tx *Tx) noteWritten(db int, key []byte, e *Entry) {
-	if e.Type == codec.TypeList || e.Type == codec.TypeZSet {
+	if e.Type == codec.TypeList || e.Type == codec.TypeZSet || e.Type == codec.TypeStream {
 		tx.NoteReady(db, key)
 	}
 }
@@ -612,6 +627,19 @@ func (tx *Tx) IdleMillis(db int, key []byte) (int64, bool, error) {
 		return max(tx.now-e.access, 0), true, nil
 	}
 	return max(tx.now-tx.e.started, 0), true, nil
+}
+
+// SetIdleMillis backdates the last access of key (database db) by ms
+// milliseconds, as RESTORE ... IDLETIME sets a key's LRU clock, so that
+// IdleMillis reports it. Only a hot key keeps an access time: for a cold
+// or missing key it does nothing and reports false.
+func (tx *Tx) SetIdleMillis(db int, key []byte, ms int64) (bool, error) {
+	e, wasHot, err := tx.live(tx.pdb(db), key)
+	if err != nil || e == nil || !wasHot {
+		return false, err
+	}
+	e.access = tx.now - ms
+	return true, nil
 }
 
 // DBSize returns the number of keys in db, hot and cold (keys that expired

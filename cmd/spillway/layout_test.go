@@ -45,7 +45,9 @@ var importRules = map[string][]string{
 	"proxy/repl": {"proxy/rdb"},
 	// The command library sees the handler contract and the engine, never
 	// a front's internals or upstream mode.
-	"proxy/commands": {"proxy/server", "proxy/acl", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "codec", "tiering"},
+	"proxy/commands": {"proxy/server", "proxy/acl", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "proxy/streams", "codec", "tiering"},
+	// The stream commands: the command library's rules, for one family.
+	"proxy/streams": {"proxy/server", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/rdb", "codec", "tiering"},
 }
 
 // forbidden lists imports no package of a tree may have.

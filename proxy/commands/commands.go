@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/streams"
 )
 
 // The names of the commands handlers propagate in place of the one they
@@ -65,6 +66,7 @@ func Register(t *server.Table) {
 	registerGeo(t)
 	registerDump(t)
 	registerACL(t)
+	streams.Register(t)
 }
 
 // Table returns a table holding every command of the library.

@@ -14,6 +14,7 @@ import (
 	"github.com/spillway/spillway/proxy/rdb"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/streams"
 	"github.com/spillway/spillway/proxy/strops"
 	"github.com/spillway/spillway/tiering"
 )
@@ -55,12 +56,21 @@ func cmdDump(x *server.Ctx, args [][]byte) error {
 			return nil
 		}
 		var d rdb.Dump
-		if err := tx.WriteValue(x.DB(), args[1], e, &d); err != nil {
+		if err := writeValue(tx, x.DB(), args[1], e, &d); err != nil {
 			return err
 		}
 		x.W.Bulk(d.Finish())
 		return nil
 	})
+}
+
+// writeValue writes key's value e to d: a stream through proxy/streams,
+// anything else through the engine's ValueWriter.
+func writeValue(tx *tiering.Tx, db int, key []byte, e *tiering.Entry, d *rdb.Dump) error {
+	if e.Type == codec.TypeStream {
+		return streams.Dump(tx, db, key, d)
+	}
+	return tx.WriteValue(db, key, e, d)
 }
 
 // restoreOpts are RESTORE's options after the payload.
@@ -253,12 +263,21 @@ func restoreValue(tx *tiering.Tx, db int, key []byte, obj *rdb.Object, expireAt 
 			}
 		}
 		h = z
+	case rdb.KindStream:
+		if err := streams.Restore(tx, db, key, obj.Stream); err != nil {
+			return errBadFormat // inconsistent groups, as Redis's checks find them
+		}
+		return restoreExpiry(tx, db, key, expireAt)
 	default:
 		return fmt.Errorf("restore: value of unknown kind %d", obj.Kind)
 	}
 	if err := h.Close(); err != nil {
 		return err
 	}
+	return restoreExpiry(tx, db, key, expireAt)
+}
+
+func restoreExpiry(tx *tiering.Tx, db int, key []byte, expireAt int64) error {
 	if expireAt != 0 {
 		_, err := tx.SetExpire(db, key, expireAt)
 		return err
@@ -369,7 +388,7 @@ func cmdMigrate(x *server.Ctx, args [][]byte) error {
 				continue
 			}
 			d.Reset()
-			if err := tx.WriteValue(x.DB(), k, e, &d); err != nil {
+			if err := writeValue(tx, x.DB(), k, e, &d); err != nil {
 				return err
 			}
 			var ttl int64

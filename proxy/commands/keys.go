@@ -291,7 +291,7 @@ func ScanOptions(args [][]byte) (tiering.ScanOptions, error) {
 
 // typeByName returns the type named b (any case), or 0 if there is none.
 func typeByName(b []byte) codec.Type {
-	for t := codec.TypeString; t <= codec.TypeHash; t++ {
+	for t := codec.TypeString; t <= codec.TypeStream; t++ {
 		if cstr.EqualFold(b, t.String()) {
 			return t
 		}

@@ -87,6 +87,8 @@ func cmdObjectEncoding(x *server.Ctx, args [][]byte) error {
 			x.W.BulkString(enc)
 		case codec.TypeList:
 			x.W.BulkString("quicklist") // Redis 7.0's only list encoding
+		case codec.TypeStream:
+			x.W.BulkString("stream")
 		case codec.TypeZSet:
 			enc, err := zsetEncoding(tx.PeekZSet(x.DB(), args[2], e))
 			if err != nil {

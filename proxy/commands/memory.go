@@ -324,6 +324,12 @@ func freeEffort(x *server.Ctx, tx *tiering.Tx, key []byte) (int64, error) {
 			return 1, err
 		}
 		return e.Count, nil
+	case codec.TypeStream:
+		s, err := tx.OpenStream(x.DB(), key, false)
+		if s == nil || err != nil {
+			return 1, err
+		}
+		return s.FreeEffort(), nil
 	case codec.TypeZSet:
 		if e.Count > lazyfreeThreshold {
 			if enc, err := zsetEncoding(tx.PeekZSet(x.DB(), key, e)); err != nil || enc == "skiplist" {

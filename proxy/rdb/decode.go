@@ -49,7 +49,7 @@ var (
 	ErrBadFormat = errors.New("rdb: bad data format")
 	// ErrUnsupported: a well-formed type Spillway does not hold (streams,
 	// modules). It wraps ErrBadFormat.
-	ErrUnsupported = wrapBad("value type not supported (streams and module types)")
+	ErrUnsupported = wrapBad("value type not supported (module types)")
 )
 
 func wrapBad(msg string) error { return &badError{msg} }
@@ -69,6 +69,7 @@ const (
 	KindSet
 	KindHash
 	KindZSet
+	KindStream
 )
 
 // Object is the value of a DUMP payload, whatever encoding it was written
@@ -83,6 +84,8 @@ type Object struct {
 	Items [][]byte
 	// Scores are a sorted set's scores, Scores[i] Items[i]'s; never NaN.
 	Scores []float64
+	// Stream is a stream's value (KindStream).
+	Stream *Stream
 }
 
 // Len is the number of elements (members, fields) of a collection.
@@ -208,7 +211,9 @@ func (c *cursor) object(typ byte) (*Object, error) {
 			return pairsObject(KindHash, items)
 		}
 		return pairsObject(KindZSet, items)
-	case typeStreamLP, typeStreamLP2, typeModulePreGA, typeModule2:
+	case typeStreamLP, typeStreamLP2:
+		return c.stream(typ == typeStreamLP2)
+	case typeModulePreGA, typeModule2:
 		return nil, ErrUnsupported
 	}
 	return nil, wrapBad("unknown object type")

@@ -104,7 +104,6 @@ func TestDecodeErrors(t *testing.T) {
 		{"crc", append(slices.Clone(good[:len(good)-1]), good[len(good)-1]^1), ErrChecksum},
 		{"version", AppendFooter([]byte{0, 1, 'a'}, Version+1), ErrChecksum},
 		{"type 8", AppendFooter([]byte{8, 1, 'a'}, Version), ErrBadFormat},
-		{"stream", AppendFooter([]byte{typeStreamLP2, 0}, Version), ErrUnsupported},
 		{"module", AppendFooter([]byte{typeModule2, 0}, Version), ErrUnsupported},
 		{"empty set", AppendFooter([]byte{typeSet, 0}, Version), ErrBadFormat},
 		{"lzf bomb", AppendFooter([]byte{0, 0xc3, 0x01, 0x80, 0x10, 0, 0, 0, 0}, Version), ErrBadFormat},

@@ -43,6 +43,14 @@ type PopOp interface {
 	Run(ev Events, tx *tiering.Tx, db int, key []byte, w *resp.Writer) (bool, error)
 }
 
+// IndependentOp is a PopOp whose waiters do not all want the same thing
+// (a stream reader waits for entries after its own ID, or for its group):
+// when one cannot be served, the next on the key is still tried.
+type IndependentOp interface {
+	PopOp
+	Independent()
+}
+
 // waiterState is where a waiter is in its life.
 type waiterState uint8
 
@@ -194,8 +202,8 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 		rk := ready[0]
 		ready = ready[1:]
 		bk := blockKey{rk.DB, string(rk.Key)}
-		for len(r.byKey[bk]) > 0 {
-			w := r.byKey[bk][0]
+		for i := 0; i < len(r.byKey[bk]); {
+			w := r.byKey[bk][i]
 			rw := resp.Writer{Proto: w.proto}
 			// The events of the served client's pop go to from's reply
 			// buffer if from subscribes to them (this is its goroutine).
@@ -206,7 +214,15 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 				s.propFlush(nil) // the served pop is a unit of its own (commit.go)
 			}
 			s.trkCur = from
-			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
+			if errors.Is(err, tiering.ErrWrongType) {
+				i++ // waits for another type: the next waiter may want this one
+				continue
+			}
+			if err == nil && !done {
+				if _, ok := w.op.(IndependentOp); ok {
+					i++ // stream readers wait for different IDs: try the next
+					continue
+				}
 				break // nothing to pop there (any more)
 			}
 			if err != nil {

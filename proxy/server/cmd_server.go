@@ -117,6 +117,7 @@ func cmdFlushDB(x *Ctx, args [][]byte) error {
 		if err := tx.FlushDB(x.DB()); err != nil {
 			return err
 		}
+		x.c.s.blocking.noteBlockedKeys(tx, x.DB()) // blocked XREADGROUPs learn their stream is gone
 		x.c.s.noteFlush(n, args, false)
 		x.ForcePropagation() // even of an empty database, as Redis
 		x.W.OK()
@@ -141,6 +142,9 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 		}
 		if err := tx.FlushAll(); err != nil {
 			return err
+		}
+		for db := range x.c.s.engine.Databases() {
+			x.c.s.blocking.noteBlockedKeys(tx, db) // blocked XREADGROUPs learn their stream is gone
 		}
 		x.c.s.noteFlush(n, args, true)
 		x.ForcePropagation()
