@@ -43,9 +43,10 @@ func (s *Saver) Path() string {
 	return filepath.Join(s.host.Engine.Cold().Dir(), s.host.Setting("dbfilename"))
 }
 
-// options are the writer's options from the settings: the compact
-// encodings' limits and the function libraries.
-func (s *Saver) options() Options {
+// Options are the writer's options from the settings: the compact
+// encodings' limits, rdbcompression, rdbchecksum and the function
+// libraries. A full resync writes its RDB with them (adding Repl).
+func (s *Saver) Options() Options {
 	o := DefaultOptions()
 	for _, f := range []struct {
 		name string
@@ -70,13 +71,9 @@ func (s *Saver) options() Options {
 	return o
 }
 
-// Options are the writer's options from the settings, for the server's
-// other writers of the dataset (a replica's full resync).
-func (s *Saver) Options() Options { return s.options() }
-
 // job is a save of the whole dataset to Path, its snapshot taken by view.
 func (s *Saver) job(view ViewFunc) Job {
-	opts := s.options()
+	opts := s.Options()
 	return Job{
 		Snapshot: func() (snap *tiering.Snapshot, dirty int64, err error) {
 			err = view(func(tx *tiering.Tx) (err error) {
@@ -179,9 +176,10 @@ type loadState struct {
 
 // LoadFile loads the RDB file at path into the engine (whose store must be
 // empty), then has the host load the function libraries it held. Loading
-// reports true meanwhile; progress is logged and shown by WriteInfo. On
-// error nothing of the file is kept.
-func (s *Saver) LoadFile(path string) (LoadStats, error) {
+// reports true meanwhile; progress is logged and shown by WriteInfo.
+// Closing stop cancels it (ErrLoadCanceled). On error nothing of the file
+// is kept.
+func (s *Saver) LoadFile(path string, stop <-chan struct{}) (LoadStats, error) {
 	s.loading.Store(true)
 	defer s.loading.Store(false)
 	f, err := os.Open(path)
@@ -195,7 +193,7 @@ func (s *Saver) LoadFile(path string) (LoadStats, error) {
 	}
 	s.load.Store(st)
 	s.log().Info("loading RDB file", "path", path, "bytes", st.progress.Total)
-	stats, err := Load(f, s.host.Engine, LoadOptions{Logger: s.log(), Size: st.progress.Total, Progress: st.progress})
+	stats, err := Load(f, s.host.Engine, LoadOptions{Logger: s.log(), Size: st.progress.Total, Progress: st.progress, Stop: stop})
 	s.load.Store(&loadState{stats: stats})
 	if err != nil {
 		return stats, fmt.Errorf("load RDB %s: %w", path, err)
