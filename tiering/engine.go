@@ -92,6 +92,9 @@ type Engine struct {
 	blockedClients atomic.Int64
 	// expiryPaused suspends the expiry sweeper (SetExpiryPaused).
 	expiryPaused atomic.Bool
+	// lfuLogFactor and lfuDecayMins are lfu-log-factor and
+	// lfu-decay-time (SetLFU).
+	lfuLogFactor, lfuDecayMins atomic.Int64
 	// sweepObserver is told how long each sweep cycle took
 	// (ObserveSweeps); nil: no one asked.
 	sweepObserver atomic.Pointer[func(time.Duration)]
@@ -141,6 +144,7 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 		promoteQ: make(chan promoteJob, promoteQueueLen),
 	}
 	e.admission = NewAdmission(e.admissionSettings)
+	e.SetLFU(defaultLFU.logFactor, defaultLFU.decayMins)
 	e.tx = Tx{e: e, batch: cold.NewBatch()}
 	e.started = time.Now().UnixMilli()
 	if err := e.loadDBMap(); err != nil {
@@ -346,6 +350,7 @@ func (e *Engine) begin() *Tx {
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed, tx.strmsUsed = 0, 0, 0, 0
 	tx.ready = tx.ready[:0]
 	tx.keepExpired = false
+	tx.touched = nil
 	return tx
 }
 

@@ -6,15 +6,36 @@ import "math/rand/v2"
 // RESTORE ... FREQ behave as under an LFU maxmemory policy: an 8-bit
 // logarithmic access counter that starts at 5, grows with probability
 // 1/((counter-5)*lfu-log-factor+1) per access and loses one per
-// lfu-decay-time minutes without access. Spillway uses Redis's defaults
-// (lfu-log-factor 10, lfu-decay-time 1) and keeps no counter for a cold
-// key. The counter never drives eviction: the hot tier is an LRU.
+// lfu-decay-time minutes without access (never, with 0). The engine keeps
+// the two settings (Engine.SetLFU; Redis's defaults 10 and 1 until set)
+// and keeps no counter for a cold key. The counter never drives eviction:
+// the hot tier is an LRU.
 
 const (
 	lfuInitVal   = 5
 	lfuLogFactor = 10
 	lfuDecayMins = 1
 )
+
+// lfuParams are lfu-log-factor and lfu-decay-time.
+type lfuParams struct {
+	logFactor, decayMins int64
+}
+
+// defaultLFU is Redis's default lfu-log-factor and lfu-decay-time.
+var defaultLFU = lfuParams{lfuLogFactor, lfuDecayMins}
+
+// SetLFU sets lfu-log-factor and lfu-decay-time (negative values count
+// as 0), for the accesses and OBJECT FREQ reads that follow.
+func (e *Engine) SetLFU(logFactor, decayMinutes int64) {
+	e.lfuLogFactor.Store(max(logFactor, 0))
+	e.lfuDecayMins.Store(max(decayMinutes, 0))
+}
+
+// lfu returns the engine's LFU settings.
+func (e *Engine) lfu() lfuParams {
+	return lfuParams{e.lfuLogFactor.Load(), e.lfuDecayMins.Load()}
+}
 
 // lfuState is a key's counter (low 8 bits) and the time in unix minutes
 // it last decayed (the bits above), packed as Redis packs them in an
@@ -27,12 +48,15 @@ func newLFU(counter uint8, nowMs int64) lfuState {
 
 // decayed is LFUDecrAndReturn: the counter less the decay periods elapsed
 // since it last decayed.
-func (s lfuState) decayed(nowMs int64) uint8 {
+func (s lfuState) decayed(p lfuParams, nowMs int64) uint8 {
 	if s == 0 {
 		return lfuInitVal
 	}
 	counter := uint8(s)
-	periods := (nowMs/60000 - int64(s)>>8) / lfuDecayMins
+	if p.decayMins == 0 {
+		return counter
+	}
+	periods := (nowMs/60000 - int64(s)>>8) / p.decayMins
 	if periods <= 0 {
 		return counter
 	}
@@ -43,24 +67,28 @@ func (s lfuState) decayed(nowMs int64) uint8 {
 }
 
 // touch is updateLFU: decay, then a logarithmic increment.
-func (s *lfuState) touch(nowMs int64) {
-	c := s.decayed(nowMs)
+func (s *lfuState) touch(p lfuParams, nowMs int64) {
+	c := s.decayed(p, nowMs)
 	if c < 255 {
 		base := max(float64(int(c)-lfuInitVal), 0)
-		if rand.Float64() < 1/(base*lfuLogFactor+1) {
+		if rand.Float64() < 1/(base*float64(p.logFactor)+1) {
 			c++
 		}
 	}
 	*s = newLFU(c, nowMs)
 }
 
-// inherit gives e, written over old (nil for a new key), old's counter
-// with the write counted as an access, as Redis keeps a key's counter
-// across overwrites; a new key keeps the zero state (5).
-func (e *Entry) inherit(old *Entry, nowMs int64) {
+// inherit gives e, written over old (nil for a new key), old's counter,
+// as Redis keeps a key's counter across overwrites, with the write counted
+// as an access unless the command's own lookup already counted it
+// (touched: Redis's commands touch a key once, in their lookup); a new key
+// keeps the zero state (5).
+func (e *Entry) inherit(old *Entry, touched bool, p lfuParams, nowMs int64) {
 	if old != nil && old != e {
 		e.lfu = old.lfu
-		e.lfu.touch(nowMs)
+		if !touched {
+			e.lfu.touch(p, nowMs)
+		}
 	}
 }
 
@@ -75,7 +103,7 @@ func (tx *Tx) Freq(db int, key []byte) (int64, bool, error) {
 	if !wasHot {
 		return 0, true, nil
 	}
-	return int64(e.lfu.decayed(tx.now)), true, nil
+	return int64(e.lfu.decayed(tx.e.lfu(), tx.now)), true, nil
 }
 
 // SetFreq sets a hot key's LFU counter (RESTORE ... FREQ); for a cold or

@@ -8,11 +8,11 @@ import "testing"
 func TestLFUCounter(t *testing.T) {
 	const now = int64(28_333_333 * 60_000) // at the start of a minute, as counters decay on minute boundaries
 	var s lfuState
-	if got := s.decayed(now); got != lfuInitVal {
+	if got := s.decayed(defaultLFU, now); got != lfuInitVal {
 		t.Fatalf("new key: %d, want %d", got, lfuInitVal)
 	}
-	s.touch(now)
-	if got := s.decayed(now); got != lfuInitVal+1 {
+	s.touch(defaultLFU, now)
+	if got := s.decayed(defaultLFU, now); got != lfuInitVal+1 {
 		t.Fatalf("after one access: %d, want %d", got, lfuInitVal+1)
 	}
 	s = newLFU(100, now)
@@ -20,13 +20,34 @@ func TestLFUCounter(t *testing.T) {
 		later int64
 		want  uint8
 	}{{0, 100}, {59_999, 100}, {60_000, 99}, {10 * 60_000, 90}, {1000 * 60_000, 0}} {
-		if got := s.decayed(now + c.later); got != c.want {
+		if got := s.decayed(defaultLFU, now+c.later); got != c.want {
 			t.Errorf("%d ms later: %d, want %d", c.later, got, c.want)
 		}
 	}
 	s = newLFU(255, now)
-	s.touch(now)
-	if got := s.decayed(now); got != 255 {
+	s.touch(defaultLFU, now)
+	if got := s.decayed(defaultLFU, now); got != 255 {
 		t.Errorf("saturated counter: %d, want 255", got)
+	}
+}
+
+// TestLFUSettings checks lfu-log-factor and lfu-decay-time as Redis reads
+// them: factor 0 counts every access, decay time 0 never decays, decay
+// time N takes one per N idle minutes.
+func TestLFUSettings(t *testing.T) {
+	const now = int64(28_333_333 * 60_000)
+	var s lfuState
+	every := lfuParams{logFactor: 0, decayMins: 0}
+	for range 20 {
+		s.touch(every, now)
+	}
+	if got := s.decayed(every, now); got != lfuInitVal+20 {
+		t.Fatalf("factor 0, 20 accesses: %d, want %d", got, lfuInitVal+20)
+	}
+	if got := s.decayed(every, now+1000*60_000); got != lfuInitVal+20 {
+		t.Fatalf("decay time 0, 1000 minutes later: %d, want no decay", got)
+	}
+	if got := s.decayed(lfuParams{logFactor: 0, decayMins: 10}, now+35*60_000); got != lfuInitVal+20-3 {
+		t.Fatalf("decay time 10, 35 minutes later: %d, want %d", got, lfuInitVal+20-3)
 	}
 }

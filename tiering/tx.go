@@ -40,6 +40,10 @@ type Tx struct {
 	// ready are the lists created by this transaction while clients were
 	// blocked (see Engine.SetBlockedClients).
 	ready []ReadyKey
+	// touched is the hot entry a lookup of this transaction last counted
+	// as an access (LFU), so that a write over it does not count the same
+	// command's access twice (Entry.inherit).
+	touched *Entry
 }
 
 // ReadyKey names a key that became a list (or a sorted set): clients
@@ -296,7 +300,8 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	tx.e.Stats.KeyspaceHits.Add(1)
 	if touch {
 		e.access = tx.now
-		e.lfu.touch(tx.now)
+		e.lfu.touch(tx.e.lfu(), tx.now)
+		tx.touched = e
 	}
 	if e.loading != nil {
 		tx.e.Stats.ColdReads.Add(1)
@@ -399,7 +404,8 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 		return err
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
-	e.inherit(old, tx.now)
+	e.inherit(old, old != nil && old == tx.touched, tx.e.lfu(), tx.now)
+	tx.touched = nil
 	return tx.write(pdb, key, old, e)
 }
 

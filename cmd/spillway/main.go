@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -441,9 +442,26 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 			cold.SetFsync(f)
 		}
 	})
+	lfu := func(string) {
+		engine.SetLFU(configInt(cfg, "lfu-log-factor", 10), configInt(cfg, "lfu-decay-time", 1))
+	}
+	lfu("")
+	cfg.OnChange("lfu-log-factor", lfu)
+	cfg.OnChange("lfu-decay-time", lfu)
 	policy := func(string) { engine.SetPolicy(cfg.PromoteMinHits(), cfg.ColdReadMaxBytes()) }
 	cfg.OnChange("promote-min-hits", policy)
 	cfg.OnChange("cold-read-max-bytes", policy)
+}
+
+// configInt returns an integer setting read through CONFIG GET's lookup
+// (def if it does not parse, which the setting's validation prevents).
+func configInt(cfg *config.Config, name string, def int64) int64 {
+	for _, kv := range cfg.Get([]byte(name)) {
+		if n, err := strconv.ParseInt(kv[1], 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
 }
 
 // newTLS returns the TLS configuration's manager, loaded now when the
