@@ -2,6 +2,7 @@ package integration
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/spillway/spillway/integration/harness"
@@ -61,5 +62,49 @@ func TestUpstreamSortPatternsReachColdKeys(t *testing.T) {
 		if got.String() != want.String() {
 			t.Fatalf("%v:\nspillway %s\nredis    %s", cmd, got.String(), want.String())
 		}
+	}
+}
+
+// TestUpstreamMigrateColdKeys: MIGRATE names its keys, so Spillway
+// reloads the cold ones before the upstream migrates them: keys moved to
+// the store reach the target (single key and KEYS forms, COPY keeps the
+// source), and leave both tiers of the source.
+func TestUpstreamMigrateColdKeys(t *testing.T) {
+	p := startUpstreamPair(t, "64mb")
+	dst := harness.StartRedis(t)
+	sp, dc := harness.MustDial(t, p.spw.Addr()), harness.MustDial(t, dst.Addr())
+	host, port, _ := strings.Cut(dst.Addr(), ":")
+	sp.Do("SET", "mig:s", "v1")
+	sp.Do("HSET", "mig:h", "f", "v2")
+	sp.Do("RPUSH", "mig:l", "a", "b")
+	if r := sp.Do("DEBUG", "DEMOTE", "mig:s", "mig:h", "mig:l"); r.IsError() {
+		t.Fatalf("DEBUG DEMOTE: %s", r.String())
+	}
+	if cold := upstreamStats(t, sp)["cold_keys"]; cold != 3 {
+		t.Fatalf("cold_keys = %d, want 3", cold)
+	}
+	for _, cmd := range [][]string{
+		{"MIGRATE", host, port, "mig:s", "0", "5000"},
+		{"MIGRATE", host, port, "", "0", "5000", "KEYS", "mig:h"},
+		{"MIGRATE", host, port, "", "0", "5000", "COPY", "KEYS", "mig:l"},
+	} {
+		if r := sp.Do(cmd...); r.Str != "OK" {
+			t.Fatalf("%v = %s; want OK", cmd, r.String())
+		}
+	}
+	if got := dc.Do("GET", "mig:s").Str; got != "v1" {
+		t.Errorf("target GET mig:s = %q", got)
+	}
+	if got := dc.Do("HGET", "mig:h", "f").Str; got != "v2" {
+		t.Errorf("target HGET mig:h f = %q", got)
+	}
+	if got := dc.Do("LLEN", "mig:l").Int; got != 2 {
+		t.Errorf("target LLEN mig:l = %d", got)
+	}
+	if n := sp.Do("EXISTS", "mig:s", "mig:h", "mig:l").Int; n != 1 {
+		t.Errorf("source EXISTS after MIGRATE = %d; want 1 (only the COPY)", n)
+	}
+	if cold := upstreamStats(t, sp)["cold_keys"]; cold != 0 {
+		t.Errorf("cold_keys = %d after MIGRATE; want 0", cold)
 	}
 }
