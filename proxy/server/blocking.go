@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/rawio"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
@@ -80,7 +81,9 @@ type blockKey struct {
 // blockRegistry holds the blocked clients. Lock order: the engine's lock,
 // then mu.
 type blockRegistry struct {
-	engine   *tiering.Engine
+	engine *tiering.Engine
+	// n is how many clients are blocked: read without mu.
+	n        atomic.Int32
 	mu       sync.Mutex
 	byKey    map[blockKey][]*waiter // FIFO per key
 	byClient map[int64]*waiter
@@ -100,6 +103,7 @@ func (r *blockRegistry) add(w *waiter) {
 	}
 	r.byClient[w.c.id] = w
 	w.c.blocked.Store(true)
+	r.n.Add(1)
 	r.engine.AddBlockedClients(1)
 }
 
@@ -122,6 +126,7 @@ func (r *blockRegistry) removeLocked(w *waiter) {
 	}
 	delete(r.byClient, w.c.id)
 	w.c.blocked.Store(false)
+	r.n.Add(-1)
 	r.engine.AddBlockedClients(-1)
 }
 
@@ -476,6 +481,35 @@ func (c *Client) awaitOthers() {
 			return
 		}
 	}
+}
+
+// awaitIfWaking waits, before a write command one of whose keys has
+// blocked clients (it may serve them), until the other clients have run
+// the input they have, as a client about to block does (awaitOthers): a
+// command another client sent first (an EXEC watching the key a served
+// BRPOPLPUSH pushes to) then runs first, as in Redis's single thread. It
+// reports whether it waited. With no client blocked it costs one atomic
+// load.
+func (c *Client) awaitIfWaking(cmd *cmdtable.Command, args [][]byte) bool {
+	r := c.s.blocking
+	if r == nil || r.n.Load() == 0 || c.group != nil || !cmd.Is(cmdtable.FlagWrite) {
+		return false
+	}
+	var buf [8]int
+	pos, _ := cmd.KeyPositions(args, buf[:0])
+	hit := false
+	r.mu.Lock()
+	for _, p := range pos {
+		if _, ok := r.byKey[blockKey{c.db, string(args[p])}]; ok {
+			hit = true
+			break
+		}
+	}
+	r.mu.Unlock()
+	if hit {
+		c.awaitOthers()
+	}
+	return hit
 }
 
 // orderWait sleeps a poll interval, and reports false instead once

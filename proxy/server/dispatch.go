@@ -209,6 +209,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		}
 		return
 	}
+	if c.awaitIfWaking(cmd, args) {
+		start = time.Now() // the wait is not the command's time
+	}
 	c.callCounted(cmd, h, args, start)
 }
 
