@@ -63,6 +63,10 @@ type Front struct {
 
 	reloads, reloadConflicts, coldReads atomic.Int64
 
+	// cluster is set once the upstream is known to be a Redis Cluster
+	// node deployed behind this Spillway (acceptCluster).
+	cluster atomic.Bool
+
 	// passAddrs maps the id of each client in passthrough (subscribed,
 	// MONITOR, tracking) to its pinned connection's address, by which the
 	// upstream knows it (CLIENT TRACKING ... REDIRECT).
@@ -125,7 +129,8 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		f.indexes[i].Store(uptier.NewColdIndex())
 	}
 	f.admission = tiering.NewAdmission(f.reloadSettings)
-	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log})
+	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log,
+		AcceptCluster: func(c *link.Conn) error { return f.acceptCluster(c, opts.Target.Addr) }})
 	if err := f.pool.StartErr(); errors.Is(err, link.ErrClusterUpstream) {
 		f.pool.Close()
 		return nil, err

@@ -19,6 +19,10 @@ type Options struct {
 	// DialTimeout bounds connecting and logging in.
 	DialTimeout time.Duration
 	Logger      *slog.Logger
+	// AcceptCluster, when set, decides whether a Redis Cluster node may
+	// be the upstream (nil: yes); an error wrapping ErrClusterUpstream
+	// refuses it. Unset, cluster nodes are refused.
+	AcceptCluster func(*Conn) error
 }
 
 // Pool owns the shared connections and dials dedicated ones. When the
@@ -285,7 +289,7 @@ func (p *Pool) connectAll() error {
 			}
 			c, err := Dial(p.opts.Target, i+2, p.opts.Target.DB, p.opts.DialTimeout)
 			if err == nil {
-				if err = checkStandalone(c, p.opts.Target.Addr); err != nil {
+				if err = checkStandalone(c, p.opts.Target.Addr, p.opts.AcceptCluster); err != nil {
 					c.Close()
 				}
 			}

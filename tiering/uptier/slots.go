@@ -1,0 +1,93 @@
+package uptier
+
+import (
+	"github.com/spillway/spillway/tiering"
+)
+
+// SlotCount is the number of Redis Cluster hash slots.
+const SlotCount = 16384
+
+// crc16Table is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the
+// checksum Redis Cluster maps keys to slots with.
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for j := 0; j < 8; j++ {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+func crc16(b []byte) uint16 {
+	var c uint16
+	for _, x := range b {
+		c = c<<8 ^ crc16Table[byte(c>>8)^x]
+	}
+	return c
+}
+
+// KeySlot returns key's Redis Cluster hash slot (0 to 16383), by Redis's
+// rule: when the key holds a '{' followed later by a '}' with at least one
+// byte between them, only the bytes between the first '{' and the first
+// '}' after it (the hash tag) are hashed; otherwise the whole key is.
+func KeySlot(key []byte) int {
+	for i, b := range key {
+		if b != '{' {
+			continue
+		}
+		for j := i + 1; j < len(key); j++ {
+			if key[j] == '}' {
+				if j > i+1 {
+					key = key[i+1 : j]
+				}
+				return int(crc16(key) & (SlotCount - 1))
+			}
+		}
+		break
+	}
+	return int(crc16(key) & (SlotCount - 1))
+}
+
+// slotScanStep bounds the keys one step of a slot scan visits under the
+// engine lock.
+const slotScanStep = 4096
+
+// ColdKeysInSlot calls fn with each live key of db in the cold store whose
+// hash slot is slot, until fn returns false. The store is ordered by key
+// hash, not slot, so this visits every cold key of db (in steps of
+// slotScanStep keys, each under the engine lock for that step only): its
+// cost is the database's cold key count, whatever the slot holds. Keys
+// demoted or dropped while it runs may or may not be seen; a key present
+// throughout is seen once. The keys are fn's to keep.
+func ColdKeysInSlot(eng *tiering.Engine, db, slot int, fn func(key []byte) bool) error {
+	match := func(k []byte) bool { return KeySlot(k) == slot }
+	var cursor uint64
+	var keys [][]byte
+	for {
+		var next uint64
+		err := eng.View(func(tx *tiering.Tx) error {
+			var err error
+			keys, next, err = tx.Scan(db, cursor, tiering.ScanOptions{Count: slotScanStep, Match: match}, keys[:0])
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if !fn(k) {
+				return nil
+			}
+		}
+		keys = keys[:0]
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
