@@ -79,6 +79,14 @@ wait_port() { # port
 
 rcli() { "$REDIS_CLI" -p "$((base + 10 + $1))" "${@:2}"; }
 
+for i in $(seq 0 $((nodes - 1))); do
+	for p in $((base + i)) $((base + 10 + i)) $((base + 10010 + i)); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "port $p is in use" >&2
+			exit 1
+		fi
+	done
+done
 for i in $(seq 0 $((nodes - 1))); do start_node "$i"; done
 for i in $(seq 0 $((nodes - 1))); do wait_port $((base + 10 + i)); done
 
@@ -114,6 +122,10 @@ for i in $(seq 0 $((nodes - 1))); do
 		>"$dir/sidecar-$i.log" 2>&1 &
 	echo $! >"$dir/sidecar-$i.pid"
 done
-for i in $(seq 0 $((nodes - 1))); do wait_port $((base + i)); done
+for i in $(seq 0 $((nodes - 1))); do
+	wait_port $((base + i))
+	# What answers must be the sidecar just started, not an older process.
+	kill -0 "$(cat "$dir/sidecar-$i.pid")" 2>/dev/null || { cat "$dir/sidecar-$i.log" >&2; exit 1; }
+done
 trap - ERR
 for i in 0 1 2; do echo "127.0.0.1:$((base + i))"; done

@@ -228,7 +228,7 @@ func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 		c.w.Raw(r)
 		return
 	}
-	if cmd.Name == "countkeysinslot" {
+	if strings.HasSuffix(cmd.Name, "countkeysinslot") {
 		n, ok := link.IntReply(r)
 		if !ok {
 			c.w.Raw(r)
@@ -240,6 +240,10 @@ func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 			return
 		}
 		c.w.Int(n)
+		return
+	}
+	if len(args) < 4 {
+		c.w.Raw(r)
 		return
 	}
 	hot, err := link.ParseBulks(r)

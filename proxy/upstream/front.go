@@ -149,6 +149,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Databases: n,
 		Census:    &f.census,
 		Logger:    f.log,
+		Cluster:   f.cluster.Load,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
 	srv.SetForwarder(f)

@@ -91,3 +91,27 @@ func ColdKeysInSlot(eng *tiering.Engine, db, slot int, fn func(key []byte) bool)
 		cursor = next
 	}
 }
+
+// demoteBySlot demotes keys in groups of one hash slot each (Demote in
+// front of a cluster node), in the order the slots first appear, and
+// returns how many moved; it stops at the first error.
+func (d *Demoter) demoteBySlot(db int, keys [][]byte) (int, error) {
+	groups := map[int][][]byte{}
+	var order []int
+	for _, k := range keys {
+		sl := KeySlot(k)
+		if _, ok := groups[sl]; !ok {
+			order = append(order, sl)
+		}
+		groups[sl] = append(groups[sl], k)
+	}
+	total := 0
+	for _, sl := range order {
+		n, err := d.demote(db, groups[sl])
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
