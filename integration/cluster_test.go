@@ -141,7 +141,8 @@ func clusterValue(i int) string {
 // COUNTKEYSINSLOT counts cold keys; then `redis-cli --cluster reshard`
 // pointed at a sidecar moves 2,000 slots from node 0 to node 1, and every
 // key reads back equal, none left behind in node 0's sidecar (hot or
-// cold), the per-slot counts still those written.
+// cold), the per-slot counts still those written; `redis-cli --cluster
+// rebalance` then moves about 2,000 slots back, with the same checks.
 func TestClusterSidecars(t *testing.T) {
 	s := startSidecarCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -363,35 +364,61 @@ func TestClusterSidecars(t *testing.T) {
 		t.Fatalf("%d slots moved from node 0 to node 1; want 2000 at least", len(moved))
 	}
 	readAll("after the reshard")
-	// Nothing is left in node 0's sidecar but keys of the slots it still
-	// serves (KEYS lists both tiers).
-	keysAt0 := infos[0].Do("KEYS", "ck:*")
-	if keysAt0.IsError() {
-		t.Fatal(keysAt0.String())
-	}
-	var still int
-	for _, e := range keysAt0.Elems {
-		i, err := strconv.Atoi(strings.TrimPrefix(e.Str, "ck:"))
-		if err != nil || owners[slotOf[i]] != s.sidecars[0] {
-			t.Fatalf("sidecar 0 still holds %s (slot %d, now %s's)", e.Str, slotOf[i], owners[slotOf[i]])
+	// Nothing is left in a sidecar but keys of the slots it serves (KEYS
+	// lists both tiers).
+	leftBehind := func(when string) {
+		t.Helper()
+		for si, addr := range s.sidecars {
+			held := infos[si].Do("KEYS", "ck:*")
+			if held.IsError() {
+				t.Fatal(held.String())
+			}
+			for _, e := range held.Elems {
+				i, err := strconv.Atoi(strings.TrimPrefix(e.Str, "ck:"))
+				if err != nil || owners[slotOf[i]] != addr {
+					t.Fatalf("%s: sidecar %d still holds %s (slot %d, %s's)", when, si, e.Str, slotOf[i], owners[slotOf[i]])
+				}
+			}
+			var wantHeld int
+			for _, sl := range slotOf {
+				if owners[sl] == addr {
+					wantHeld++
+				}
+			}
+			if len(held.Elems) != wantHeld {
+				t.Fatalf("%s: sidecar %d holds %d keys; %d were written to the slots it serves", when, si, len(held.Elems), wantHeld)
+			}
 		}
-		still++
 	}
-	var wantAt0 int
-	for _, sl := range slotOf {
-		if owners[sl] == s.sidecars[0] {
-			wantAt0++
-		}
-	}
-	if still != wantAt0 {
-		t.Fatalf("sidecar 0 holds %d keys; %d were written to the slots it still serves", still, wantAt0)
-	}
+	leftBehind("after the reshard")
 	checkCounts("after the reshard", append(sample, moved[:100]...))
 	for _, sl := range moved[:50] {
 		if r := infos[0].Do("CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(sl)); r.Int != 0 {
 			t.Fatalf("after the reshard, sidecar 0 counts %s keys in moved slot %d", r.String(), sl)
 		}
 	}
+
+	// redis-cli --cluster rebalance through a sidecar evens the slots out
+	// again (node 1 has about 7,460, node 0 about 3,460).
+	out, err = exec.CommandContext(rctx, "redis-cli", "--cluster", "rebalance", s.sidecars[2]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster rebalance: %v\n%s", err, tail(out, 2000))
+	}
+	s.checkNoNodeAddr(t, "redis-cli --cluster rebalance's output", string(out))
+	before = owners
+	owners = s.slotOwners(t, ctx)
+	rebalanced := 0
+	for sl := range owners {
+		if before[sl] != owners[sl] {
+			rebalanced++
+		}
+	}
+	if rebalanced < 1000 {
+		t.Fatalf("rebalance moved %d slots; want over 1,000\n%s", rebalanced, tail(out, 2000))
+	}
+	readAll("after the rebalance")
+	leftBehind("after the rebalance")
+	checkCounts("after the rebalance", sample)
 
 	// redis-cli -c through a sidecar follows -MOVED to another sidecar.
 	for i := 0; i < n; i++ {

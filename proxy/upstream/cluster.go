@@ -9,6 +9,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering/uptier"
 )
@@ -267,4 +268,18 @@ func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 	for _, k := range keys {
 		c.w.Bulk(k)
 	}
+}
+
+// migratingReloadError is the reply to a command whose cold key could not
+// be reloaded because its slot is being migrated away (the node answered
+// the RESTORE with -ASK: it does not have the key, so it sends the client
+// to the target, which does not have it yet either). The key is still
+// this sidecar's: the reshard's MIGRATE moves it soon, so the client is
+// told to retry (-TRYAGAIN, which cluster clients retry), and then finds
+// it at the target.
+func migratingReloadError(key []byte, err error) (string, bool) {
+	if !strings.HasPrefix(err.Error(), "ASK ") {
+		return "", false
+	}
+	return "TRYAGAIN cold key '" + cstr.ErrArg(key) + "' is in a slot being migrated; try again", true
 }
