@@ -420,6 +420,8 @@ func TestClusterSidecars(t *testing.T) {
 	leftBehind("after the rebalance")
 	checkCounts("after the rebalance", sample)
 
+	s.checkLogs(t)
+
 	// redis-cli -c through a sidecar follows -MOVED to another sidecar.
 	for i := 0; i < n; i++ {
 		if owners[slotOf[i]] == s.sidecars[2] {
@@ -428,6 +430,24 @@ func TestClusterSidecars(t *testing.T) {
 				t.Fatalf("redis-cli -c -p %d GET %s: %v %q", s.base, key(i), err, out)
 			}
 			break
+		}
+	}
+}
+
+// checkLogs fails if a sidecar logged an error, and shows its warnings.
+func (s *sidecarCluster) checkLogs(t *testing.T) {
+	t.Helper()
+	for i := range s.sidecars {
+		b, err := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "level=ERROR") {
+				t.Errorf("sidecar %d logged: %s", i, line)
+			} else if strings.Contains(line, "level=WARN") {
+				t.Logf("sidecar %d logged: %s", i, line)
+			}
 		}
 	}
 }
