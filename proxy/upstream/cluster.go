@@ -11,7 +11,6 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/upstream/link"
-	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // Redis Cluster: Spillway as a sidecar in front of one cluster node.
@@ -205,9 +204,10 @@ func (c *client) upAskingForward(cmd *cmdtable.Command, args [][]byte) {
 }
 
 // upKeysInSlot runs CLUSTER COUNTKEYSINSLOT or GETKEYSINSLOT upstream (which
-// checks the arguments) and adds the slot's cold keys: their count, or as
-// many of them as the count asks for after the node's own. Like DBSIZE, it
-// holds the census, so a key moving between tiers is seen once.
+// checks the arguments) and adds the slot's cold keys from the slot
+// directory: their count, or as many of them as the count asks for after
+// the node's own. Like DBSIZE, it holds the census, so a key moving
+// between tiers is seen once.
 func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 	if !c.f.cluster.Load() {
 		c.forwardNow(args)
@@ -235,7 +235,7 @@ func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 			c.w.Raw(r)
 			return
 		}
-		err := uptier.ColdKeysInSlot(c.f.engine, c.DB(), slot, func([]byte) bool { n++; return true })
+		err := c.f.slots.Keys(c.DB(), slot, func([]byte) bool { n++; return true })
 		if err != nil {
 			c.ReplyError(err)
 			return
@@ -255,7 +255,7 @@ func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 	}
 	keys := hot
 	if int64(len(keys)) < want {
-		err = uptier.ColdKeysInSlot(c.f.engine, c.DB(), slot, func(k []byte) bool {
+		err = c.f.slots.Keys(c.DB(), slot, func(k []byte) bool {
 			keys = append(keys, k)
 			return int64(len(keys)) < want
 		})

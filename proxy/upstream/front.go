@@ -66,6 +66,8 @@ type Front struct {
 	// cluster is set once the upstream is known to be a Redis Cluster
 	// node deployed behind this Spillway (acceptCluster).
 	cluster atomic.Bool
+	// slots lists cold keys by hash slot (CLUSTER COUNTKEYSINSLOT...).
+	slots *uptier.SlotDirectory
 
 	// passAddrs maps the id of each client in passthrough (subscribed,
 	// MONITOR, tracking) to its pinned connection's address, by which the
@@ -116,6 +118,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f := &Front{srv: srv, engine: opts.Engine, cfg: opts.Config, log: opts.Logger,
 		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}, blocked: map[int64]*link.Conn{}}
 	f.local = f.localTable()
+	f.slots = uptier.NewSlotDirectory(opts.Engine)
 	f.scripts = map[*cmdtable.Command]bool{}
 	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
 		f.scripts[cmdtable.LookupFullName([]byte(name))] = true
@@ -150,6 +153,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Census:    &f.census,
 		Logger:    f.log,
 		Cluster:   f.cluster.Load,
+		Demoted:   f.slots.Demoted,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
 	srv.SetForwarder(f)

@@ -34,6 +34,9 @@ type DemoterOptions struct {
 	// (demoteBySlot), as the node refuses WATCH and transactions across
 	// slots (CROSSSLOT).
 	Cluster func() bool
+	// Demoted, if set, is told the keys of each demotion that moved, while
+	// the Census is still held (SlotDirectory.Demoted).
+	Demoted func(db int, keys [][]byte)
 }
 
 // Demoter keeps the upstream under its memory budget. Each round samples
@@ -549,6 +552,9 @@ func (d *Demoter) demote(db int, keys [][]byte) (int, error) {
 		return 0, nil
 	}
 	moved = len(keep)
+	if d.opts.Demoted != nil {
+		d.opts.Demoted(db, keep)
+	}
 	d.Demoted.Add(int64(moved))
 	return moved, nil
 }

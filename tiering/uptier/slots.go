@@ -1,6 +1,9 @@
 package uptier
 
 import (
+	"sync"
+	"time"
+
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -64,9 +67,13 @@ const slotScanStep = 4096
 // slotScanStep keys, each under the engine lock for that step only): its
 // cost is the database's cold key count, whatever the slot holds. Keys
 // demoted or dropped while it runs may or may not be seen; a key present
-// throughout is seen once. The keys are fn's to keep.
+// throughout is seen once. The keys are fn's to keep. A slot of -1 takes
+// every key.
 func ColdKeysInSlot(eng *tiering.Engine, db, slot int, fn func(key []byte) bool) error {
 	match := func(k []byte) bool { return KeySlot(k) == slot }
+	if slot < 0 {
+		match = nil
+	}
 	var cursor uint64
 	var keys [][]byte
 	for {
@@ -114,4 +121,111 @@ func (d *Demoter) demoteBySlot(db int, keys [][]byte) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// SlotDirectory lists the cold keys of each database by hash slot, for
+// CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT in front of a cluster node.
+// The store orders keys by hash, not slot, so a database's directory is
+// built by one pass over its cold keys on the first query, then kept up
+// to date: the demoter reports the keys it moves in (Demoted), and the
+// keys that left the store since (reloaded, deleted, migrated, expired)
+// are found gone and dropped when their slot is queried (each candidate
+// is looked up, so answers are exact). A directory unused for
+// slotDirIdle is freed at the next demotion: it costs the key names of
+// every cold key, and a reshard needs it for its duration only.
+//
+// Callers serialize queries against demotions' store writes (the front's
+// census: queries hold it exclusively, demotions shared), so that a key
+// moving in while a directory is built is either scanned or reported.
+type SlotDirectory struct {
+	eng     *tiering.Engine
+	mu      sync.Mutex
+	dbs     map[int]map[int]map[string]struct{} // db -> slot -> keys
+	lastUse time.Time
+}
+
+// slotDirIdle is how long a directory is kept without queries.
+const slotDirIdle = time.Minute
+
+// NewSlotDirectory returns an empty directory of eng's cold keys.
+func NewSlotDirectory(eng *tiering.Engine) *SlotDirectory {
+	return &SlotDirectory{eng: eng, dbs: map[int]map[int]map[string]struct{}{}}
+}
+
+// Demoted records keys of db just written to the store (DemoterOptions.
+// Demoted). It costs nothing while no directory is built.
+func (s *SlotDirectory) Demoted(db int, keys [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.dbs) == 0 {
+		return
+	}
+	if time.Since(s.lastUse) > slotDirIdle {
+		s.dbs = map[int]map[int]map[string]struct{}{}
+		return
+	}
+	dir := s.dbs[db]
+	if dir == nil {
+		return
+	}
+	for _, k := range keys {
+		addSlotKey(dir, KeySlot(k), string(k))
+	}
+}
+
+func addSlotKey(dir map[int]map[string]struct{}, slot int, key string) {
+	m := dir[slot]
+	if m == nil {
+		m = map[string]struct{}{}
+		dir[slot] = m
+	}
+	m[key] = struct{}{}
+}
+
+// Keys calls fn with each live cold key of db in slot, until fn returns
+// false, building db's directory first if needed.
+func (s *SlotDirectory) Keys(db, slot int, fn func(key []byte) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastUse = time.Now()
+	dir := s.dbs[db]
+	if dir == nil {
+		dir = map[int]map[string]struct{}{}
+		err := ColdKeysInSlot(s.eng, db, -1, func(k []byte) bool {
+			addSlotKey(dir, KeySlot(k), string(k))
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		s.dbs[db] = dir
+	}
+	cands := dir[slot]
+	if len(cands) == 0 {
+		return nil
+	}
+	var live [][]byte
+	_, err := s.eng.Update(func(tx *tiering.Tx) error {
+		for k := range cands {
+			e, err := tx.PeekNoTouch(db, []byte(k))
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				delete(cands, k)
+				continue
+			}
+			live = append(live, []byte(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range live {
+		if !fn(k) {
+			return nil
+		}
+	}
+	return nil
 }
