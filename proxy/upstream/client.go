@@ -306,6 +306,13 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 		c.f.feedLocal(c, cmd, args)
 		return
 	}
+	c.upRoute(cmd, args)
+}
+
+// upRoute runs a command Spillway does not answer itself: relayed in
+// passthrough, queued in MULTI, on a connection of its own if it blocks,
+// else forwarded.
+func (c *client) upRoute(cmd *cmdtable.Command, args [][]byte) {
 	switch {
 	case c.passthrough:
 		c.upPassthroughCmd(cmd, args)

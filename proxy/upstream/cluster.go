@@ -155,8 +155,7 @@ func (f *Front) clusterTable(lookup func(string) *cmdtable.Command, local func(s
 // primary, which serves its slots either way.
 func upClusterFlag(c *client, cmd *cmdtable.Command, args [][]byte) {
 	if !c.f.cluster.Load() || c.pinned != nil || c.inMulti || c.passthrough {
-		c.upForward(cmd, args)
-		c.flushForwards()
+		c.upRouteNow(cmd, args)
 		return
 	}
 	c.asking = cmd.Name == "asking"
@@ -209,8 +208,8 @@ func (c *client) upAskingForward(cmd *cmdtable.Command, args [][]byte) {
 // the node's own. Like DBSIZE, it holds the census, so a key moving
 // between tiers is seen once.
 func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
-	if !c.f.cluster.Load() {
-		c.forwardNow(args)
+	if !c.f.cluster.Load() || c.inMulti || c.passthrough {
+		c.upRouteNow(cmd, args)
 		return
 	}
 	c.f.census.Lock()
@@ -282,4 +281,12 @@ func migratingReloadError(key []byte, err error) (string, bool) {
 		return "", false
 	}
 	return "TRYAGAIN cold key '" + cstr.ErrArg(key) + "' is in a slot being migrated; try again", true
+}
+
+// upRouteNow runs a command the front handles only in front of a cluster
+// node as any other command (upRoute), its reply in by the time it
+// returns, as a local handler's must be.
+func (c *client) upRouteNow(cmd *cmdtable.Command, args [][]byte) {
+	c.upRoute(cmd, args)
+	c.flushForwards()
 }

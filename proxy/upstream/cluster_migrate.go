@@ -95,8 +95,7 @@ func parseMigrate(args [][]byte) (m migrateArgs, ok bool) {
 func upMigrate(c *client, cmd *cmdtable.Command, args [][]byte) {
 	m, ok := parseMigrate(args)
 	if !c.f.cluster.Load() || c.pinned != nil || !ok {
-		c.upForward(cmd, args)
-		c.flushForwards()
+		c.upRouteNow(cmd, args)
 		return
 	}
 	idx := c.f.index(c.DB())
