@@ -139,7 +139,8 @@ func clusterValue(i int) string {
 // and reads them back; CLUSTER SLOTS/SHARDS/NODES, -MOVED and -ASK name
 // sidecars only; ASKING holds for the client that sent it alone; CLUSTER
 // COUNTKEYSINSLOT counts cold keys; then `redis-cli --cluster reshard`
-// pointed at a sidecar moves 2,000 slots from node 0 to node 1, and every
+// pointed at a sidecar moves 2,000 slots from node 0 to node 1 (while a
+// cluster client rewrites some of node 0's keys), and every
 // key reads back equal, none left behind in node 0's sidecar (hot or
 // cold), the per-slot counts still those written; `redis-cli --cluster
 // rebalance` then moves about 2,000 slots back, with the same checks.
@@ -177,6 +178,10 @@ func TestClusterSidecars(t *testing.T) {
 			t.Fatalf("writing keys %d..: %v", lo, err)
 		}
 	}
+	values := make([]string, n) // what each key holds
+	for i := range values {
+		values[i] = clusterValue(i)
+	}
 	readAll := func(when string) {
 		t.Helper()
 		for lo := 0; lo < n; lo += 500 {
@@ -191,8 +196,8 @@ func TestClusterSidecars(t *testing.T) {
 				t.Fatalf("%s: reading keys %d..: %v", when, lo, err)
 			}
 			for j, c := range cmds {
-				if c.Val() != clusterValue(lo+j) {
-					t.Fatalf("%s: GET %s = %q (%v); want %q", when, key(lo+j), c.Val(), c.Err(), clusterValue(lo+j))
+				if c.Val() != values[lo+j] {
+					t.Fatalf("%s: GET %s = %q (%v); want %q", when, key(lo+j), c.Val(), c.Err(), values[lo+j])
 				}
 			}
 		}
@@ -343,11 +348,52 @@ func TestClusterSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Reshard 2,000 slots from node 0 to node 1 through sidecar 0.
+	// Reshard 2,000 slots from node 0 to node 1 through sidecar 0, while
+	// a cluster client rewrites a tenth of node 0's keys (cold ones
+	// included: -ASK, -TRYAGAIN and -MOVED are followed), at most once
+	// each, spread over the reshard; the other keys stay as demoted.
+	var node0Keys []int
+	for i := 0; i < n; i += 10 {
+		if owners[slotOf[i]] == s.sidecars[0] {
+			node0Keys = append(node0Keys, i)
+		}
+	}
+	writer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.sidecars, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, DisableIdentity: true, MaxRedirects: 32})
+	t.Cleanup(func() { writer.Close() })
+	stopWriter := make(chan struct{})
+	type rewrite struct {
+		i   int
+		err error
+	}
+	rewrites := make(chan rewrite, len(node0Keys))
+	go func() {
+		defer close(rewrites)
+		for _, i := range node0Keys {
+			select {
+			case <-stopWriter:
+				return
+			default:
+			}
+			rewrites <- rewrite{i, writer.Set(ctx, key(i), "rewritten-"+strconv.Itoa(i), 0).Err()}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer rcancel()
 	out, err := exec.CommandContext(rctx, "redis-cli", "--cluster", "reshard", s.sidecars[0],
 		"--cluster-from", id0, "--cluster-to", id1, "--cluster-slots", "2000", "--cluster-yes").CombinedOutput()
+	close(stopWriter)
+	nRewritten := 0
+	for r := range rewrites {
+		if r.err != nil {
+			t.Errorf("SET %s during the reshard: %v", key(r.i), r.err)
+			continue
+		}
+		values[r.i] = "rewritten-" + strconv.Itoa(r.i)
+		nRewritten++
+	}
+	t.Logf("%d keys rewritten during the reshard", nRewritten)
 	if err != nil {
 		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, tail(out, 2000))
 	}
@@ -426,7 +472,7 @@ func TestClusterSidecars(t *testing.T) {
 	for i := 0; i < n; i++ {
 		if owners[slotOf[i]] == s.sidecars[2] {
 			out, err := exec.CommandContext(ctx, "redis-cli", "-c", "-p", strconv.Itoa(s.base), "GET", key(i)).CombinedOutput()
-			if err != nil || strings.TrimSpace(string(out)) != clusterValue(i) {
+			if err != nil || strings.TrimSpace(string(out)) != values[i] {
 				t.Fatalf("redis-cli -c -p %d GET %s: %v %q", s.base, key(i), err, out)
 			}
 			break

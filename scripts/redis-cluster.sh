@@ -50,6 +50,9 @@ base=$2
 case "$base" in '' | *[!0-9]*) usage ;; esac
 [ "$base" -ge 1024 ] && [ "$base" -le 55000 ] || { echo "BASEPORT must be in 1024..55000" >&2; exit 2; }
 [ -x "$SPILLWAY" ] || { echo "$SPILLWAY not found: run make build" >&2; exit 1; }
+for tool in "$REDIS_SERVER" "$REDIS_CLI"; do
+	command -v "$tool" >/dev/null || { echo "$tool not found: run make deps (Redis 7.0)" >&2; exit 1; }
+done
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 trap 'stop_all' ERR
