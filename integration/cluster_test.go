@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,7 +144,8 @@ func clusterValue(i int) string {
 // cluster client rewrites some of node 0's keys), and every
 // key reads back equal, none left behind in node 0's sidecar (hot or
 // cold), the per-slot counts still those written; `redis-cli --cluster
-// rebalance` then moves about 2,000 slots back, with the same checks.
+// rebalance` then moves about 2,000 slots back, with the same checks; a
+// sidecar restarted on its directory then serves its cold keys again.
 func TestClusterSidecars(t *testing.T) {
 	s := startSidecarCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -468,6 +470,18 @@ func TestClusterSidecars(t *testing.T) {
 
 	s.checkLogs(t)
 
+	// A sidecar restarted on its directory serves its cold keys again.
+	cold2, err := utInfoInt(infos[2], "tiering", "cold_keys")
+	if err != nil || cold2 == 0 {
+		t.Fatalf("sidecar 2 has %d cold keys (%v); the restart check wants some", cold2, err)
+	}
+	s.restartSidecar(t, 2)
+	readAll("after sidecar 2 restarted")
+	c2 := utDial(t, s.sidecars[2], 10*time.Second)
+	if got, err := utInfoInt(c2, "tiering", "cold_keys"); err != nil || got < cold2/2 {
+		t.Fatalf("sidecar 2 restarted with %d cold keys (%v); it had %d", got, err, cold2)
+	}
+
 	// redis-cli -c through a sidecar follows -MOVED to another sidecar.
 	for i := 0; i < n; i++ {
 		if owners[slotOf[i]] == s.sidecars[2] {
@@ -477,6 +491,68 @@ func TestClusterSidecars(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// restartSidecar stops sidecar i (SIGTERM, a clean shutdown) and starts
+// it again as the script does, on the same directory, recording its new
+// pid for the script's stop.
+func (s *sidecarCluster) restartSidecar(t *testing.T, i int) {
+	t.Helper()
+	pidFile := filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.pid", i))
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for tries := 0; ; tries++ {
+		if p.Signal(syscall.Signal(0)) != nil {
+			break
+		}
+		if tries == 300 {
+			t.Fatalf("sidecar %d (pid %d) did not exit after SIGTERM", i, pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.log", i)), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(harness.BuildSpillway(t), "--port", strconv.Itoa(s.base+i), "--bind", "127.0.0.1",
+		"--dir", filepath.Join(s.dir, fmt.Sprintf("sidecar-%d", i)), "--maxmemory", "4mb",
+		"--upstream", "redis://127.0.0.1:"+strconv.Itoa(s.nodePort(i)))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait() // reaped when the script's stop kills it
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for tries := 0; ; tries++ {
+		if c, err := harness.Dial(s.sidecars[i]); err == nil {
+			c.Timeout = 5 * time.Second
+			r := c.Do("PING")
+			c.Close()
+			if r.Str == "PONG" {
+				return
+			}
+		}
+		if tries == 300 {
+			t.Fatalf("sidecar %d does not answer after its restart", i)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
