@@ -162,6 +162,12 @@ func TestClusterSidecars(t *testing.T) {
 		}
 	}
 
+	// The announced address cannot be changed through a sidecar.
+	if r := utDial(t, s.sidecars[0], 10*time.Second).Do("CONFIG", "SET", "maxmemory-samples", "5", "cluster-announce-port", "1"); !r.IsError() ||
+		!strings.Contains(r.Str, "cluster-announce-port") {
+		t.Fatalf("CONFIG SET cluster-announce-port through a sidecar = %s; want the refusal", r.String())
+	}
+
 	// Writes past maxmemory are slowed while the sidecars demote (up to a
 	// second each): small batches, a generous timeout.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.sidecars, ReadTimeout: time.Minute,

@@ -290,3 +290,28 @@ func (c *client) upRouteNow(cmd *cmdtable.Command, args [][]byte) {
 	c.upRoute(cmd, args)
 	c.flushForwards()
 }
+
+// announceSettings are the node's settings that choose the address the
+// cluster gives clients for it (CLUSTER SLOTS/NODES, -MOVED, -ASK).
+var announceSettings = map[string]bool{
+	"cluster-announce-ip": true, "cluster-announce-port": true, "cluster-announce-tls-port": true,
+	"cluster-announce-bus-port": true, "cluster-announce-hostname": true, "cluster-preferred-endpoint-type": true,
+}
+
+// clusterConfigRefusal refuses, in front of a cluster node, a CONFIG SET of
+// a setting that would change the address the node announces: through its
+// sidecar, it could hand clients the node's own address. It is changed on
+// the node itself (and the sidecar then checks it again when it
+// reconnects).
+func (f *Front) clusterConfigRefusal(args [][]byte) (string, bool) {
+	if !f.cluster.Load() {
+		return "", false
+	}
+	for i := 2; i < len(args); i += 2 {
+		if name := strings.ToLower(string(args[i])); announceSettings[name] {
+			return "ERR Spillway fronts this Redis Cluster node as its sidecar: CONFIG SET " + name +
+				" would change the address the cluster gives clients for it; set it on the node itself", true
+		}
+	}
+	return "", false
+}
