@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering/uptier"
 )
@@ -169,7 +170,7 @@ func upMigrate(c *client, cmd *cmdtable.Command, args [][]byte) {
 func (c *client) migrateCold(idx *uptier.ColdIndex, m *migrateArgs, conn **link.Conn, key []byte, h uint64) (bool, error) {
 	exp, ok, err := link.DumpKey(c.f.engine, c.DB(), key, &c.dump)
 	if err != nil {
-		return false, fmt.Errorf("ERR spillway could not read cold key '%s': %s", key, link.FirstLine(err.Error()))
+		return false, fmt.Errorf("ERR spillway could not read cold key '%s': %s", cstr.ErrArg(key), link.FirstLine(err.Error()))
 	}
 	if !ok {
 		idx.Remove(h)
@@ -211,7 +212,7 @@ func (c *client) migrateCold(idx *uptier.ColdIndex, m *migrateArgs, conn **link.
 		return true, nil
 	}
 	if err := uptier.DropKey(c.f.engine, c.DB(), key); err != nil {
-		return false, fmt.Errorf("ERR spillway moved cold key '%s' but could not drop it: %s", key, link.FirstLine(err.Error()))
+		return false, fmt.Errorf("ERR spillway moved cold key '%s' but could not drop it: %s", cstr.ErrArg(key), link.FirstLine(err.Error()))
 	}
 	idx.Remove(h)
 	return true, nil
