@@ -73,6 +73,10 @@ type client struct {
 
 	// asyncOut is set while a batch sent by submitAsync is in flight: its
 	// replies are written to the socket by the connection's reader.
+	// asking: the client sent ASKING in front of a cluster node; its next
+	// command goes with it (upAskingForward).
+	asking bool
+
 	asyncOut    bool
 	asyncFailed bool
 	asyncBuf    []byte
@@ -290,12 +294,25 @@ func (c *client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
+	if c.asking {
+		if c.asking = false; c.f.local[cmd] == nil && c.pinned == nil && !cmd.Is(cmdtable.FlagBlocking) && !c.f.scripts[cmd] {
+			c.upAskingForward(cmd, args)
+			return
+		}
+	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
 		h(c, args)
 		c.f.feedLocal(c, cmd, args)
 		return
 	}
+	c.upRoute(cmd, args)
+}
+
+// upRoute runs a command Spillway does not answer itself: relayed in
+// passthrough, queued in MULTI, on a connection of its own if it blocks,
+// else forwarded.
+func (c *client) upRoute(cmd *cmdtable.Command, args [][]byte) {
 	switch {
 	case c.passthrough:
 		c.upPassthroughCmd(cmd, args)

@@ -87,6 +87,9 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 }
 
 func reloadError(key []byte, err error) string {
+	if msg, ok := migratingReloadError(key, err); ok {
+		return msg
+	}
 	return "ERR spillway could not reload cold key '" + cstr.ErrArg(key) + "': " + link.FirstLine(err.Error())
 }
 

@@ -45,6 +45,10 @@ func readLocally(name string) bool {
 // accepts them too (the same validation), barring an upstream older than
 // 7.0 or a setting it cannot apply; its error is then the reply.
 func upConfigSet(c *client, args [][]byte) {
+	if msg, refused := c.f.clusterConfigRefusal(args); refused {
+		c.Err(msg)
+		return
+	}
 	mark := c.w.Len()
 	c.Call(c.f.configSet, args)
 	if !c.replyOK(mark) || len(args)%2 != 0 {

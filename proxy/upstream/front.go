@@ -64,6 +64,12 @@ type Front struct {
 
 	reloads, reloadConflicts, coldReads atomic.Int64
 
+	// cluster is set once the upstream is known to be a Redis Cluster
+	// node deployed behind this Spillway (acceptCluster).
+	cluster atomic.Bool
+	// slots lists cold keys by hash slot (CLUSTER COUNTKEYSINSLOT...).
+	slots *uptier.SlotDirectory
+
 	// passAddrs maps the id of each client in passthrough (subscribed,
 	// MONITOR, tracking) to its pinned connection's address, by which the
 	// upstream knows it (CLIENT TRACKING ... REDIRECT).
@@ -116,6 +122,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f := &Front{srv: srv, engine: opts.Engine, cfg: opts.Config, log: opts.Logger,
 		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}, blocked: map[int64]*link.Conn{}}
 	f.local = f.localTable()
+	f.slots = uptier.NewSlotDirectory(opts.Engine)
 	f.scripts = map[*cmdtable.Command]bool{}
 	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
 		f.scripts[cmdtable.LookupFullName([]byte(name))] = true
@@ -130,7 +137,8 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	}
 	f.admission = tiering.NewAdmission(f.reloadSettings)
 	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log,
-		Sentinel: opts.Sentinel})
+		Sentinel:      opts.Sentinel,
+		AcceptCluster: func(c *link.Conn) error { return f.acceptCluster(c, opts.Target.Addr) }})
 	if err := f.pool.StartErr(); errors.Is(err, link.ErrClusterUpstream) {
 		f.pool.Close()
 		return nil, err
@@ -149,6 +157,8 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Databases: n,
 		Census:    &f.census,
 		Logger:    f.log,
+		Cluster:   f.cluster.Load,
+		Demoted:   f.slots.Demoted,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
 	srv.SetForwarder(f)

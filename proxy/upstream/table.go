@@ -97,6 +97,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	for _, name := range []string{"replicaof", "slaveof", "failover"} {
 		local(name, upRefuseReplicaOf)
 	}
+	f.clusterTable(lookup, local)
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
 		local("debug", upDebug)
 	}

@@ -29,6 +29,14 @@ type DemoterOptions struct {
 	// exclusive side counts each key once.
 	Census *sync.RWMutex
 	Logger *slog.Logger
+	// Cluster, if set, reports whether the upstream is a Redis Cluster
+	// node: a demotion then moves the keys of one hash slot at a time
+	// (demoteBySlot), as the node refuses WATCH and transactions across
+	// slots (CROSSSLOT).
+	Cluster func() bool
+	// Demoted, if set, is told the keys of each demotion that moved, while
+	// the Census is still held (SlotDirectory.Demoted).
+	Demoted func(db int, keys [][]byte)
 }
 
 // Demoter keeps the upstream under its memory budget. Each round samples
@@ -446,6 +454,14 @@ func (d *Demoter) rank(c Conn, keys [][]byte) ([][]byte, error) {
 // returns how many moved. Keys protected or already moving are skipped;
 // keys of types the cold store does not hold (streams, modules) stay.
 func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
+	if len(keys) > 1 && d.opts.Cluster != nil && d.opts.Cluster() {
+		return d.demoteBySlot(db, keys)
+	}
+	return d.demote(db, keys)
+}
+
+// demote is Demote for keys the upstream may WATCH and UNLINK together.
+func (d *Demoter) demote(db int, keys [][]byte) (int, error) {
 	done := make(chan struct{})
 	defer close(done)
 	var marked [][]byte
@@ -536,6 +552,9 @@ func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 		return 0, nil
 	}
 	moved = len(keep)
+	if d.opts.Demoted != nil {
+		d.opts.Demoted(db, keep)
+	}
 	d.Demoted.Add(int64(moved))
 	return moved, nil
 }

@@ -40,12 +40,13 @@ type Target struct {
 // connection from a refusal.
 var ErrUnavailable = uptier.ErrUnavailable
 
-// ErrClusterUpstream is the error of a connection to a Redis Cluster node.
-// Spillway does not front Redis Cluster (yet): a cluster's -MOVED and
-// -ASK redirections and CLUSTER SLOTS would hand clients the upstream's
-// own address, and they would then bypass Spillway and its cold keys.
-var ErrClusterUpstream = errors.New("the upstream runs in cluster mode (cluster_enabled:1); " +
-	"Spillway fronts a standalone Redis only: point it at a standalone server")
+// ErrClusterUpstream is the error of a connection to a Redis Cluster node
+// that Spillway may not front: one that does not announce Spillway's
+// address (Options.AcceptCluster decides). Its -MOVED and -ASK
+// redirections and CLUSTER SLOTS would hand clients the upstream's own
+// address, and they would then bypass Spillway and its cold keys.
+var ErrClusterUpstream = errors.New("the upstream runs in cluster mode (cluster_enabled:1) " +
+	"and does not announce this Spillway's address")
 
 // lost wraps a connection's I/O error as ErrUnavailable.
 func lost(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
@@ -150,17 +151,21 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 }
 
 // checkStandalone returns ErrClusterUpstream if c's server is a Redis
-// Cluster node (INFO cluster says cluster_enabled:1). An error reply
-// (NOAUTH without a password) says nothing and is left for the clients'
-// commands to meet. The pool checks its shared connections, at start and
-// on every reconnection; dedicated connections are not checked (each
-// check is a command every MONITOR of the upstream would show).
-func checkStandalone(c *Conn, addr string) error {
+// Cluster node (INFO cluster says cluster_enabled:1), unless accept (the
+// pool's Options.AcceptCluster) is set and returns nil for it. An error
+// reply (NOAUTH without a password) says nothing and is left for the
+// clients' commands to meet. The pool checks its shared connections, at
+// start and on every reconnection; dedicated connections are not checked
+// (each check is a command every MONITOR of the upstream would show).
+func checkStandalone(c *Conn, addr string, accept func(*Conn) error) error {
 	r, err := c.Do("INFO", "cluster")
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, addr, err)
 	}
 	if bytes.Contains(r, []byte("cluster_enabled:1")) {
+		if accept != nil {
+			return accept(c)
+		}
 		return fmt.Errorf("%w: %s", ErrClusterUpstream, addr)
 	}
 	return nil

@@ -23,6 +23,10 @@ type Options struct {
 	// then ignored (the sentinels give the address) and the pool follows
 	// failovers (see sentinel.go).
 	Sentinel *Sentinel
+	// AcceptCluster, when set, decides whether a Redis Cluster node may
+	// be the upstream (nil: yes); an error wrapping ErrClusterUpstream
+	// refuses it. Unset, cluster nodes are refused.
+	AcceptCluster func(*Conn) error
 }
 
 // Pool owns the shared connections and dials dedicated ones. When the
@@ -416,7 +420,7 @@ func (p *Pool) connectAll() error {
 			t := p.target()
 			c, err := Dial(t, i+2, t.DB, p.opts.DialTimeout)
 			if err == nil {
-				if err = checkStandalone(c, t.Addr); err == nil && p.watch != nil {
+				if err = checkStandalone(c, t.Addr, p.opts.AcceptCluster); err == nil && p.watch != nil {
 					// The sentinels' word is checked: a master restarted
 					// as a replica is no upstream.
 					if err = checkMaster(c, t.Addr); err == nil && p.gen.Load() != gen {

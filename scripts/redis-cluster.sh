@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# redis-cluster.sh DIR BASEPORT: starts a 3-primary Redis Cluster
+# on loopback with a Spillway sidecar (upstream mode) in front of every
+# primary, and prints the sidecars' addresses (host:port), one a line.
+#
+# redis-cluster.sh DIR stop: stops everything it started (pid files in DIR).
+#
+# Ports: node i's sidecar listens on BASEPORT+i, its redis-server on
+# BASEPORT+10+i and its cluster bus on BASEPORT+10010+i. Every node announces
+# its sidecar's address (cluster-announce-ip/-port) and its own bus port
+# (cluster-announce-bus-port), so CLUSTER SLOTS/SHARDS/NODES, -MOVED and
+# -ASK name sidecars only, while the nodes gossip with each other directly.
+# Environment: SPILLWAY (default bin/spillway next to this script's repo),
+# REDIS_SERVER, REDIS_CLI, SIDECAR_MAXMEMORY (default 4mb).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+SPILLWAY=${SPILLWAY:-$here/bin/spillway}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+REDIS_CLI=${REDIS_CLI:-redis-cli}
+SIDECAR_MAXMEMORY=${SIDECAR_MAXMEMORY:-4mb}
+
+usage() { echo "usage: $0 DIR BASEPORT | $0 DIR stop" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+dir=$1
+
+stop_all() {
+	local f pid
+	# Sidecars first (they would log the upstream's loss), then the nodes.
+	for f in "$dir"/sidecar-*.pid "$dir"/redis-*.pid; do
+		[ -e "$f" ] || continue
+		pid=$(cat "$f")
+		if kill "$pid" 2>/dev/null; then
+			for _ in $(seq 1 100); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+			kill -9 "$pid" 2>/dev/null || true
+		fi
+		rm -f "$f"
+	done
+}
+
+if [ "$2" = stop ]; then
+	stop_all
+	exit 0
+fi
+
+base=$2
+case "$base" in '' | *[!0-9]*) usage ;; esac
+[ "$base" -ge 1024 ] && [ "$base" -le 55000 ] || { echo "BASEPORT must be in 1024..55000" >&2; exit 2; }
+[ -x "$SPILLWAY" ] || { echo "$SPILLWAY not found: run make build" >&2; exit 1; }
+for tool in "$REDIS_SERVER" "$REDIS_CLI"; do
+	command -v "$tool" >/dev/null || { echo "$tool not found: run make deps (Redis 7.0)" >&2; exit 1; }
+done
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+trap 'stop_all' ERR
+
+nodes=3
+
+start_node() { # i
+	local i=$1 side=$((base + $1)) port=$((base + 10 + $1)) bus=$((base + 10010 + $1))
+	mkdir -p "$dir/redis-$i"
+	"$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --dir "$dir/redis-$i" \
+		--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 3000 \
+		--cluster-port "$bus" \
+		--cluster-announce-ip 127.0.0.1 --cluster-announce-port "$side" \
+		--cluster-announce-bus-port "$bus" \
+		--save '' --appendonly no --daemonize yes \
+		--pidfile "$dir/redis-$i.pid" --logfile "$dir/redis-$i.log"
+}
+
+wait_port() { # port
+	for _ in $(seq 1 100); do
+		if "$REDIS_CLI" -p "$1" ping >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	echo "nothing answers on port $1" >&2
+	return 1
+}
+
+rcli() { "$REDIS_CLI" -p "$((base + 10 + $1))" "${@:2}"; }
+
+for i in $(seq 0 $((nodes - 1))); do
+	for p in $((base + i)) $((base + 10 + i)) $((base + 10010 + i)); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "port $p is in use" >&2
+			exit 1
+		fi
+	done
+done
+for i in $(seq 0 $((nodes - 1))); do start_node "$i"; done
+for i in $(seq 0 $((nodes - 1))); do wait_port $((base + 10 + i)); done
+
+# Slots: three even ranges, set on the nodes themselves; then every node
+# meets node 0 through its real bus port (the announced port is the
+# sidecar's, so CLUSTER MEET is given the bus port explicitly).
+rcli 0 cluster addslotsrange 0 5460 >/dev/null
+rcli 1 cluster addslotsrange 5461 10922 >/dev/null
+rcli 2 cluster addslotsrange 10923 16383 >/dev/null
+for i in $(seq 1 $((nodes - 1))); do
+	rcli "$i" cluster meet 127.0.0.1 "$base" $((base + 10010)) >/dev/null
+done
+for _ in $(seq 1 200); do
+	known=$(rcli 0 cluster info | tr -d '\r' | sed -n 's/^cluster_known_nodes://p')
+	[ "$known" = "$nodes" ] && break
+	sleep 0.1
+done
+for _ in $(seq 1 300); do
+	ok=1
+	for i in $(seq 0 $((nodes - 1))); do
+		rcli "$i" cluster info | grep -q 'cluster_state:ok' || ok=0
+	done
+	[ "$ok" = 1 ] && break
+	sleep 0.1
+done
+[ "$ok" = 1 ] || { echo "the cluster did not reach cluster_state:ok" >&2; exit 1; }
+
+for i in $(seq 0 $((nodes - 1))); do
+	side=$((base + i))
+	mkdir -p "$dir/sidecar-$i"
+	"$SPILLWAY" --port "$side" --bind 127.0.0.1 --dir "$dir/sidecar-$i" \
+		--maxmemory "$SIDECAR_MAXMEMORY" --upstream "redis://127.0.0.1:$((base + 10 + i))" \
+		>"$dir/sidecar-$i.log" 2>&1 &
+	echo $! >"$dir/sidecar-$i.pid"
+done
+for i in $(seq 0 $((nodes - 1))); do
+	wait_port $((base + i))
+	# What answers must be the sidecar just started, not an older process.
+	kill -0 "$(cat "$dir/sidecar-$i.pid")" 2>/dev/null || { cat "$dir/sidecar-$i.log" >&2; exit 1; }
+done
+trap - ERR
+for i in 0 1 2; do echo "127.0.0.1:$((base + i))"; done
