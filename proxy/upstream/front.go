@@ -94,6 +94,8 @@ type Front struct {
 	// Spillway shows them to the monitors itself (feedLocal).
 	monitorLocal map[*cmdtable.Command]bool
 	monitors     monitors
+	// guard serializes the upstream maxmemory override (oom.go).
+	guard budgetGuard
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
@@ -161,6 +163,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Demoted:   f.slots.Demoted,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
+	f.watchBudget()
 	srv.SetForwarder(f)
 	return f, nil
 }

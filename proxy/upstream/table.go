@@ -38,7 +38,10 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	for _, name := range []string{"auth", "quit", "shutdown"} {
 		t[lookup(name)] = serverHandler(lookup(name))
 	}
-	for _, parent := range []string{"client", "command", "config"} {
+	// ACL is Spillway's: it authenticates and authorizes clients itself
+	// (AUTH, HELLO AUTH are local), and its connections to the upstream
+	// log in with the URL's credentials.
+	for _, parent := range []string{"client", "command", "config", "acl"} {
 		for _, sub := range lookup(parent).Subcommands {
 			if h := serverHandler(sub); h != nil {
 				t[sub] = h
