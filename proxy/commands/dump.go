@@ -128,12 +128,13 @@ func parseRestoreOpts(args [][]byte) (restoreOpts, error) {
 // sets a hot key's LFU counter (OBJECT FREQ), otherwise IDLETIME backdates
 // its access time (OBJECT IDLETIME); the other one is ignored, as in Redis.
 //
-// A value is written in the command's one transaction, so RESTORE stays
-// atomic as in Redis; outside MULTI and scripts, a payload of at least
-// stagePayloadMin bytes is decoded before the lock is taken, and a
-// structure over tiering.StageMinItems or StageMinBytes is staged
-// (restoreStaged): its records are written in bounded batches without the
-// lock, then installed in one short transaction that runs the checks.
+// RESTORE is atomic as in Redis: the key appears whole or not at all. A
+// value is written in the command's one transaction, except outside MULTI
+// and scripts, where a payload of at least stagePayloadMin bytes is
+// decoded before the lock is taken, and a hash, set, sorted set or list of
+// tiering.StageMinItems or StageMinBytes is staged (restoreStaged): its
+// records are written in bounded batches without the lock, then installed
+// in one short transaction that runs the checks.
 func cmdRestore(x *server.Ctx, args [][]byte) error {
 	o, err := parseRestoreOpts(args[4:])
 	if err != nil {
