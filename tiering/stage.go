@@ -184,7 +184,8 @@ func (s *Stage) Flush() error {
 
 // InstallStage makes the staged structure key's value, with expiry expireAt
 // (unix ms, 0 for none), in this transaction: its meta record, the key and
-// expiry counts, and the deletion of the Stage's garbage record. key must
+// expiry counts, the deletion of the Stage's garbage record, and a list or
+// sorted set noted ready for the clients blocked on it (Tx.TakeReady). key must
 // not exist (the caller checks or deletes it first, in this transaction);
 // an empty Stage installs nothing. It returns ErrStageStale, writing
 // nothing, if the database mapping changed since NewStage.
@@ -215,6 +216,7 @@ func (tx *Tx) InstallStage(s *Stage, expireAt int64) error {
 	if err := tx.write(s.pdb, s.key, nil, e); err != nil {
 		return err
 	}
+	tx.noteWritten(s.db, s.key, e) // clients blocked on a list or sorted set
 	return tx.batch.Delete(s.marker)
 }
 

@@ -213,8 +213,20 @@ func TestStageInstallEqualsNormalWrite(t *testing.T) {
 			if _, found := v.storedMeta(0, "b"); found {
 				t.Fatal("staged key visible before its install")
 			}
-			v.do(func(tx *Tx) error { return tx.InstallStage(st, 0) })
+			v.e.AddBlockedClients(1)
+			var ready []ReadyKey
+			v.do(func(tx *Tx) error {
+				tx.TakeReady()
+				err := tx.InstallStage(st, 0)
+				ready = tx.TakeReady()
+				return err
+			})
+			v.e.AddBlockedClients(-1)
 			st.Close()
+			wantReady := c.t == codec.TypeList || c.t == codec.TypeZSet
+			if got := len(ready) == 1 && string(ready[0].Key) == "b"; got != wantReady {
+				t.Fatalf("ready after the install: %v, want b noted: %v", ready, wantReady)
+			}
 			v.reclaimAll()
 			ma, _ := v.storedMeta(0, "a")
 			mb, found := v.storedMeta(0, "b")
