@@ -139,3 +139,81 @@ func TestRestoreHugeZSetIsBoundedAndAtomic(t *testing.T) {
 		t.Fatalf("ZCARD after RESTORE REPLACE: %v", got)
 	}
 }
+
+// Staged RESTOREs of each type (hash, set, list, sorted set with a -0
+// score, each over tiering.StageMinItems) store what redis-server holds,
+// with the TTL, REPLACE over another type and BUSYKEY as redis-server
+// replies them; a RESTORE whose TTL is already past deletes the replaced
+// key and creates nothing. Replies are compared with redis-server's, byte
+// for byte (orderless ones sorted).
+func TestRestoreStagedTypesMatchRedis(t *testing.T) {
+	const n = 60_000
+	rs := harness.StartRedis(t)
+	r := harness.MustDial(t, rs.Addr())
+	fills := []string{
+		`for i = 1, tonumber(ARGV[1]) do redis.call('hset', KEYS[1], 'field:' .. i, 'value:' .. (i * 31)) end`,
+		`for i = 1, tonumber(ARGV[1]) do redis.call('sadd', KEYS[1], 'member:' .. i) end`,
+		`for i = 1, tonumber(ARGV[1]) do redis.call('rpush', KEYS[1], 'element:' .. i) end`,
+		`for i = 1, tonumber(ARGV[1]) do redis.call('zadd', KEYS[1], (i % 1000) / 4, 'member:' .. i) end
+		 redis.call('zadd', KEYS[1], '-0', 'negzero')`,
+	}
+	keys := []string{"h", "s", "l", "z"}
+	payloads := map[string]string{}
+	for i, fill := range fills {
+		if rep := r.Do("EVAL", fill, "1", keys[i], strconv.Itoa(n)); rep.IsError() || rep.Err != nil {
+			t.Fatalf("fill %s: %v %v", keys[i], rep, rep.Err)
+		}
+		d := r.Do("DUMP", keys[i])
+		if d.Type != '$' || d.Null {
+			t.Fatalf("DUMP %s: %v", keys[i], d)
+		}
+		payloads[keys[i]] = d.Str
+	}
+	if rep := r.Do("FLUSHALL"); rep.Str != "OK" {
+		t.Fatalf("FLUSHALL: %v", rep)
+	}
+	s := harness.StartSpillway(t, "", "--appendfsync", "no", "--loglevel", "warning")
+	sp := harness.MustDial(t, s.Addr())
+	both := func(args ...string) (want, got harness.Reply) {
+		return r.Do(args...), sp.Do(args...)
+	}
+	same := func(canon func(harness.Reply) harness.Reply, args ...string) {
+		t.Helper()
+		want, got := both(args...)
+		if want.Err != nil || got.Err != nil {
+			t.Fatalf("%s: %v / %v", args[0], want.Err, got.Err)
+		}
+		if canon != nil {
+			want, got = canon(want), canon(got)
+		}
+		if string(want.Raw) != string(got.Raw) {
+			t.Fatalf("%v: spillway %s, redis-server %s", args[:2], harness.Trunc(got.String(), 200), harness.Trunc(want.String(), 200))
+		}
+	}
+	pairs := harness.CanonicalPairs
+	for _, k := range keys {
+		same(nil, "SET", k, "string")
+		// BUSYKEY, then REPLACE over a string, with a TTL.
+		same(nil, "RESTORE", k, "100000000", payloads[k])
+		same(nil, "RESTORE", k, "100000000", payloads[k], "REPLACE")
+		same(nil, "TYPE", k)
+		same(nil, "OBJECT", "ENCODING", k)
+		want, got := both("TTL", k)
+		if got.Int <= 0 || got.Int > want.Int+5 || got.Int < want.Int-5 {
+			t.Fatalf("TTL %s: spillway %v, redis-server %v", k, got, want)
+		}
+	}
+	same(pairs, "HGETALL", "h")
+	same(nil, "HLEN", "h")
+	same(harness.Canonical, "SMEMBERS", "s")
+	same(nil, "SCARD", "s")
+	same(nil, "LRANGE", "l", "0", "-1")
+	same(nil, "LINDEX", "l", "-1")
+	same(nil, "ZRANGE", "z", "0", "-1", "WITHSCORES")
+	same(nil, "ZSCORE", "z", "negzero")
+	same(nil, "ZRANGEBYSCORE", "z", "-inf", "0", "WITHSCORES")
+	// A TTL already past: the replaced key is deleted, nothing is created.
+	same(nil, "RESTORE", "h", "1", payloads["h"], "REPLACE", "ABSTTL")
+	same(nil, "EXISTS", "h")
+	same(nil, "DBSIZE")
+}
