@@ -180,10 +180,11 @@ func (v *env) reclaimAll() {
 }
 
 // stageOf stages c's structure as key in database 0 and commits its
-// records, without installing it.
+// records, without installing it. The marker's record count is large, as
+// RESTORE's are, so the reclaimer drops the version with a range deletion.
 func (v *env) stageOf(c stageCase, key string) *Stage {
 	v.t.Helper()
-	st, err := v.e.NewStage(0, []byte(key), c.t, 1)
+	st, err := v.e.NewStage(0, []byte(key), c.t, 1<<20)
 	if err != nil {
 		v.t.Fatal(err)
 	}
