@@ -127,10 +127,19 @@ func (b *Batch) DeleteExpiry(expireAt int64, db uint8, key []byte) error {
 // to be reclaimed in the background by Reclaim. count is the number of data
 // records, which picks between a DeleteRange and point deletes.
 func (b *Batch) DropVersion(db uint8, key []byte, version, count uint64) error {
+	_, err := b.MarkGarbage(db, key, version, count)
+	return err
+}
+
+// MarkGarbage is DropVersion that returns the garbage record's key (a copy):
+// deleting that record before the reclaimer acts on it takes the version
+// back (tiering's staged writes mark their version first, so that a crash
+// leaves it reclaimable, and delete the mark when they install it).
+func (b *Batch) MarkGarbage(db uint8, key []byte, version, count uint64) ([]byte, error) {
 	seq := b.s.garbageSeq.Add(1)
 	b.kbuf = codec.AppendGarbageKey(b.kbuf[:0], seq)
 	b.vbuf = codec.AppendGarbageValue(b.vbuf[:0], db, key, version, count)
-	return b.Set(b.kbuf, b.vbuf)
+	return append([]byte(nil), b.kbuf...), b.Set(b.kbuf, b.vbuf)
 }
 
 // DeleteRange deletes every record in [start, end).

@@ -194,11 +194,24 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 		return false, nil // already a member: nothing changes
 	}
 	c.dirty = true
-	if err := c.tx.batch.Set(c.fieldKey(field), val); err != nil {
+	var err error
+	if c.fk, err = putField(c.tx.batch, c.fk, c.pdb, c.key, e.Version, field, val); err != nil {
 		return false, err
 	}
 	return created, nil
 }
+
+// putField writes the record of a hash's field = val (a set's member:
+// val empty) under (pdb, key, version) into b, kb being a scratch buffer
+// returned for reuse. Coll.Set, duplicate and Stage.Field share it: the
+// layout is written in one place.
+func putField(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, version uint64, field, val []byte) ([]byte, error) {
+	kb = codec.AppendFieldKey(kb[:0], pdb, key, version, field)
+	return kb, b.Set(kb, val)
+}
+
+// fieldBytes is what a field adds to its structure's bytes (Entry.Bytes).
+func fieldBytes(field, val []byte) int64 { return int64(len(field) + len(val)) }
 
 // Del removes field and reports whether it existed.
 func (c *Coll) Del(field []byte) (bool, error) {
@@ -514,8 +527,7 @@ func (tx *Tx) duplicate(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte
 	var kbuf []byte
 	var werr error
 	err = from.Each(func(field, val []byte) bool {
-		kbuf = codec.AppendFieldKey(kbuf[:0], pdst, dst, v, field)
-		if werr = tx.batch.Set(kbuf, val); werr != nil {
+		if kbuf, werr = putField(tx.batch, kbuf, pdst, dst, v, field, val); werr != nil {
 			return false
 		}
 		if ne.fields != nil {

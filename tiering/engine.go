@@ -105,6 +105,14 @@ type Engine struct {
 	// writes counts the transactions that committed writes: a lock-free
 	// cold read promotes only if it did not change in between (coldread.go).
 	writes uint64
+	// layoutGen changes when a database's physical records move or vanish
+	// wholesale (SWAPDB, FLUSHDB, FLUSHALL), under the lock: a Stage
+	// written meanwhile is stale (stage.go).
+	layoutGen uint64
+	// reclaimGate keeps the version reclaimer off while Stages are open
+	// (read-held by each; the reclaimer only try-locks it): their marked
+	// versions must not be reclaimed before they are installed.
+	reclaimGate sync.RWMutex
 
 	Stats Stats
 	// observer is told of key modifications (observe.go).

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
 )
 
 // A list is stored as one record per element, keyed by an absolute index:
@@ -314,8 +315,18 @@ func (l *List) Push(left bool, val []byte) error {
 		}
 		lc.trimWindows()
 	}
-	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
-	return l.tx.batch.Set(l.kb, val)
+	var err error
+	l.kb, err = putListElem(l.tx.batch, l.kb, l.pdb, l.key, e.Version, idx, val)
+	return err
+}
+
+// putListElem writes the record of a list's element val at index idx under
+// (pdb, key, version) into b, kb being a scratch buffer returned for reuse.
+// List.Push, duplicateList and Stage.Push share it: the layout is written
+// in one place.
+func putListElem(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, version, idx uint64, val []byte) ([]byte, error) {
+	kb = codec.AppendListKey(kb[:0], pdb, key, version, idx)
+	return kb, b.Set(kb, val)
 }
 
 // Pop removes up to n elements from the head (left) or the tail and calls
@@ -707,8 +718,7 @@ func (tx *Tx) duplicateList(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 	var kbuf []byte
 	var werr error
 	err := from.Range(0, e.Count-1, false, func(i int64, val []byte) bool {
-		kbuf = codec.AppendListKey(kbuf[:0], pdst, dst, v, e.Head+uint64(i))
-		werr = tx.batch.Set(kbuf, val)
+		kbuf, werr = putListElem(tx.batch, kbuf, pdst, dst, v, e.Head+uint64(i), val)
 		return werr == nil
 	})
 	if err == nil {

@@ -157,7 +157,11 @@ func (e *Engine) reclaimLoop() {
 		case <-e.stop:
 			return
 		case <-t.C:
+			if !e.reclaimGate.TryLock() {
+				continue // a Stage is open (stage.go): next tick
+			}
 			n, err := e.cold.Reclaim(256)
+			e.reclaimGate.Unlock()
 			if err != nil {
 				e.opts.Logger.Error("version reclaim failed", "err", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
 )
 
 // A sorted set is stored as two records per member under its version: a
@@ -245,18 +246,8 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 		e.Count++
 		e.Bytes += zsetRecordBytes(member)
 	}
-	k, err := z.scoreKey(score, member)
-	if err != nil {
-		return err
-	}
-	if err := b.Set(k, indexValue(score)); err != nil {
-		return err
-	}
-	z.vb, err = codec.AppendMemberScore(z.vb[:0], score)
-	if err != nil {
-		return err
-	}
-	if err := b.Set(z.memberKey(member), z.vb); err != nil {
+	var err error
+	if z.kb, z.vb, err = putZSetMember(b, z.kb, z.vb, z.pdb, z.key, e.Version, member, score); err != nil {
 		return err
 	}
 	if m := e.zset; m != nil {
@@ -273,6 +264,26 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 	}
 	z.dirty = true
 	return nil
+}
+
+// putZSetMember writes member's two records at score under (pdb, key,
+// version) into b: the score index record (indexValue marks a -0) and the
+// member record (the score's bits). kb and vb are scratch buffers returned
+// for reuse. ZSet.Put, duplicateZSet and Stage.Member share it: the layout
+// is written in one place. A NaN score is an error.
+func putZSetMember(b *coldstore.Batch, kb, vb []byte, pdb uint8, key []byte, version uint64, member []byte, score float64) ([]byte, []byte, error) {
+	kb, err := codec.AppendScoreKey(kb[:0], pdb, key, version, score, member)
+	if err != nil {
+		return kb, vb, err
+	}
+	if err := b.Set(kb, indexValue(score)); err != nil {
+		return kb, vb, err
+	}
+	if vb, err = codec.AppendMemberScore(vb[:0], score); err != nil {
+		return kb, vb, err
+	}
+	kb = codec.AppendFieldKey(kb[:0], pdb, key, version, member)
+	return kb, vb, b.Set(kb, vb)
 }
 
 // indexValue is the value of score's index record: it marks a -0.
@@ -397,15 +408,7 @@ func (tx *Tx) duplicateZSet(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 	to := &ZSet{tx: tx, pdb: pdst, key: dst, e: ne}
 	var werr error
 	err := from.Members(func(member []byte, score float64) bool {
-		var k []byte
-		if k, werr = to.scoreKey(score, member); werr != nil {
-			return false
-		}
-		if werr = tx.batch.Set(k, indexValue(score)); werr != nil {
-			return false
-		}
-		to.vb, _ = codec.AppendMemberScore(to.vb[:0], score)
-		if werr = tx.batch.Set(to.memberKey(member), to.vb); werr != nil {
+		if to.kb, to.vb, werr = putZSetMember(tx.batch, to.kb, to.vb, pdst, dst, v, member, score); werr != nil {
 			return false
 		}
 		if ne.zset != nil {

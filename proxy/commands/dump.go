@@ -128,84 +128,243 @@ func parseRestoreOpts(args [][]byte) (restoreOpts, error) {
 // sets a hot key's LFU counter (OBJECT FREQ), otherwise IDLETIME backdates
 // its access time (OBJECT IDLETIME); the other one is ignored, as in Redis.
 //
-// The value is written in the command's one transaction, so RESTORE stays
-// atomic as in Redis: a big structure is decoded whole (the payload is in
-// memory already), then written field by field into the batch.
+// RESTORE is atomic as in Redis: the key appears whole or not at all. A
+// value is written in the command's one transaction, except outside MULTI
+// and scripts, where a payload of at least stagePayloadMin bytes is
+// decoded before the lock is taken, and a hash, set, sorted set or list of
+// tiering.StageMinItems or StageMinBytes is staged (restoreStaged): its
+// records are written in bounded batches without the lock, then installed
+// in one short transaction that runs the checks.
 func cmdRestore(x *server.Ctx, args [][]byte) error {
 	o, err := parseRestoreOpts(args[4:])
 	if err != nil {
 		return err
 	}
-	key := args[1]
-	return x.Update(func(tx *tiering.Tx) error {
-		if !o.replace {
-			e, err := tx.Peek(x.DB(), key)
-			if err != nil {
-				return err
-			}
-			if e != nil {
-				return errBusyKey
-			}
-		}
-		ttl, ok := cstr.ParseInt(args[2])
-		if !ok {
-			return resp.Err(strops.ErrNotInteger)
-		}
-		if ttl < 0 {
-			return errNegativeTTL
-		}
+	var pre *decoded
+	if !x.InGroup() && len(args[3]) >= stagePayloadMin {
 		obj, err := rdb.Decode(args[3])
-		switch {
-		case errors.Is(err, rdb.ErrChecksum):
-			return errBadPayload
-		case err != nil:
-			return errBadFormat
-		}
-		deleted := false
-		if o.replace {
-			if deleted, err = tx.Delete(x.DB(), key); err != nil {
+		pre = &decoded{obj: obj, err: err}
+		if err == nil && stageable(obj) {
+			if done, err := restoreStaged(x, args, o, obj); done || err != nil {
 				return err
 			}
 		}
-		expireAt := ttl
-		if ttl != 0 && !o.absTTL {
-			expireAt = ttl + tx.Now() // wraps as Redis's long long sum does
-		}
-		if ttl != 0 && expireAt <= tx.Now() {
-			if deleted {
-				x.Notify(server.NotifyGeneric, "del", key)
-				if x.Replicating() {
-					x.RewriteArgs(argDel, key)
-				}
-			}
-			x.W.OK()
-			return nil
-		}
-		if err := restoreValue(tx, x.DB(), key, obj, expireAt); err != nil {
-			return err
-		}
-		// objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME otherwise.
-		switch lfu := lfuPolicy(x); {
-		case lfu && o.freq >= 0:
-			_, err = tx.SetFreq(x.DB(), key, uint8(o.freq))
-		case !lfu && o.idle >= 0:
-			// Redis's LRU clock wraps anyway; only keep the product finite.
-			_, err = tx.SetIdleMillis(x.DB(), key, min(o.idle, 1<<40)*1000)
-		}
+	}
+	return x.Update(func(tx *tiering.Tx) error { return restoreTx(x, tx, args, o, pre, nil) })
+}
+
+// stagePayloadMin is the payload size under which RESTORE decodes in its
+// transaction and never stages: every element takes at least a byte or two
+// of payload and LZF expands at most about a hundredfold, so a smaller
+// payload cannot hold a value worth staging, and ordinary RESTOREs pay
+// nothing for it.
+const stagePayloadMin = 64 << 10
+
+// decoded is a payload decoded before the transaction (rdb.Decode's
+// results), its error reported at the payload's turn among the checks.
+type decoded struct {
+	obj *rdb.Object
+	err error
+}
+
+// restoreTx is RESTORE's transaction: the checks in Redis's order, then
+// the write, from obj (pre, or the payload decoded here) or from st, a
+// Stage holding obj's records (nil: none).
+func restoreTx(x *server.Ctx, tx *tiering.Tx, args [][]byte, o restoreOpts, pre *decoded, st *tiering.Stage) error {
+	key := args[1]
+	if !o.replace {
+		e, err := tx.Peek(x.DB(), key)
 		if err != nil {
 			return err
 		}
-		x.Notify(server.NotifyNew, "new", key)
-		x.Notify(server.NotifyGeneric, "restore", key)
-		if ttl != 0 && !o.absTTL && x.Replicating() {
-			// The time to live propagates as an absolute time.
-			rw := append([][]byte{}, args...)
-			rw[2] = intArg(expireAt)
-			x.RewriteArgs(append(rw, []byte("ABSTTL"))...)
+		if e != nil {
+			return errBusyKey
+		}
+	}
+	ttl, ok := cstr.ParseInt(args[2])
+	if !ok {
+		return resp.Err(strops.ErrNotInteger)
+	}
+	if ttl < 0 {
+		return errNegativeTTL
+	}
+	if pre == nil {
+		obj, err := rdb.Decode(args[3])
+		pre = &decoded{obj: obj, err: err}
+	}
+	obj, err := pre.obj, pre.err
+	switch {
+	case errors.Is(err, rdb.ErrChecksum):
+		return errBadPayload
+	case err != nil:
+		return errBadFormat
+	}
+	deleted := false
+	if o.replace {
+		if deleted, err = tx.Delete(x.DB(), key); err != nil {
+			return err
+		}
+	}
+	expireAt := ttl
+	if ttl != 0 && !o.absTTL {
+		expireAt = ttl + tx.Now() // wraps as Redis's long long sum does
+	}
+	if ttl != 0 && expireAt <= tx.Now() {
+		if deleted {
+			x.Notify(server.NotifyGeneric, "del", key)
+			if x.Replicating() {
+				x.RewriteArgs(argDel, key)
+			}
 		}
 		x.W.OK()
 		return nil
-	})
+	}
+	if st != nil {
+		err = tx.InstallStage(st, expireAt)
+		if errors.Is(err, tiering.ErrStageStale) {
+			// A SWAPDB or FLUSH moved or cleared the staged records'
+			// database: write the value here instead (the staged records
+			// are reclaimed).
+			err = restoreValue(tx, x.DB(), key, obj, expireAt)
+		}
+	} else {
+		err = restoreValue(tx, x.DB(), key, obj, expireAt)
+	}
+	if err != nil {
+		return err
+	}
+	// objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME otherwise.
+	switch lfu := lfuPolicy(x); {
+	case lfu && o.freq >= 0:
+		_, err = tx.SetFreq(x.DB(), key, uint8(o.freq))
+	case !lfu && o.idle >= 0:
+		// Redis's LRU clock wraps anyway; only keep the product finite.
+		_, err = tx.SetIdleMillis(x.DB(), key, min(o.idle, 1<<40)*1000)
+	}
+	if err != nil {
+		return err
+	}
+	x.Notify(server.NotifyNew, "new", key)
+	x.Notify(server.NotifyGeneric, "restore", key)
+	if ttl != 0 && !o.absTTL && x.Replicating() {
+		// The time to live propagates as an absolute time.
+		rw := append([][]byte{}, args...)
+		rw[2] = intArg(expireAt)
+		x.RewriteArgs(append(rw, []byte("ABSTTL"))...)
+	}
+	x.W.OK()
+	return nil
+}
+
+// stageable reports whether obj is a structure big enough to stage
+// (tiering.StageMinItems or StageMinBytes). Streams never are: they are
+// written in the one transaction.
+func stageable(obj *rdb.Object) bool {
+	switch obj.Kind {
+	case rdb.KindHash, rdb.KindSet, rdb.KindList, rdb.KindZSet:
+	default:
+		return false
+	}
+	n := len(obj.Items)
+	if obj.Kind == rdb.KindHash {
+		n /= 2
+	}
+	if n >= tiering.StageMinItems {
+		return true
+	}
+	size := 0
+	for _, it := range obj.Items {
+		if size += len(it); size >= tiering.StageMinBytes {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreStaged is RESTORE of a big structure: it checks, without writing,
+// that the install will probably succeed (otherwise it returns done false
+// and the one-transaction path replies the error), stages obj's records
+// (tiering.Stage), then installs them in a transaction that runs every
+// check again (restoreTx): RESTORE stays atomic, a failed install leaves
+// the staged records to the reclaimer.
+func restoreStaged(x *server.Ctx, args [][]byte, o restoreOpts, obj *rdb.Object) (done bool, err error) {
+	db, key := x.DB(), args[1]
+	ttl, ok := cstr.ParseInt(args[2])
+	if !ok || ttl < 0 || o.absTTL && ttl != 0 && ttl <= time.Now().UnixMilli() {
+		return false, nil
+	}
+	if !o.replace {
+		exists := false
+		if err := x.View(func(tx *tiering.Tx) error {
+			e, err := tx.Peek(db, key)
+			exists = e != nil
+			return err
+		}); err != nil || exists {
+			return false, nil
+		}
+	}
+	st, err := stageObject(x.Engine(), db, key, obj)
+	if err != nil {
+		return true, err
+	}
+	defer st.Close()
+	pre := &decoded{obj: obj}
+	return true, x.Update(func(tx *tiering.Tx) error { return restoreTx(x, tx, args, o, pre, st) })
+}
+
+// stageObject writes obj's records into a new Stage, committed.
+func stageObject(eng *tiering.Engine, db int, key []byte, obj *rdb.Object) (*tiering.Stage, error) {
+	t, records := codec.TypeList, uint64(len(obj.Items))
+	switch obj.Kind {
+	case rdb.KindHash:
+		t, records = codec.TypeHash, records/2
+	case rdb.KindSet:
+		t = codec.TypeSet
+	case rdb.KindZSet:
+		t, records = codec.TypeZSet, 2*records
+	}
+	st, err := eng.NewStage(db, key, t, records)
+	if err != nil {
+		return nil, err
+	}
+	switch obj.Kind {
+	case rdb.KindHash:
+		for i := 0; i+1 < len(obj.Items) && err == nil; i += 2 {
+			err = st.Field(obj.Items[i], obj.Items[i+1])
+		}
+	case rdb.KindSet:
+		for i := 0; i < len(obj.Items) && err == nil; i++ {
+			err = st.Field(obj.Items[i], nil)
+		}
+	case rdb.KindList:
+		for i := 0; i < len(obj.Items) && err == nil; i++ {
+			err = st.Push(obj.Items[i])
+		}
+	case rdb.KindZSet:
+		st.SetSkiplist(zsetSkiplist(obj.Items))
+		for i := 0; i < len(obj.Items) && err == nil; i++ {
+			err = st.Member(obj.Items[i], obj.Scores[i])
+		}
+	}
+	if err == nil {
+		err = st.Flush()
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// zsetSkiplist reports whether Redis 7.0 loads a sorted set of these
+// members as a skiplist: it loads a small one as a listpack, whatever
+// encoding the payload held it in.
+func zsetSkiplist(members [][]byte) bool {
+	longest := 0
+	for _, m := range members {
+		longest = max(longest, len(m))
+	}
+	return len(members) > tiering.CompactZSetMembers || longest > tiering.CompactZSetMember
 }
 
 // restoreValue stores obj as key (absent) with the given expiry (unix ms, 0
@@ -250,13 +409,7 @@ func restoreValue(tx *tiering.Tx, db int, key []byte, obj *rdb.Object, expireAt 
 		if err != nil {
 			return err
 		}
-		longest := 0
-		for _, m := range obj.Items {
-			longest = max(longest, len(m))
-		}
-		// Redis 7.0 loads a small sorted set as a listpack, whatever
-		// encoding the payload held it in.
-		z.SetSkiplist(len(obj.Items) > tiering.CompactZSetMembers || longest > tiering.CompactZSetMember)
+		z.SetSkiplist(zsetSkiplist(obj.Items))
 		for i, m := range obj.Items {
 			if _, err := z.Add(m, obj.Scores[i]); err != nil {
 				return err
