@@ -95,6 +95,8 @@ type Engine struct {
 	// lfuLogFactor and lfuDecayMins are lfu-log-factor and
 	// lfu-decay-time (SetLFU).
 	lfuLogFactor, lfuDecayMins atomic.Int64
+	// lfuDemotion: the hot tier demotes by LFU counters (SetLFUDemotion).
+	lfuDemotion atomic.Bool
 	// sweepObserver is told how long each sweep cycle took
 	// (ObserveSweeps); nil: no one asked.
 	sweepObserver atomic.Pointer[func(time.Duration)]
@@ -412,8 +414,20 @@ func (e *Engine) SetPolicy(minHits int, coldReadMax int64) {
 // demoteOverBudget drops least recently used hot copies until the hot tier
 // fits its budget. Values are already durable in the cold store.
 func (e *Engine) demoteOverBudget() {
+	lfu := e.lfuDemotion.Load()
+	var p lfuParams
+	var now int64
+	if lfu {
+		p, now = e.lfu(), time.Now().UnixMilli()
+	}
 	for e.hot.used > e.hot.budget {
-		if !e.hot.demoteOldest() {
+		var ok bool
+		if lfu {
+			ok = e.hot.demoteLFU(p, now)
+		} else {
+			ok = e.hot.demoteOldest()
+		}
+		if !ok {
 			return
 		}
 		e.Stats.Demotions.Add(1)

@@ -51,6 +51,9 @@ type Entry struct {
 	strm *streamState
 	// ZSkip mirrors a sorted set's ZSetSkiplist meta flag.
 	ZSkip bool
+	// spared: LFU demotion passed the entry over once since its last
+	// access (LRU.demoteLFU).
+	spared bool
 	// fields is the decoded content of a hash or set held hot; nil for a
 	// cold entry (read from the store).
 	fields *fieldMap
@@ -189,6 +192,33 @@ func (l *LRU) demoteOldest() bool {
 		l.perDB[k[0]]--
 	}
 	return ok
+}
+
+// lfuChances is how many entries one LFU demotion looks at, at most, as
+// Redis samples maxmemory-samples (5) keys per eviction.
+const lfuChances = 5
+
+// demoteLFU drops one entry under an LFU maxmemory policy: the least
+// recently used one, unless its LFU counter (decayed to now) says it was
+// accessed since it was stored (above the initial 5) and it has not been
+// passed over since its last access: then it moves to the most recently
+// used end, once, and the next is considered, up to lfuChances entries
+// (then the oldest goes whatever its counter). A key read often but not
+// lately thus survives a scan of keys stored once, which the plain LRU
+// order lets push it out. It reports false when the tier is empty.
+func (l *LRU) demoteLFU(p lfuParams, nowMs int64) bool {
+	for range lfuChances {
+		k, e, ok := l.lru.GetOldest()
+		if !ok {
+			return false
+		}
+		if e.spared || e.lfu.decayed(p, nowMs) <= lfuInitVal {
+			break
+		}
+		e.spared = true
+		l.lru.Add(k, e) // passed over: now the most recently used
+	}
+	return l.demoteOldest()
 }
 
 // purge drops every entry.

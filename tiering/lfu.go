@@ -8,8 +8,9 @@ import "math/rand/v2"
 // 1/((counter-5)*lfu-log-factor+1) per access and loses one per
 // lfu-decay-time minutes without access (never, with 0). The engine keeps
 // the two settings (Engine.SetLFU; Redis's defaults 10 and 1 until set)
-// and keeps no counter for a cold key. The counter never drives eviction:
-// the hot tier is an LRU.
+// and keeps no counter for a cold key. Under an LFU maxmemory-policy the
+// counter also orders demotion (Engine.SetLFUDemotion, LRU.demoteLFU);
+// Spillway never evicts.
 
 const (
 	lfuInitVal   = 5
@@ -31,6 +32,10 @@ func (e *Engine) SetLFU(logFactor, decayMinutes int64) {
 	e.lfuLogFactor.Store(max(logFactor, 0))
 	e.lfuDecayMins.Store(max(decayMinutes, 0))
 }
+
+// SetLFUDemotion makes the hot tier demote by LFU counters (on: an LFU
+// maxmemory-policy; see LRU.demoteLFU) or in plain LRU order.
+func (e *Engine) SetLFUDemotion(on bool) { e.lfuDemotion.Store(on) }
 
 // lfu returns the engine's LFU settings.
 func (e *Engine) lfu() lfuParams {

@@ -301,6 +301,7 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	if touch {
 		e.access = tx.now
 		e.lfu.touch(tx.e.lfu(), tx.now)
+		e.spared = false
 		tx.touched = e
 	}
 	if e.loading != nil {

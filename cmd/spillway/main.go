@@ -448,6 +448,11 @@ func watchConfig(cfg *config.Config, engine *tiering.Engine, cold *coldstore.Sto
 	lfu("")
 	cfg.OnChange("lfu-log-factor", lfu)
 	cfg.OnChange("lfu-decay-time", lfu)
+	lfuDemotion := func(policy string) { engine.SetLFUDemotion(strings.HasSuffix(policy, "-lfu")) }
+	for _, kv := range cfg.Get([]byte("maxmemory-policy")) {
+		lfuDemotion(kv[1])
+	}
+	cfg.OnChange("maxmemory-policy", lfuDemotion)
 	policy := func(string) { engine.SetPolicy(cfg.PromoteMinHits(), cfg.ColdReadMaxBytes()) }
 	cfg.OnChange("promote-min-hits", policy)
 	cfg.OnChange("cold-read-max-bytes", policy)

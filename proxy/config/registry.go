@@ -253,7 +253,9 @@ var keyed = [numKeyed]*setting{
 		"Stored, no effect (durability is set by appendfsync)."),
 	idxMaxMemoryPolicy: enumSetting("maxmemory-policy", []string{"volatile-lru", "volatile-lfu",
 		"volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
-		"noeviction", "Stored, no effect: Spillway never evicts, it spills cold keys to disk."),
+		"noeviction", "Spillway spills cold keys to disk instead of evicting: an LFU policy makes the hot tier "+
+			"demote by LFU counters (keys accessed since stored get a second chance) and OBJECT FREQ answer; "+
+			"an eviction policy evicts only under a budget that cannot be met (see OOM in the README).").acted(),
 	idxMaxMemorySamples:     intSetting("maxmemory-samples", 1, maxInt32, "5", noEffect),
 	idxTCPKeepalive:         intSetting("tcp-keepalive", 0, maxInt32, "300", noEffect),
 	idxSlowlogLogSlowerThan: intSetting("slowlog-log-slower-than", -1, maxInt64, "10000", noEffect),
