@@ -37,6 +37,10 @@ var importRules = map[string][]string{
 	"proxy/tracking":   {"proxy/cstr"},
 	"proxy/acl":        {"proxy/cmdtable", "proxy/cstr"},
 	"proxy/script/...": {"proxy/script", "proxy/cmdtable", "proxy/cstr", "proxy/rdb", "proxy/resp"},
+	// RDB files: the snapshot in, the value encodings of proxy/rdb.
+	"proxy/rdbfile": {"codec", "tiering", "proxy/rdb", "proxy/cstr"},
+	// Replication's master state: the stream as bytes, no server, no engine.
+	"proxy/repl": {"proxy/rdb"},
 	// The command library sees the handler contract and the engine, never
 	// a front's internals or upstream mode.
 	"proxy/commands": {"proxy/server", "proxy/acl", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "codec", "tiering"},

@@ -22,6 +22,7 @@ import (
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/proxy/commands"
 	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/upstream"
 	"github.com/spillway/spillway/proxy/upstream/link"
@@ -112,6 +113,10 @@ func newLogger(cfg *config.Config) (*slog.Logger, io.Closer, error) {
 }
 
 func run(args []string) error {
+	importFile, args, err := takeImportFlag(args)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Parse(args)
 	if err != nil {
 		return err
@@ -168,6 +173,14 @@ func run(args []string) error {
 		cold.Close()
 		return err
 	}
+	if importFile != "" {
+		err := importRDB(importFile, engine, log, upstreamMode)
+		engine.Close()
+		if cerr := cold.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
 	watchConfig(cfg, engine, cold, log, upstreamMode)
 
 	srv := server.NewServer(cfg, engine, log, commands.Table())
@@ -201,6 +214,20 @@ func run(args []string) error {
 			return err
 		}
 	}
+	// As Redis at start: the RDB file in dir is loaded, here only into an
+	// empty store (the store is otherwise the dataset). Clients are
+	// answered -LOADING until it is done.
+	rdbPath := ""
+	if name, _ := cfg.Value("dbfilename"); !upstreamMode {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			if engine.KeysOnDisk() == 0 {
+				rdbPath = filepath.Join(dir, name)
+				srv.SetLoading(true)
+			} else {
+				log.Info("RDB file not loaded: the store holds the dataset", "file", filepath.Join(dir, name))
+			}
+		}
+	}
 	if err := srv.Listen(); err != nil {
 		engine.Close()
 		cold.Close()
@@ -225,15 +252,35 @@ func run(args []string) error {
 		srv.Serve()
 		close(serveDone)
 	}()
+	if rdbPath != "" {
+		if _, err := srv.LoadRDB(rdbPath); err != nil {
+			log.Error("loading the RDB file failed; stopping", "err", err)
+			srv.Close()
+			<-serveDone
+			engine.Close()
+			cold.Close()
+			return err
+		}
+	}
+	stopSaves := make(chan struct{})
+	if !upstreamMode {
+		go srv.RunSavePoints(stopSaves)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case s := <-sigs:
 		log.Info("signal received, shutting down", "signal", s.String())
+		close(stopSaves)
+		if err := srv.SaveOnSignal(); err != nil {
+			log.Error("the final RDB save failed", "err", err)
+		}
 	case <-srv.ShutdownRequested():
+		close(stopSaves)
 	}
 	srv.Close()
 	<-serveDone
+	srv.StopSaves()
 	if front != nil {
 		front.Close()
 	}
@@ -246,6 +293,45 @@ func run(args []string) error {
 		writeCleanMarker(dir, log)
 	}
 	log.Info("spillway stopped; every write is on disk")
+	return nil
+}
+
+// takeImportFlag removes "--import-rdb FILE" from args and returns FILE.
+func takeImportFlag(args []string) (string, []string, error) {
+	for i, a := range args {
+		if a != "--import-rdb" {
+			continue
+		}
+		if i+1 >= len(args) {
+			return "", nil, fmt.Errorf("--import-rdb needs a file")
+		}
+		rest := append(append([]string(nil), args[:i]...), args[i+2:]...)
+		return args[i+1], rest, nil
+	}
+	return "", args, nil
+}
+
+// importRDB is --import-rdb FILE: it loads an RDB file into the dataset
+// directory's empty store, offline.
+func importRDB(path string, engine *tiering.Engine, log *slog.Logger, upstreamMode bool) error {
+	if upstreamMode {
+		return fmt.Errorf("--import-rdb: embedded mode only (upstream is set)")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--import-rdb: %w", err)
+	}
+	defer f.Close()
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	log.Info("importing RDB file", "path", path, "bytes", size)
+	st, err := rdbfile.Load(f, engine, rdbfile.LoadOptions{Logger: log, Size: size})
+	if err != nil {
+		return fmt.Errorf("--import-rdb %s: %w", path, err)
+	}
+	log.Info("RDB file imported", "keys", st.Keys, "expired_skipped", st.Expired, "functions", st.Functions)
 	return nil
 }
 

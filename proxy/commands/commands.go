@@ -10,8 +10,45 @@
 package commands
 
 import (
+	"strconv"
+
 	"github.com/spillway/spillway/proxy/server"
 )
+
+// The names of the commands handlers propagate in place of the one they
+// ran (server.Ctx.RewriteArgs, Propagate), as Redis's shared objects
+// spell them.
+var (
+	argSet       = []byte("SET")
+	argPXAT      = []byte("PXAT")
+	argKeepTTL   = []byte("KEEPTTL")
+	argPExpireAt = []byte("PEXPIREAT")
+	argPersist   = []byte("PERSIST")
+	argDel       = []byte("DEL")
+	argUnlink    = []byte("UNLINK")
+	argSRem      = []byte("SREM")
+	argHSet      = []byte("HSET")
+	argLPop      = []byte("LPOP")
+	argRPop      = []byte("RPOP")
+	argLMove     = []byte("LMOVE")
+	argRPopLPush = []byte("RPOPLPUSH")
+	argZPopMin   = []byte("ZPOPMIN")
+	argZPopMax   = []byte("ZPOPMAX")
+	argLeft      = []byte("left")
+	argRight     = []byte("right")
+)
+
+// intArg is n as a propagated argument.
+func intArg(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
+
+// delArg is the deletion a command propagates: UNLINK when the lazyfree
+// setting (lazyfree-lazy-expire, lazyfree-lazy-user-del) is yes, else DEL.
+func delArg(x *server.Ctx, setting string) []byte {
+	if v, _ := x.Config().Value(setting); v == "yes" {
+		return argUnlink
+	}
+	return argDel
+}
 
 // Register adds every command of the library to t.
 func Register(t *server.Table) {

@@ -164,6 +164,9 @@ func cmdRestore(x *server.Ctx, args [][]byte) error {
 		if ttl != 0 && expireAt <= tx.Now() {
 			if deleted {
 				x.Notify(server.NotifyGeneric, "del", key)
+				if x.Replicating() {
+					x.RewriteArgs(argDel, key)
+				}
 			}
 			x.W.OK()
 			return nil
@@ -184,6 +187,12 @@ func cmdRestore(x *server.Ctx, args [][]byte) error {
 		}
 		x.Notify(server.NotifyNew, "new", key)
 		x.Notify(server.NotifyGeneric, "restore", key)
+		if ttl != 0 && !o.absTTL && x.Replicating() {
+			// The time to live propagates as an absolute time.
+			rw := append([][]byte{}, args...)
+			rw[2] = intArg(expireAt)
+			x.RewriteArgs(append(rw, []byte("ABSTTL"))...)
+		}
 		x.W.OK()
 		return nil
 	})

@@ -225,6 +225,9 @@ func cmdHIncrByFloat(x *server.Ctx, args [][]byte) error {
 		x.NotifyNewKey(isNew, args[1])
 		x.W.Bulk(v)
 		x.Notify(server.NotifyHash, "hincrbyfloat", args[1])
+		if x.Replicating() {
+			x.RewriteArgs(argHSet, args[1], args[2], v)
+		}
 		return h.Close()
 	})
 }

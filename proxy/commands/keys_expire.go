@@ -55,6 +55,20 @@ func expireGeneric(x *server.Ctx, args [][]byte, seconds, absolute bool, name st
 		if err != nil {
 			return err
 		}
+		if x.Replicating() {
+			// Propagated as an absolute time (the flags kept), or as the
+			// deletion it made.
+			if past {
+				x.RewriteArgs(delArg(x, "lazyfree-lazy-expire"), args[1])
+			} else {
+				name, at := argPExpireAt, intArg(when)
+				if absolute && !seconds {
+					name, at = args[0], args[2] // PEXPIREAT as received
+				}
+				rw := append([][]byte{name, args[1], at}, args[3:]...)
+				x.RewriteArgs(rw...)
+			}
+		}
 		// Redis: "del" then the reply, or the reply then "expire".
 		if past {
 			x.Notify(server.NotifyGeneric, "del", args[1])

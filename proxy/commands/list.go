@@ -307,6 +307,9 @@ func cmdLTrim(x *server.Ctx, args [][]byte) error {
 		if !keep {
 			from, to = 1, 0
 		}
+		if keep && from == 0 && to == l.Len()-1 {
+			x.PreventPropagation() // nothing removed: Redis's dirty stays
+		}
 		if err := l.Trim(from, to); err != nil {
 			return err
 		}

@@ -66,12 +66,56 @@ func cmdPop(x *server.Ctx, args [][]byte, left bool) error {
 // listOp is a pop a client asked for: BLPOP/BRPOP (count -1: one element,
 // reply [key, element]), LMPOP/BLMPOP (count > 0: reply [key, [elements]])
 // or the LMOVE family (move: pop, push to dst, reply the element).
+//
+// Run records the non-blocking form it executed for the replicas (Redis's
+// serveClientBlockedOnList and the rewrites of blmpop/blmove): LPOP/RPOP
+// key [count], LMOVE source destination ends, RPOPLPUSH (rpoplpush) —
+// except for LMOVE and RPOPLPUSH themselves (asIs), which propagate as
+// received.
 type listOp struct {
-	left    bool
-	count   int64
-	move    bool
-	dst     []byte
-	dstLeft bool
+	left      bool
+	count     int64
+	move      bool
+	dst       []byte
+	dstLeft   bool
+	rpoplpush bool
+	asIs      bool
+	// self and ends: BLMOVE's own client and its ends as received, which
+	// it propagates when it pops at once (served later, Redis spells them
+	// "left" and "right").
+	self server.Events
+	ends [2][]byte
+}
+
+// propagate records the pop op executed on key (n elements).
+func (op *listOp) propagate(ev server.Events, db int, key []byte, n int64) {
+	switch {
+	case op.asIs || !ev.Replicating():
+	case op.move && op.rpoplpush:
+		ev.Propagate(db, argRPopLPush, key, op.dst)
+	case op.move && ev == op.self:
+		ev.Propagate(db, argLMove, key, op.dst, op.ends[0], op.ends[1])
+	case op.move:
+		ev.Propagate(db, argLMove, key, op.dst, endArg(op.left), endArg(op.dstLeft))
+	case op.count > 0:
+		ev.Propagate(db, popArg(op.left), key, intArg(n))
+	default:
+		ev.Propagate(db, popArg(op.left), key)
+	}
+}
+
+func endArg(left bool) []byte {
+	if left {
+		return argLeft
+	}
+	return argRight
+}
+
+func popArg(left bool) []byte {
+	if left {
+		return argLPop
+	}
+	return argRPop
 }
 
 // Run implements server.PopOp: it executes op on key (database db) within
@@ -95,6 +139,7 @@ func (op *listOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 		if _, err := src.Pop(op.left, n, w.Bulk); err != nil {
 			return true, err
 		}
+		op.propagate(ev, db, key, n)
 		popped(ev, db, key, op.left, src.Len())
 		return true, src.Close()
 	}
@@ -123,6 +168,7 @@ func (op *listOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 		ev.Notify(db, server.NotifyNew, "new", op.dst)
 	}
 	ev.Notify(db, server.NotifyList, pushEvent(op.dstLeft), op.dst)
+	op.propagate(ev, db, key, 1)
 	w.Bulk(val)
 	popped(ev, db, key, op.left, src.Len())
 	if err := src.Close(); err != nil {
@@ -137,6 +183,7 @@ func cmdBPop(x *server.Ctx, args [][]byte, left bool) error {
 	if err != nil {
 		return err
 	}
+	x.PreventPropagation() // the pop propagates as LPOP/RPOP
 	return x.PopOrBlock(&listOp{left: left, count: -1}, args[1:len(args)-1], ms, false)
 }
 
@@ -150,12 +197,12 @@ func cmdLMove(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	return moveNow(x, listOp{left: from, move: true, dst: args[2], dstLeft: to}, args[1])
+	return moveNow(x, listOp{left: from, move: true, dst: args[2], dstLeft: to, asIs: true}, args[1])
 }
 
 // cmdRPopLPush is RPOPLPUSH source destination: LMOVE ... RIGHT LEFT.
 func cmdRPopLPush(x *server.Ctx, args [][]byte) error {
-	return moveNow(x, listOp{left: false, move: true, dst: args[2], dstLeft: true}, args[1])
+	return moveNow(x, listOp{left: false, move: true, dst: args[2], dstLeft: true, asIs: true}, args[1])
 }
 
 // moveNow runs an LMOVE; a missing source answers nil.
@@ -183,7 +230,10 @@ func cmdBLMove(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	return x.PopOrBlock(&listOp{left: from, move: true, dst: bytes.Clone(args[2]), dstLeft: to}, args[1:2], ms, true)
+	x.PreventPropagation() // propagated as LMOVE
+	op := &listOp{left: from, move: true, dst: bytes.Clone(args[2]), dstLeft: to, self: x.Events(),
+		ends: [2][]byte{bytes.Clone(args[3]), bytes.Clone(args[4])}}
+	return x.PopOrBlock(op, args[1:2], ms, true)
 }
 
 // cmdBRPopLPush is BRPOPLPUSH source destination timeout.
@@ -192,7 +242,9 @@ func cmdBRPopLPush(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	return x.PopOrBlock(&listOp{left: false, move: true, dst: bytes.Clone(args[2]), dstLeft: true}, args[1:2], ms, true)
+	x.PreventPropagation() // propagated as RPOPLPUSH
+	return x.PopOrBlock(&listOp{left: false, move: true, dst: bytes.Clone(args[2]), dstLeft: true, rpoplpush: true},
+		args[1:2], ms, true)
 }
 
 // pushEvent is the event of a push at the left or the right end.

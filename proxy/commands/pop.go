@@ -87,6 +87,7 @@ func cmdMPop(x *server.Ctx, args [][]byte, blocking bool, ends [2]string, newOp 
 	}
 	op := newOp(first, count)
 	keys := args[at+1 : whereAt]
+	x.PreventPropagation() // the pop propagates as [LR]POP or ZPOP* with a count
 	if blocking {
 		ms, err := timeout(args[1])
 		if err != nil {

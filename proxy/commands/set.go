@@ -300,8 +300,28 @@ func cmdSPop(x *server.Ctx, args [][]byte) error {
 		if s.Len() == 0 {
 			x.Notify(server.NotifyGeneric, "del", args[1])
 		}
+		if x.Replicating() {
+			propagateSPop(x, args, members, n >= size)
+		}
 		return closeAll(s)
 	})
+}
+
+// propagateSPop records what SPOP propagates, as Redis: SREM of the member
+// popped; with a count, DEL of a set it emptied, else one SREM per member
+// popped, in the reply's order.
+func propagateSPop(x *server.Ctx, args, members [][]byte, all bool) {
+	switch {
+	case len(args) == 2:
+		x.RewriteArgs(argSRem, args[1], members[0])
+	case all:
+		x.RewriteArgs(argDel, args[1])
+	default:
+		x.PreventPropagation()
+		for _, m := range members {
+			x.Propagate(argSRem, args[1], m)
+		}
+	}
 }
 
 // cmdSRandMember is SRANDMEMBER key [count]: a random member (a bulk), or

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
 	"github.com/spillway/spillway/proxy/strops"
@@ -156,6 +157,21 @@ func cmdSet(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		notifySet(x, isNew, args[1], o.ExpireAt != 0)
+		switch {
+		case !x.Replicating():
+		case o.ExpireAt != 0:
+			// Any time to live propagates as an absolute one.
+			x.RewriteArgs(argSet, args[1], args[2], argPXAT, intArg(o.ExpireAt))
+		case o.Get:
+			// GET changes nothing on a replica: propagated without it.
+			rw := make([][]byte, 0, len(args))
+			for i, a := range args {
+				if i < 3 || !cstr.EqualFold(a, "get") {
+					rw = append(rw, a)
+				}
+			}
+			x.RewriteArgs(rw...)
+		}
 		if !o.Get {
 			x.W.OK()
 		}
@@ -209,6 +225,9 @@ func cmdSetEx(x *server.Ctx, args [][]byte, kind strops.ExpireKind, name string)
 			return err
 		}
 		notifySet(x, isNew, args[1], true)
+		if x.Replicating() {
+			x.RewriteArgs(argSet, args[1], args[3], argPXAT, intArg(at))
+		}
 		x.W.OK()
 		return nil
 	})
@@ -232,6 +251,9 @@ func cmdGetSet(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		notifySet(x, old == nil, args[1], false)
+		if x.Replicating() {
+			x.RewriteArgs(argSet, args[1], args[2])
+		}
 		return nil
 	})
 }
@@ -253,6 +275,9 @@ func cmdGetDel(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		x.Notify(server.NotifyGeneric, "del", args[1])
+		if x.Replicating() {
+			x.RewriteArgs(delArg(x, "lazyfree-lazy-user-del"), args[1])
+		}
 		return nil
 	})
 }
@@ -298,6 +323,17 @@ func cmdGetEx(x *server.Ctx, args [][]byte) error {
 		}
 		if event != "" {
 			x.Notify(server.NotifyGeneric, event, args[1])
+		}
+		if event != "" && x.Replicating() {
+			// GETEX never propagates as itself.
+			switch event {
+			case "del":
+				x.RewriteArgs(delArg(x, "lazyfree-lazy-expire"), args[1])
+			case "expire":
+				x.RewriteArgs(argPExpireAt, args[1], intArg(at))
+			default:
+				x.RewriteArgs(argPersist, args[1])
+			}
 		}
 		return nil
 	})

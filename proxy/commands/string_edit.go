@@ -132,6 +132,11 @@ func cmdIncrByFloat(x *server.Ctx, args [][]byte) error {
 		}
 		x.NotifyNewKey(e == nil, args[1])
 		x.Notify(server.NotifyString, "incrbyfloat", args[1])
+		// Propagated as the value it made, so float formatting cannot
+		// make a replica differ.
+		if x.Replicating() {
+			x.RewriteArgs(argSet, args[1], v, argKeepTTL)
+		}
 		x.W.Bulk(v)
 		return nil
 	})

@@ -408,6 +408,18 @@ func (op *zpopOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 		w.Double(popped[0].Score)
 	}
 	op.delIfEmpty(ev, db, key, z.Len())
+	// Propagated as ZPOPMIN/ZPOPMAX, with the count popped for [B]ZMPOP.
+	name := argZPopMin
+	if op.max {
+		name = argZPopMax
+	}
+	switch {
+	case !ev.Replicating():
+	case op.mpop:
+		ev.Propagate(db, name, key, intArg(int64(len(popped))))
+	default:
+		ev.Propagate(db, name, key)
+	}
 	return true, z.Close()
 }
 
@@ -475,6 +487,7 @@ func cmdBZPop(x *server.Ctx, args [][]byte, max bool) error {
 	if err != nil {
 		return err
 	}
+	x.PreventPropagation() // propagated as ZPOPMIN/ZPOPMAX
 	return x.PopOrBlock(&zpopOp{max: max, count: -1}, args[1:len(args)-1], ms, false)
 }
 

@@ -106,7 +106,7 @@ func TestParseMultiArg(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	wantInert := []string{"save", "hz", "daemonize", "shutdown-on-sigterm", "list-compress-depth",
+	wantInert := []string{"hz", "daemonize", "shutdown-on-sigterm", "list-compress-depth",
 		"oom-score-adj-values", "replicaof", "latency-tracking-info-percentiles"}
 	if !reflect.DeepEqual(c.Inert(), wantInert) {
 		t.Errorf("Inert() = %q, want %q", c.Inert(), wantInert)

@@ -48,7 +48,8 @@ var redisSettings = []*setting{
 	yesNo("set-proc-title", "yes").withMut(immutable),
 	yesNo("dynamic-hz", "yes"),
 	yesNo("repl-disable-tcp-nodelay", "no"),
-	yesNo("repl-diskless-sync", "yes"),
+	yesNo("repl-diskless-sync", "yes").actsAs("A full resync streams the RDB to replicas that announce " +
+		"`capa eof` (`$EOF:` framing) when yes; else it is written to a temporary file in `dir` first."),
 	yesNo("aof-rewrite-incremental-fsync", "yes"),
 	yesNo("no-appendfsync-on-rewrite", "no"),
 	yesNo("cluster-require-full-coverage", "yes"),
@@ -133,14 +134,17 @@ var redisSettings = []*setting{
 	integer("cluster-announce-bus-port", 0, 65535, "0"),
 	integer("cluster-announce-port", 0, 65535, "0"),
 	integer("cluster-announce-tls-port", 0, 65535, "0"),
-	integer("repl-timeout", 1, maxInt32, "60"),
-	integer("repl-ping-replica-period", 1, maxInt32, "10").withAlias("repl-ping-slave-period"),
+	integer("repl-timeout", 1, maxInt32, "60").actsAs("Seconds without a REPLCONF ACK after which a replica is dropped."),
+	integer("repl-ping-replica-period", 1, maxInt32, "10").withAlias("repl-ping-slave-period").
+		actsAs("Seconds between the PINGs sent to replicas through the stream."),
 	integer("list-compress-depth", 0, maxInt32, "0"),
 	integer("rdb-key-save-delay", minInt32, maxInt32, "0").hide(),
 	integer("key-load-delay", minInt32, maxInt32, "0").hide(),
 	integer("active-expire-effort", 1, 10, "1"),
-	integer("min-replicas-to-write", 0, maxInt32, "0").withAlias("min-slaves-to-write"),
-	integer("min-replicas-max-lag", 0, maxInt32, "10").withAlias("min-slaves-max-lag"),
+	integer("min-replicas-to-write", 0, maxInt32, "0").withAlias("min-slaves-to-write").
+		actsAs("Writes are refused with NOREPLICAS while fewer replicas acknowledged within `min-replicas-max-lag` (0: off)."),
+	integer("min-replicas-max-lag", 0, maxInt32, "10").withAlias("min-slaves-max-lag").
+		actsAs("Seconds since a replica's last ACK for it to count for `min-replicas-to-write` (0: off)."),
 	integer("watchdog-period", 0, maxInt32, "0").hide(),
 	integer("shutdown-timeout", 0, maxInt32, "10"),
 	integer("repl-diskless-sync-max-replicas", 0, maxInt32, "0"),
@@ -157,7 +161,8 @@ var redisSettings = []*setting{
 
 	// memory sizes
 	{name: "repl-backlog-size", kind: kindMemory, umin: 1, umax: maxInt64, def: "1mb", onSet: minBacklog,
-		doc: "Stored, no effect; CONFIG SET raises a value under 16kb to 16kb, as Redis does."},
+		doc: "The replication backlog (created when the first replica attaches); a replica " +
+			"behind by more is dropped and resyncs in full. CONFIG SET raises a value under 16kb to 16kb, as Redis does.", effect: true},
 	memory("cluster-link-sendbuf-limit", 0, math.MaxUint64, "0"),
 	memory("active-defrag-ignore-bytes", 1, maxInt64, "100mb"),
 	memory("stream-node-max-bytes", 0, maxInt64, "4096"),

@@ -164,6 +164,7 @@ func (s *setting) withMut(m mutability) *setting           { s.mut = m; return s
 func (s *setting) withCheck(f func(*value) error) *setting { s.check = f; return s }
 func (s *setting) own() *setting                           { s.spillway, s.effect = true, true; return s }
 func (s *setting) acted() *setting                         { s.effect = true; return s }
+func (s *setting) actsAs(doc string) *setting              { s.doc, s.effect = doc, true; return s }
 func (s *setting) hide() *setting                          { s.hidden = true; return s }
 
 const (
@@ -232,7 +233,9 @@ var keyed = [numKeyed]*setting{
 		"Expired cold keys removed per sweeper tick, at most.").own(),
 
 	idxSave: listSetting("save", "", parseSave,
-		"Stored, no effect: Spillway persists every write continuously (Redis's default is `3600 1 300 100 60 10000`)."),
+		"RDB save points, as in Redis: `seconds changes` pairs; BGSAVE writes `dbfilename` when one is "+
+			"reached, and SHUTDOWN or SIGTERM saves when any is set. Empty by default: the store "+
+			"already persists every write (Redis's default is `3600 1 300 100 60 10000`).").acted(),
 	idxAppendOnly: boolSetting("appendonly", "no",
 		"Stored, no effect (durability is set by appendfsync)."),
 	idxMaxMemoryPolicy: enumSetting("maxmemory-policy", []string{"volatile-lru", "volatile-lfu",
@@ -253,7 +256,8 @@ var keyed = [numKeyed]*setting{
 	idxSupervised: enumSetting("supervised", []string{"upstart", "systemd", "auto", "no"}, "no",
 		noEffect).withMut(immutable),
 	idxPidFile: strSetting("pidfile", "", noEffect).withMut(immutable),
-	idxDBFilename: strSetting("dbfilename", "dump.rdb", noEffect).
+	idxDBFilename: strSetting("dbfilename", "dump.rdb",
+		"RDB file that SAVE, BGSAVE and shutdown write in `dir`, and that a start with an empty store loads.").acted().
 		withMut(protected).withCheck(checkDBFilename),
 	idxReplicaReadOnly: boolSetting("replica-read-only", "yes", noEffect).
 		withAlias("slave-read-only"),
@@ -262,10 +266,13 @@ var keyed = [numKeyed]*setting{
 	idxLatencyTracking: boolSetting("latency-tracking", "yes", noEffect),
 	idxActiveDefrag: boolSetting("activedefrag", "no",
 		"Always no (Redis refuses yes without its Jemalloc).").withCheck(checkDefrag),
-	idxLazyfreeLazyEviction:  boolSetting("lazyfree-lazy-eviction", "no", noEffect),
-	idxLazyfreeLazyExpire:    boolSetting("lazyfree-lazy-expire", "no", noEffect),
+	idxLazyfreeLazyEviction: boolSetting("lazyfree-lazy-eviction", "no", noEffect).
+		actsAs("Replication: an evicted key propagates as UNLINK when yes, DEL when no."),
+	idxLazyfreeLazyExpire: boolSetting("lazyfree-lazy-expire", "no", noEffect).
+		actsAs("Replication: an expired key (and EXPIRE/GETEX to a past time) propagates as UNLINK when yes, DEL when no."),
 	idxLazyfreeLazyServerDel: boolSetting("lazyfree-lazy-server-del", "no", noEffect),
-	idxLazyfreeLazyUserDel:   boolSetting("lazyfree-lazy-user-del", "no", noEffect),
+	idxLazyfreeLazyUserDel: boolSetting("lazyfree-lazy-user-del", "no", noEffect).
+		actsAs("Replication: GETDEL propagates as UNLINK when yes, DEL when no."),
 	idxLazyfreeLazyUserFlush: boolSetting("lazyfree-lazy-user-flush", "no", noEffect),
 	idxListMaxListpackSize: intSetting("list-max-listpack-size", minInt32, maxInt32, "-2",
 		noEffect).withAlias("list-max-ziplist-size"),

@@ -202,6 +202,9 @@ func (r *blockRegistry) serveReadyFrom(from *Client, tx *tiering.Tx) []*waiter {
 			s := w.c.s
 			s.trkCur = w.c // its invalidations follow its reply
 			done, err := w.op.Run(Events{s: s, from: from}, tx, rk.DB, rk.Key, &rw)
+			if s.repl.Active() {
+				s.propFlush(nil) // the served pop is a unit of its own (commit.go)
+			}
 			s.trkCur = from
 			if errors.Is(err, tiering.ErrWrongType) || err == nil && !done {
 				break // nothing to pop there (any more)

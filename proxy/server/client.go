@@ -14,6 +14,7 @@ import (
 	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/rawio"
+	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/tracking"
 	"github.com/spillway/spillway/tiering"
@@ -109,6 +110,16 @@ type Client struct {
 	inbox    []byte
 	gone     bool
 	hasInbox atomic.Bool
+	// prop is the running command's propagation state and woff the
+	// stream offset after the client's last propagated write (WAIT's
+	// target; commit.go).
+	prop propCmd
+	woff int64
+	// takeover, set by SYNC/PSYNC with quit, runs the connection as a
+	// replica once the reply is flushed (cmd_server.go).
+	takeover func()
+	// replHS is what REPLCONF told (nil until it is sent).
+	replHS *repl.Handshake
 	// fwdTxWrites: upstream mode's front queued a command that may write
 	// in the client's MULTI (dispatch).
 	fwdTxWrites bool
@@ -153,6 +164,9 @@ type Client struct {
 	qbufUsed, qbufFree atomic.Int32
 	// noEvict is CLIENT NO-EVICT's state (CLIENT LIST's e flag).
 	noEvict atomic.Bool
+	// replica: the connection is an attached replica (CLIENT LIST's S
+	// flag, type replica).
+	replica atomic.Bool
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
@@ -231,6 +245,10 @@ func (c *Client) serve() {
 		if c.quit || c.killed.Load() {
 			c.markGone() // tracking redirected here is broken from now
 			c.flush()
+			if fn := c.takeover; fn != nil && !c.killed.Load() {
+				c.takeover = nil
+				fn()
+			}
 			return
 		}
 		// A client with an output queue hands over every command's reply

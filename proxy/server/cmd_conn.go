@@ -298,6 +298,9 @@ func (c *Client) describe(sb *strings.Builder, self *Client, args [][]byte, now 
 	idle := (now.UnixMilli() - c.lastIO.Load()) / 1000
 	sub, psub, ssub := c.nSub.Load(), c.nPSub.Load(), c.nSSub.Load()
 	flags := ""
+	if c.replica.Load() {
+		flags += "S"
+	}
 	if c.monitoring.Load() {
 		flags += "O"
 	}
@@ -399,6 +402,9 @@ func argvMem(args [][]byte) int64 {
 // while it subscribes to anything, else "normal" (monitors included, as
 // Redis shows them).
 func (c *Client) clientType() string {
+	if c.replica.Load() {
+		return "replica"
+	}
 	if c.nSub.Load()+c.nPSub.Load()+c.nSSub.Load() > 0 {
 		return "pubsub"
 	}

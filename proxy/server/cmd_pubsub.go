@@ -285,6 +285,7 @@ const publishWaitCheck = 8
 
 func cmdPublish(x *Ctx, args [][]byte) error {
 	c := x.c
+	forcePropagation(x)
 	c.awaitSubscribers(pubsub.Channels, args[1])
 	var n int
 	if c.out != nil {
@@ -298,6 +299,7 @@ func cmdPublish(x *Ctx, args [][]byte) error {
 
 func cmdSPublish(x *Ctx, args [][]byte) error {
 	c := x.c
+	forcePropagation(x)
 	c.awaitSubscribers(pubsub.Shard, args[1])
 	var n int
 	if c.out != nil {

@@ -92,6 +92,7 @@ func cmdFunction(x *Ctx, args [][]byte) error {
 		if !s.scripts.Function(x.W, args) {
 			return nil
 		}
+		x.ForcePropagation() // a change of the libraries replicates as is
 		return tx.PutSystem(codec.SysFunctions, s.scripts.Libraries())
 	})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"math"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/latency"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/tiering"
@@ -32,6 +34,31 @@ func registerAdmin(t *Table) {
 	t.Register("config|help", HelpHandler(configHelp))
 	registerClusterDisabled(t)
 	registerMonitors(t)
+	registerReplication(t) // commit.go
+}
+
+// forcePropagation propagates a command that takes no lock (PUBLISH,
+// which Redis forces to the replicas) in its place in the stream.
+func forcePropagation(x *Ctx) {
+	if x.Replicating() {
+		x.Update(func(*tiering.Tx) error { x.ForcePropagation(); return nil })
+	}
+}
+
+// cmdReplicaOf is REPLICAOF (SLAVEOF) on a server that is only ever a
+// master: NO ONE is already true; a master's address is refused.
+func cmdReplicaOf(x *Ctx, args [][]byte) error {
+	if cstr.EqualFold(args[1], "no") && cstr.EqualFold(args[2], "one") {
+		x.W.OK()
+		return nil
+	}
+	if x.c.replica.Load() {
+		return resp.Err("ERR Command is not valid when client is a replica.")
+	}
+	if p, ok := cstr.ParseInt(args[2]); !ok || p < 0 || p > 65535 {
+		return resp.Err("ERR Invalid master port")
+	}
+	return resp.Err("ERR REPLICAOF is not supported: Spillway is a replication master only")
 }
 
 // registerClusterDisabled answers CLUSTER (every subcommand, HELP
@@ -91,6 +118,7 @@ func cmdFlushDB(x *Ctx, args [][]byte) error {
 			return err
 		}
 		x.c.s.noteFlush(n, args, false)
+		x.ForcePropagation() // even of an empty database, as Redis
 		x.W.OK()
 		return nil
 	})
@@ -100,7 +128,7 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 	if err := ParseFlushMode(args); err != nil {
 		return err
 	}
-	return x.Update(func(tx *tiering.Tx) error {
+	err := x.Update(func(tx *tiering.Tx) error {
 		for db := range x.c.s.engine.Databases() {
 			if err := x.c.s.touchWatchedInDB(tx, db, -1); err != nil {
 				return err
@@ -115,9 +143,14 @@ func cmdFlushAll(x *Ctx, args [][]byte) error {
 			return err
 		}
 		x.c.s.noteFlush(n, args, true)
+		x.ForcePropagation()
 		x.W.OK()
 		return nil
 	})
+	if err == nil && x.c.fwd == nil {
+		x.c.s.rdb.AfterFlushAll(x.View, x.InGroup())
+	}
+	return err
 }
 
 func cmdSwapDB(x *Ctx, args [][]byte) error {
@@ -145,6 +178,7 @@ func cmdSwapDB(x *Ctx, args [][]byte) error {
 			return err
 		}
 		x.c.s.blocking.noteBlockedKeys(tx, int(a), int(b))
+		x.ForcePropagation()
 		x.W.OK()
 		return nil
 	})
@@ -158,9 +192,10 @@ func cmdTime(x *Ctx, _ [][]byte) error {
 	return nil
 }
 
-// save makes everything durable now: the WAL is synced and the memtable
-// flushed, so a restart needs no log replay.
-func (c *Client) save() error {
+// syncStore makes everything durable now: the WAL is synced and the
+// memtable flushed, so a restart needs no log replay. Upstream mode's SAVE
+// and BGSAVE do only this (its store is not the whole dataset).
+func (c *Client) syncStore() error {
 	dirty := c.s.dirtyCount()
 	if err := c.s.engine.Cold().SyncWAL(); err != nil {
 		return err
@@ -173,27 +208,107 @@ func (c *Client) save() error {
 	return nil
 }
 
-// cmdSave returns the store's error, a failure replied "ERR <err>".
+// initRDB binds the RDB saver to the server (embedded mode uses it).
+func (s *Server) initRDB() {
+	s.rdb.Log = s.log
+	s.rdb.SetHost(rdbfile.Host{
+		Engine:    s.engine,
+		Setting:   s.configValue,
+		Functions: s.scripts.Libraries,
+		Dirty:     s.dirtyCount,
+		Saved: func(dirty int64) {
+			s.lastSave.Store(time.Now().Unix())
+			s.noteSaved(dirty)
+		},
+		LastSave:        func() time.Time { return time.Unix(s.lastSave.Load(), 0) },
+		FunctionsLoaded: s.loadFunctions,
+	})
+}
+
+// saveReplyError is the reply of a save refused or failed.
+func saveReplyError(err error) error {
+	if errors.Is(err, rdbfile.ErrInProgress) {
+		return resp.Err("ERR Background save already in progress")
+	}
+	return err
+}
+
+// cmdSave writes the RDB file now (the client waits; others go on); a
+// failure is replied "ERR <err>".
 func cmdSave(x *Ctx, _ [][]byte) error {
-	if err := x.c.save(); err != nil {
-		return err
+	if x.c.fwd != nil {
+		if err := x.c.syncStore(); err != nil {
+			return err
+		}
+		x.W.OK()
+		return nil
+	}
+	if err := x.c.s.rdb.SaveNow(x.View); err != nil {
+		return saveReplyError(err)
 	}
 	x.W.OK()
 	return nil
 }
 
+// cmdBgsave starts writing the RDB file in the background. In MULTI it is
+// scheduled (the save's snapshot waits for EXEC to release the lock), as
+// Redis schedules it after EXEC.
 func cmdBgsave(x *Ctx, args [][]byte) error {
 	c := x.c
 	if len(args) > 2 || (len(args) == 2 && !cstr.EqualFold(args[1], "schedule")) {
 		return resp.Err("ERR syntax error")
 	}
-	go func() {
-		if err := c.save(); err != nil {
-			c.s.log.Error("background save failed", "err", err)
-		}
-	}()
+	if c.fwd != nil {
+		go func() {
+			if err := c.syncStore(); err != nil {
+				c.s.log.Error("background save failed", "err", err)
+			}
+		}()
+		c.w.Simple("Background saving started")
+		return nil
+	}
+	if err := c.s.rdb.BackgroundSave(); err != nil {
+		return saveReplyError(err)
+	}
+	if x.InGroup() {
+		c.w.Simple("Background saving scheduled")
+		return nil
+	}
 	c.w.Simple("Background saving started")
 	return nil
+}
+
+// RunSavePoints starts BGSAVE whenever a `save` point is reached, until
+// stop is closed (embedded mode).
+func (s *Server) RunSavePoints(stop <-chan struct{}) { s.rdb.RunSavePoints(stop) }
+
+// loadingRule: an RDB file is loading: every command without the loading
+// flag is refused, as Redis refuses them.
+var loadingRule = refusalRule{msg: "LOADING Redis is loading the dataset in memory",
+	applies: func(_ *Server, cmd *cmdtable.Command, _ [][]byte) bool { return !cmd.Is(cmdtable.FlagLoading) }}
+
+// SetLoading marks the server as loading (true) before it listens, so that
+// no client sees the dataset before LoadRDB has filled it.
+func (s *Server) SetLoading(on bool) { s.rdb.SetLoading(on) }
+
+// LoadRDB loads the RDB file at path into the engine (whose store must be
+// empty), then the function libraries it held, answering -LOADING
+// meanwhile (rdbfile.Saver.LoadFile). On error nothing of it is kept.
+func (s *Server) LoadRDB(path string) (rdbfile.LoadStats, error) { return s.rdb.LoadFile(path) }
+
+// StopSaves cancels a running background save and waits for it to end:
+// the store must not close under its snapshot.
+func (s *Server) StopSaves() { s.rdb.Cancel() }
+
+// SaveOnSignal is the shutdown on SIGTERM or SIGINT: as Redis, it writes
+// the RDB file when save points are configured (embedded mode). A failure
+// is logged and returned.
+func (s *Server) SaveOnSignal() error {
+	if s.fwd != nil || !s.rdb.SavePoints() {
+		s.rdb.Cancel()
+		return nil
+	}
+	return s.rdb.ShutdownSave(s.engine.View)
 }
 
 // cmdShutdown replies nothing when it shuts the server down: the
@@ -226,7 +341,23 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 		}
 	}
 	// Every acknowledged write is already in the store's log; the shutdown
-	// path syncs and closes it, so SAVE and NOSAVE both lose nothing.
+	// path syncs and closes it, so SAVE and NOSAVE both lose nothing of the
+	// dataset. The RDB file is written as Redis writes it: with SAVE, or
+	// when save points are configured, unless NOSAVE; a failed save keeps
+	// the server running unless FORCE.
+	if c.fwd == nil {
+		save := hasArg(args[1:], "save") || c.s.rdb.SavePoints()
+		if hasArg(args[1:], "nosave") {
+			save = false
+		}
+		if save {
+			if err := c.s.rdb.ShutdownSave(x.View); err != nil && !hasArg(args[1:], "force") {
+				return resp.Err("ERR Errors trying to SHUTDOWN. Check logs.")
+			}
+		} else {
+			c.s.rdb.Cancel()
+		}
+	}
 	c.s.log.Info("shutdown requested by client", "client", c.id)
 	c.s.requestShutdown()
 	c.quit = true

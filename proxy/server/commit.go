@@ -1,7 +1,17 @@
 package server
 
 import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/rdbfile"
+	"github.com/spillway/spillway/proxy/repl"
+	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -36,10 +46,15 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		}
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
+			c.s.prop.Reset()
 			return ferr // aborted
 		}
 		if c.trk.On() && c.trkCmd != nil {
 			c.rememberRead() // under the lock the read held
+		}
+		if c.s.repl.Active() {
+			c.propEnd()
+			c.s.propFlush(c)
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
@@ -97,10 +112,243 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		c.group = nil
 		if gerr := c.groupErr; gerr != nil {
 			c.groupErr = nil
+			c.s.prop.Reset()
 			return gerr // aborted
+		}
+		if c.s.repl.Active() {
+			c.s.propFlush(c)
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
 	})
 	return c.committed(served, p, err, nil)
+}
+
+// Propagation to replicas, as Redis 7.0's call()/alsoPropagate/
+// propagatePendingCommands. While the replication backlog exists
+// (repl.Master.Active: a replica attached once), every lock hold collects
+// what it propagates in s.prop (guarded by the engine's lock): DELs of the
+// keys it found expired (keyEvent), what handlers add (Ctx.Propagate), and
+// the command itself, as received or as rewritten (Ctx.RewriteArgs), if
+// it changed the dataset (the client's change count moved: countChange)
+// or forced it (Ctx.ForcePropagation) and did not prevent it. The unit is
+// fed to the stream before the lock is released, so the stream's order is
+// the order of the changes; a unit of more than one command is wrapped in
+// MULTI/EXEC. With no backlog, each lock hold pays one atomic load.
+
+// propCmd is the running command's propagation state (reset by call).
+type propCmd struct {
+	args    [][]byte
+	rewrite [][]byte
+	changes int64 // the client's change count when the command began
+	prevent bool
+	force   bool
+	done    bool // its own form was recorded
+}
+
+// propEnd records the client's running command in s.prop if it changed
+// the dataset or forced its propagation (the caller holds the lock).
+func (c *Client) propEnd() {
+	p := &c.prop
+	if p.done || p.prevent || p.args == nil || !p.force && c.stat.changes == p.changes {
+		return
+	}
+	p.done = true
+	if cmd := c.lastCmd.Load(); cmd != nil && cmd.Name == "exec" {
+		return // EXEC is never propagated itself: its commands are
+	}
+	args := p.args
+	if p.rewrite != nil {
+		args = p.rewrite
+	}
+	c.s.prop.Add(c.db, args...)
+}
+
+// propFlush feeds s.prop to the stream as one unit (the caller holds the
+// lock); c's last write offset (WAIT's target) becomes the stream's end.
+func (s *Server) propFlush(c *Client) {
+	if s.prop.Len() == 0 {
+		return
+	}
+	wrap := true
+	if c != nil {
+		if cmd := c.lastCmd.Load(); cmd != nil && (cmd.Name == "scan" || cmd.Name == "randomkey") {
+			wrap = false // Redis's CMD_TOUCHES_ARBITRARY_KEYS
+		}
+	}
+	off := s.repl.Feed(&s.prop, wrap)
+	if c != nil {
+		c.woff = off
+	}
+}
+
+// Replication, master side (the state is proxy/repl's).
+
+func registerReplication(t *Table) {
+	t.Register("sync", cmdSync)
+	t.Register("psync", cmdSync)
+	t.Register("replconf", cmdReplconf)
+	t.Register("wait", cmdWait)
+	t.Register("role", cmdRole)
+	t.Register("replicaof", cmdReplicaOf)
+	t.Register("slaveof", cmdReplicaOf)
+}
+
+// initRepl creates the replication master (no backlog until a replica
+// attaches) and follows its settings.
+func (s *Server) initRepl() {
+	s.repl = repl.New(repl.Options{Log: s.log, Setting: s.configValue,
+		OnTick: func() { s.updateNoReplicas("") }})
+	s.cfg.OnChange("repl-backlog-size", func(string) { s.repl.Resize() })
+}
+
+// Replication returns the replication master.
+func (s *Server) Replication() *repl.Master { return s.repl }
+
+// propagateDeletion records the DEL (UNLINK under lazyfree-lazy-expire or
+// lazyfree-lazy-eviction) of a key that expired or was evicted (keyEvent,
+// under the lock). One a command's lookup found joins the command's unit;
+// one the sweeper or an eviction removed is a unit of its own.
+func (s *Server) propagateDeletion(db int, key []byte, ev tiering.KeyEvent) {
+	lazy := "lazyfree-lazy-expire"
+	if ev == tiering.KeyEvicted {
+		lazy = "lazyfree-lazy-eviction"
+	}
+	name := "DEL"
+	if s.configValue(lazy) == "yes" {
+		name = "UNLINK"
+	}
+	s.prop.Add(db, []byte(name), key)
+	if s.trkCur == nil {
+		s.propFlush(nil)
+	}
+}
+
+// cmdSync is SYNC and PSYNC replid offset: the connection becomes a
+// replica. The replica is registered and its RDB's point in time fixed
+// under the engine's lock, so that the stream it gets next starts exactly
+// after the RDB; once the reply is flushed the connection is handed to
+// repl.Master.Run (Client.takeover).
+func cmdSync(x *Ctx, args [][]byte) error {
+	c, s := x.c, x.c.s
+	if c.replica.Load() {
+		return nil // already a replica: ignored, as Redis
+	}
+	if c.nc == nil {
+		return resp.Err("ERR SYNC and PSYNC need a network connection")
+	}
+	psync := cstr.EqualFold(args[0], "psync")
+	var replid string
+	var off int64
+	if psync {
+		n, ok := cstr.ParseInt(args[2])
+		if !ok {
+			return resp.Err("ERR value is not an integer or out of range")
+		}
+		replid, off = string(args[1]), n
+	}
+	hs := repl.Handshake{}
+	if c.replHS != nil {
+		hs = *c.replHS
+	}
+	peer, _, _ := net.SplitHostPort(c.nc.RemoteAddr().String())
+	var r *repl.Replica
+	var snap *tiering.Snapshot
+	opts := s.rdb.Options()
+	if err := x.Update(func(tx *tiering.Tx) error {
+		r = s.repl.Attach(hs, psync, replid, off, peer)
+		s.updateObserving()
+		if !r.Full() || hs.ExcludeData {
+			return nil // a keyless RDB needs no snapshot
+		}
+		var err error
+		opts.UsedMem = tx.Engine().Hot().UsedBytes()
+		if snap, err = tx.Snapshot(); err != nil {
+			s.repl.Drop(r)
+			return fmt.Errorf("replica's snapshot: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.replica.Store(true)
+	c.quit = true
+	c.takeover = func() {
+		if snap != nil {
+			defer snap.Close()
+		}
+		s.repl.Run(r, c.nc, c.nc, func(w io.Writer) error {
+			id, at := r.Start()
+			if hs.ExcludeData {
+				var libs []byte
+				if !hs.ExcludeFunctions {
+					libs = opts.Functions
+				}
+				return repl.WriteKeylessRDB(w, id, at, libs)
+			}
+			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at}
+			return rdbfile.Write(w, snap, opts)
+		})
+	}
+	return nil
+}
+
+// cmdReplconf is REPLCONF option value...: what a replica tells before
+// SYNC/PSYNC. ACK and GETACK from a connection that is not a replica get
+// no reply, as in Redis.
+func cmdReplconf(x *Ctx, args [][]byte) error {
+	if x.c.replHS == nil {
+		x.c.replHS = &repl.Handshake{}
+	}
+	msg, reply := x.c.replHS.Conf(args)
+	switch {
+	case !reply:
+	case msg != "":
+		return resp.Err(msg)
+	default:
+		x.W.OK()
+	}
+	return nil
+}
+
+// cmdWait is WAIT numreplicas timeout: the number of replicas that
+// acknowledged the client's last write, once numreplicas did or the
+// timeout (ms, 0: none) passed; inside MULTI or a script at once.
+func cmdWait(x *Ctx, args [][]byte) error {
+	n, ok := cstr.ParseInt(args[1])
+	if !ok {
+		return resp.Err("ERR value is not an integer or out of range")
+	}
+	ms, ok := cstr.ParseInt(args[2])
+	if !ok {
+		return resp.Err("ERR timeout is not an integer or out of range")
+	}
+	if ms < 0 {
+		return resp.Err("ERR timeout is negative")
+	}
+	c := x.c
+	noBlock := x.InGroup() || c.noBlock
+	if !noBlock {
+		c.blocked.Store(true)
+		defer c.blocked.Store(false)
+	}
+	x.W.Int(int64(c.s.repl.Wait(c.woff, int(n), time.Duration(ms)*time.Millisecond, noBlock, nil)))
+	return nil
+}
+
+// cmdRole is ROLE for a master: "master", the replication offset, and
+// each online replica's address, port and acknowledged offset.
+func cmdRole(x *Ctx, _ [][]byte) error {
+	off, rs := x.c.s.repl.Role()
+	x.W.Array(3)
+	x.W.BulkString("master")
+	x.W.Int(off)
+	x.W.Array(len(rs))
+	for _, r := range rs {
+		x.W.Array(3)
+		x.W.BulkString(r.IP)
+		x.W.BulkString(strconv.Itoa(r.Port))
+		x.W.BulkString(strconv.FormatInt(r.Ack, 10))
+	}
+	return nil
 }

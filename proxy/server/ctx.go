@@ -130,8 +130,12 @@ func isReplyError(err error) bool {
 func (c *Client) call(h Handler, args [][]byte) {
 	x := &c.ctx
 	x.reset(c)
+	c.prop = propCmd{args: args, changes: c.stat.changes} // commit.go
 	if err := h(x, args); err != nil {
 		c.fail(err)
+	}
+	if c.group != nil && c.s.repl.Active() {
+		c.propEnd() // the group's unit is fed when it ends
 	}
 }
 
@@ -149,6 +153,46 @@ func (c *Client) fail(err error) {
 		c.replyError(err)
 	}
 }
+
+// Propagation to replicas (commit.go). Call these inside Update or View:
+// what they record is fed to the replication stream before the lock is
+// released. With no replica ever attached (Replicating false) they record
+// nothing; a handler that must build arguments for them checks
+// Replicating first, so the common case allocates nothing.
+
+// Replicating reports whether the server records what commands propagate
+// (a replica attached once). One atomic load.
+func (x *Ctx) Replicating() bool { return x.c.s.repl.Active() }
+
+// RewriteArgs sets the form the command propagates as, when it changes
+// the dataset (Redis's rewriteClientCommandVector): SET ... PXAT for SET
+// EX, PEXPIREAT for EXPIRE... The arguments are kept until the command
+// ends: pass memory the handler owns.
+func (x *Ctx) RewriteArgs(args ...[]byte) {
+	if x.Replicating() {
+		x.c.prop.rewrite = args
+	}
+}
+
+// Propagate records args as a command to propagate in the client's
+// database, before the command's own form (Redis's alsoPropagate).
+func (x *Ctx) Propagate(args ...[]byte) { x.PropagateIn(x.c.db, args...) }
+
+// PropagateIn is Propagate in database db.
+func (x *Ctx) PropagateIn(db int, args ...[]byte) {
+	if x.Replicating() {
+		x.c.s.prop.Add(db, args...)
+	}
+}
+
+// PreventPropagation keeps the command itself from being propagated
+// (Redis's preventCommandPropagation): it propagates only what it records
+// with Propagate.
+func (x *Ctx) PreventPropagation() { x.c.prop.prevent = true }
+
+// ForcePropagation propagates the command even if it changed nothing
+// (Redis's forceCommandPropagation: FLUSHALL, PUBLISH...).
+func (x *Ctx) ForcePropagation() { x.c.prop.force = true }
 
 // ACL returns the server's ACL users and log (the ACL command).
 func (x *Ctx) ACL() *acl.Registry { return x.c.s.acl }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -176,6 +177,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
+	if c.s.rdb.Loading() && c.refuse(cmd, args, loadingRule) {
+		return
+	}
 	// As Redis, CLIENT PAUSE holds a command before MULTI queues it, and
 	// CLIENT LIST shows the command a postponed or queueing client sent.
 	c.lastCmd.Store(cmd)
@@ -325,13 +329,16 @@ func (c *Client) refuse(cmd *cmdtable.Command, args [][]byte, rule refusalRule) 
 	return true
 }
 
-// updateNoReplicas follows min-replicas-to-write and min-replicas-max-lag:
-// with no replicas, any demand for good replicas refuses writes (Redis's
-// checkGoodReplicasStatus; a max lag of 0 turns the check off).
+// updateNoReplicas follows min-replicas-to-write and min-replicas-max-lag
+// (and, once a second, the replicas' ACKs: repl.Master's OnTick): writes
+// are refused while fewer replicas than asked acknowledged within the max
+// lag (Redis's checkGoodReplicasStatus; a max lag of 0 turns it off).
 func (s *Server) updateNoReplicas(string) {
-	n, _ := s.cfg.Value("min-replicas-to-write")
-	lag, _ := s.cfg.Value("min-replicas-max-lag")
-	s.noReplicas.Store(n != "0" && lag != "0")
+	nv, _ := s.cfg.Value("min-replicas-to-write")
+	lv, _ := s.cfg.Value("min-replicas-max-lag")
+	n, _ := strconv.Atoi(nv)
+	lag, _ := strconv.ParseInt(lv, 10, 64)
+	s.noReplicas.Store(n > 0 && lag > 0 && s.repl.GoodReplicas(lag) < n)
 }
 
 // err writes an error reply and counts it (INFO errorstats,

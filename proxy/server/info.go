@@ -126,8 +126,8 @@ type infoState struct {
 	startup int64
 	// peak is the highest used_memory computed (used_memory_peak).
 	peak atomic.Int64
-	// runID and replID are random, per process, as Redis's.
-	runID, replID string
+	// runID is random, per process, as Redis's.
+	runID string
 	// latency: latency-tracking is on (INFO latencystats).
 	latency atomic.Bool
 }
@@ -168,6 +168,9 @@ type clientStat struct {
 	// evKey is the key of the running command's last keyspace event
 	// (countChange).
 	evKey []byte
+	// changes counts the client's changes to the dataset (countChange):
+	// a command that moved it propagates (propEnd).
+	changes int64
 }
 
 // initInfo readies the statistics (once, before serving): the startup
@@ -179,7 +182,7 @@ func (s *Server) initInfo() {
 	st.cmds = make([]cmdStat, cmdtable.NumIDs())
 	st.errs = map[string]int64{}
 	st.startup = int64(ms.HeapAlloc)
-	st.runID, st.replID = randomHex(), randomHex()
+	st.runID = randomHex()
 	st.latency.Store(s.configValue("latency-tracking") == "yes")
 	s.cfg.OnChange("latency-tracking", func(v string) { st.latency.Store(v == "yes") })
 }
@@ -228,6 +231,7 @@ func (s *Server) countChange(c *Client, class NotifyClass, key []byte) {
 			return
 		}
 		c.stat.evKey = key
+		c.stat.changes++
 	}
 	s.info.dirty.Add(1)
 }
@@ -386,9 +390,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		s.infoStats(sb)
 	case "replication":
 		sb.WriteString("# Replication\r\n")
-		sb.WriteString(fixedRole)
-		InfoField(sb, "master_replid", s.info.replID)
-		sb.WriteString(fixedMasterReplid2)
+		s.repl.InfoReplication(sb)
 	case "cpu":
 		sb.WriteString("# CPU\r\n")
 		var self, children syscall.Rusage
@@ -514,7 +516,9 @@ func (s *Server) infoMemory(sb *strings.Builder) {
 	InfoField(sb, "rss_overhead_bytes", m.RSS-m.HeapResident)
 	InfoField(sb, "mem_fragmentation_ratio", ratio(m.RSS, m.Used))
 	InfoField(sb, "mem_fragmentation_bytes", m.RSS-m.Used)
-	sb.WriteString(fixedMemNotCountedForEvict)
+	InfoField(sb, "mem_not_counted_for_evict", 0)
+	InfoField(sb, "mem_replication_backlog", s.repl.BacklogMemory())
+	sb.WriteString(fixedMemTotalReplicationBuffers)
 	// Spillway frees at once what Redis frees in the background: nothing
 	// is ever pending.
 	InfoField(sb, "lazyfree_pending_objects", 0)
@@ -536,11 +540,11 @@ func datasetPerc(m MemoryFigures) float64 {
 
 func (s *Server) infoPersistence(sb *strings.Builder) {
 	sb.WriteString("# Persistence\r\n")
+	InfoField(sb, "loading", b2i(s.rdb.Loading()))
 	sb.WriteString(fixedLoading)
-	InfoField(sb, "rdb_changes_since_last_save", s.info.dirty.Load())
-	InfoField(sb, "rdb_bgsave_in_progress", 0)
-	InfoField(sb, "rdb_last_save_time", s.lastSave.Load())
-	sb.WriteString(fixedRdbLastBgsaveStatus)
+	s.rdb.WriteInfo(sb)
+	sb.WriteString(fixedAOFEnabled)
+	s.rdb.WriteLoadingInfo(sb)
 	InfoField(sb, "spillway_appendfsync", s.engine.Cold().FsyncPolicy().String())
 	InfoField(sb, "spillway_durability", "pebble-wal")
 }
@@ -553,9 +557,13 @@ func (s *Server) infoStats(sb *strings.Builder) {
 	InfoField(sb, "instantaneous_ops_per_sec", 0)
 	InfoField(sb, "total_net_input_bytes", s.stats.netIn.Load())
 	InfoField(sb, "total_net_output_bytes", s.stats.netOut.Load())
-	sb.WriteString(fixedTotalNetReplInputBytes)
+	InfoField(sb, "total_net_repl_input_bytes", 0)
+	InfoField(sb, "total_net_repl_output_bytes", s.repl.OutputBytes.Load())
+	sb.WriteString(fixedInstantaneousInputKbps)
 	InfoField(sb, "rejected_connections", s.stats.rejectedConns.Load())
-	sb.WriteString(fixedSyncFull)
+	InfoField(sb, "sync_full", s.repl.SyncFull.Load())
+	InfoField(sb, "sync_partial_ok", s.repl.SyncPartialOK.Load())
+	InfoField(sb, "sync_partial_err", s.repl.SyncPartialErr.Load())
 	InfoField(sb, "expired_keys", st.ExpiredKeys.Load())
 	sb.WriteString(fixedExpiredStalePerc)
 	// Demotion moves a key to disk; it is not an eviction (Tx.Evict is).
@@ -699,30 +707,21 @@ func (s *Server) dirtyCount() int64 { return s.info.dirty.Load() }
 var (
 	fixedClientRecentMaxInputBuffer = infoFixed("client_recent_max_input_buffer:0 client_recent_max_output_buffer:0")
 	fixedClientsInTimeoutTable      = infoFixed("clients_in_timeout_table:0")
-	fixedRole                       = infoFixed("role:master connected_slaves:0 master_failover_state:no-failover")
-	fixedMasterReplid2              = infoFixed("master_replid2:0000000000000000000000000000000000000000 master_repl_offset:0 " +
-		"second_repl_offset:-1 repl_backlog_active:0 repl_backlog_size:1048576 " +
-		"repl_backlog_first_byte_offset:0 repl_backlog_histlen:0")
-	fixedRedisGitSha1          = infoFixed("redis_git_sha1:00000000 redis_git_dirty:0 redis_build_id:0 redis_mode:standalone")
-	fixedMultiplexingApi       = infoFixed("multiplexing_api:epoll atomicvar_api:c11-builtin gcc_version:0.0.0")
-	fixedUsedMemoryFunctions   = infoFixed("used_memory_functions:0 used_memory_scripts:0 used_memory_scripts_human:0B")
-	fixedMemNotCountedForEvict = infoFixed("mem_not_counted_for_evict:0 mem_replication_backlog:0 " +
-		"mem_total_replication_buffers:0 mem_clients_slaves:0 mem_clients_normal:0 " +
+	fixedRedisGitSha1               = infoFixed("redis_git_sha1:00000000 redis_git_dirty:0 redis_build_id:0 redis_mode:standalone")
+	fixedMultiplexingApi            = infoFixed("multiplexing_api:epoll atomicvar_api:c11-builtin gcc_version:0.0.0")
+	fixedUsedMemoryFunctions        = infoFixed("used_memory_functions:0 used_memory_scripts:0 used_memory_scripts_human:0B")
+	fixedMemTotalReplicationBuffers = infoFixed("mem_total_replication_buffers:0 mem_clients_slaves:0 mem_clients_normal:0 " +
 		"mem_cluster_links:0 mem_aof_buffer:0 mem_allocator:go active_defrag_running:0")
-	fixedLoading = infoFixed("loading:0 async_loading:0 current_cow_peak:0 current_cow_size:0 " +
+	fixedLoading = infoFixed("async_loading:0 current_cow_peak:0 current_cow_size:0 " +
 		"current_cow_size_age:0 current_fork_perc:0.00 current_save_keys_processed:0 " +
 		"current_save_keys_total:0")
-	fixedRdbLastBgsaveStatus = infoFixed("rdb_last_bgsave_status:ok rdb_last_bgsave_time_sec:-1 " +
-		"rdb_current_bgsave_time_sec:-1 rdb_saves:0 rdb_last_cow_size:0 " +
-		"rdb_last_load_keys_expired:0 rdb_last_load_keys_loaded:0 aof_enabled:0 " +
+	fixedAOFEnabled = infoFixed("aof_enabled:0 " +
 		"aof_rewrite_in_progress:0 aof_rewrite_scheduled:0 aof_last_rewrite_time_sec:-1 " +
 		"aof_current_rewrite_time_sec:-1 aof_last_bgrewrite_status:ok aof_rewrites:0 " +
 		"aof_rewrites_consecutive_failures:0 aof_last_write_status:ok aof_last_cow_size:0 " +
 		"module_fork_in_progress:0 module_fork_last_cow_size:0")
-	fixedTotalNetReplInputBytes = infoFixed("total_net_repl_input_bytes:0 total_net_repl_output_bytes:0 " +
-		"instantaneous_input_kbps:0.00 instantaneous_output_kbps:0.00 " +
+	fixedInstantaneousInputKbps = infoFixed("instantaneous_input_kbps:0.00 instantaneous_output_kbps:0.00 " +
 		"instantaneous_input_repl_kbps:0.00 instantaneous_output_repl_kbps:0.00")
-	fixedSyncFull         = infoFixed("sync_full:0 sync_partial_ok:0 sync_partial_err:0")
 	fixedExpiredStalePerc = infoFixed("expired_stale_perc:0.00 expired_time_cap_reached_count:0 " +
 		"expire_cycle_cpu_milliseconds:0")
 	fixedEvictedClients = infoFixed("evicted_clients:0 total_eviction_exceeded_time:0 " +

@@ -82,6 +82,9 @@ func (s *Server) initKeyEvents() {
 // keyEvent is the engine's observer (under the engine's lock): it feeds
 // WATCH and the expired keyspace events.
 func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
+	if (ev == tiering.KeyExpired || ev == tiering.KeyEvicted) && s.repl.Active() {
+		s.propagateDeletion(db, key, ev) // cmd_server.go
+	}
 	switch ev {
 	case tiering.KeyExpired:
 		s.notifyExpired(db, key)
@@ -111,7 +114,7 @@ func (s *Server) keyEvent(db int, key []byte, ev tiering.KeyEvent) {
 // them. The caller holds the engine's lock.
 func (s *Server) updateObserving() {
 	s.engine.SetObserving(len(s.watches.byKey) > 0 || s.watches.busy.n.Load() > 0 || s.notifyWantsExpired() ||
-		s.trk.Active())
+		s.trk.Active() || s.repl.Active())
 }
 
 // touchWatchedInDB applies FLUSHDB/FLUSHALL (replacedWith -1) or SWAPDB

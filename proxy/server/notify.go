@@ -223,6 +223,19 @@ func (k Events) Notify(db int, class NotifyClass, event string, key []byte) {
 	k.s.publishKeyEvent(k.from, db, class, event, key)
 }
 
+// Propagate records args (in database db) for the replication stream, as
+// what a blocked client's pop propagates (BLPOP served as LPOP...); call it
+// under the lock, as Run is.
+func (k Events) Propagate(db int, args ...[]byte) {
+	if k.s.repl.Active() {
+		k.s.prop.Add(db, args...)
+	}
+}
+
+// Replicating reports whether Propagate records anything (a replica
+// attached once); check it before building arguments.
+func (k Events) Replicating() bool { return k.s.repl.Active() }
+
 // events returns the client's notifier.
 func (c *Client) events() Events { return Events{s: c.s, from: c} }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/pubsub"
+	"github.com/spillway/spillway/proxy/rdbfile"
+	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/proxy/tracking"
@@ -104,6 +106,10 @@ type Server struct {
 	evictMu      sync.Mutex
 	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas).
 	noReplicas atomic.Bool
+	// repl is the replication master (backlog, replicas); prop the unit
+	// the lock holder propagates, guarded by the engine's lock (commit.go).
+	repl *repl.Master
+	prop repl.Unit
 
 	started  time.Time
 	lastSave atomic.Int64
@@ -121,6 +127,10 @@ type Server struct {
 	// shutdownReq is signalled by SHUTDOWN.
 	shutdownReq chan struct{}
 	shutdownOne sync.Once
+
+	// rdb writes and loads RDB files: SAVE, BGSAVE, save points, shutdown,
+	// the start's load (cmd_server.go).
+	rdb rdbfile.Saver
 }
 
 type serverStats struct {
@@ -169,6 +179,8 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.initInfo()
 	s.initMonitors()
 	s.scripts = script.New(script.Options{Logger: log})
+	s.initRDB()
+	s.initRepl() // commit.go
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
 	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
@@ -476,6 +488,7 @@ func (s *Server) Close() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	s.repl.Close() // its replicas' connections are closed above
 	s.unpause()
 	s.wg.Wait()
 }

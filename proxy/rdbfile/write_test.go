@@ -1,0 +1,248 @@
+package rdbfile_test
+
+import (
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/integration/harness"
+	"github.com/spillway/spillway/proxy/commands"
+	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/rdbfile"
+	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/tiering"
+)
+
+// openLocal opens an engine in a temporary directory and a server over it
+// with the command library, not listening. budget is the hot tier's.
+func openLocal(t *testing.T, budget int64) (*server.Server, *tiering.Engine) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cold, err := coldstore.Open(coldstore.Options{Dir: t.TempDir(), CacheBytes: 1 << 20, MemTableBytes: 1 << 20, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	e, err := tiering.Open(cold, tiering.Options{Databases: cfg.Databases(), HotBudget: budget,
+		PromoteMinHits: cfg.PromoteMinHits(), ColdReadMaxBytes: cfg.ColdReadMaxBytes(), Logger: log})
+	if err != nil {
+		cold.Close()
+		t.Fatal(err)
+	}
+	s := server.NewServer(cfg, e, log, commands.Table())
+	t.Cleanup(func() {
+		s.Close()
+		e.Close()
+		cold.Close()
+	})
+	return s, e
+}
+
+// dataset returns commands building every type in small and large forms,
+// in several databases, with expiries (absolute, at expireAt unix ms), and
+// a function library.
+func dataset(expireAt int64) [][]string {
+	r := rand.New(rand.NewPCG(1, 2))
+	var cmds [][]string
+	add := func(args ...string) { cmds = append(cmds, args) }
+	long := func(n int) string { return strings.Repeat("abcdefgh", n/8+1)[:n] }
+	random := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		return string(b)
+	}
+	add("FUNCTION", "LOAD", "#!lua name=rdblib\nredis.register_function('rdbf', function(keys, args) return 1 end)")
+	for _, db := range []string{"0", "1", "7"} {
+		add("SELECT", db)
+		// strings: ints, short, compressible, random, empty
+		add("SET", "s:int", "12345")
+		add("SET", "s:negint", "-70000")
+		add("SET", "s:bigint", "9223372036854775807")
+		add("SET", "s:short", "hello "+db)
+		add("SET", "s:long", long(100000))
+		add("SET", "s:bin", random(3000))
+		add("SET", "s:empty", "")
+		add("SET", "s:exp", "v")
+		add("PEXPIREAT", "s:exp", strconv.FormatInt(expireAt, 10))
+		// hashes: listpack, too many fields, a long value
+		add("HSET", "h:small", "a", "1", "b", "two", "c", "-3", "d", "3.5")
+		args := []string{"HSET", "h:big"}
+		for i := range 700 {
+			args = append(args, "f"+strconv.Itoa(i), strconv.Itoa(i*i))
+		}
+		add(args...)
+		add("HSET", "h:longval", "f", long(65), "g", "x")
+		add("PEXPIREAT", "h:longval", strconv.FormatInt(expireAt+1, 10))
+		// sets: intset, intset too big, strings, mixed widths
+		add("SADD", "set:ints", "1", "-2", "300", "70000")
+		add("SADD", "set:wide", "1", "5000000000", "-5000000000")
+		args = []string{"SADD", "set:manyints"}
+		for i := range 600 {
+			args = append(args, strconv.Itoa(i*3-100))
+		}
+		add(args...)
+		add("SADD", "set:strs", "a", "b", "c", "0x10", "007")
+		args = []string{"SADD", "set:bigstrs"}
+		for i := range 800 {
+			args = append(args, "m"+strconv.Itoa(i))
+		}
+		add(args...)
+		// sorted sets: listpack (odd scores), long member, many members
+		add("ZADD", "z:small", "1", "a", "-2.5", "b", "inf", "c", "-inf", "d", "0", "e", "3.14159265358979", "f", "1e300", "g", "4611686018427387904", "h")
+		add("ZADD", "z:longmember", "1", long(100), "2", "x")
+		args = []string{"ZADD", "z:big"}
+		for i := range 300 {
+			args = append(args, strconv.FormatFloat(float64(i)/7, 'g', -1, 64), "m"+strconv.Itoa(i))
+		}
+		add(args...)
+		add("PEXPIREAT", "z:big", strconv.FormatInt(expireAt+2, 10))
+		// lists: one small node, many elements, a big element
+		add("RPUSH", "l:small", "a", "1", "-100", "5000", "x y", long(70))
+		args = []string{"RPUSH", "l:big"}
+		for i := range 5000 {
+			args = append(args, "e"+strconv.Itoa(i))
+		}
+		add(args...)
+		add("LPUSH", "l:bigelem", long(10000), "small")
+		add("PEXPIREAT", "l:bigelem", strconv.FormatInt(expireAt+3, 10))
+	}
+	return cmds
+}
+
+func TestWriteLoadsInRedis(t *testing.T) {
+	for _, mode := range []struct {
+		name   string
+		budget int64
+		plain  bool
+	}{{"hot", 256 << 20, false}, {"cold", 0, false}, {"uncompressed-nochecksum", 256 << 20, true}} {
+		t.Run(mode.name, func(t *testing.T) { testWriteLoads(t, mode.budget, mode.plain) })
+	}
+}
+
+func testWriteLoads(t *testing.T, budget int64, plain bool) {
+	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
+	rc := ref.Conn(t)
+	s, e := openLocal(t, budget)
+	l := s.NewLocal()
+	defer l.Close()
+	expireAt := time.Now().Add(time.Hour).UnixMilli()
+	for _, c := range dataset(expireAt) {
+		args := make([][]byte, len(c))
+		for i, a := range c {
+			args[i] = []byte(a)
+		}
+		if out := l.Do(args...); len(out) > 0 && out[0] == '-' {
+			t.Fatalf("spillway %v: %s", c[:min(len(c), 3)], out)
+		}
+		if r := rc.Do(c...); r.IsError() {
+			t.Fatalf("redis %v: %s", c[:min(len(c), 3)], r.Str)
+		}
+	}
+	if budget == 0 {
+		e.SetHotBudget(0) // everything cold: the write streams from the store
+	}
+
+	var snap *tiering.Snapshot
+	if err := e.View(func(tx *tiering.Tx) (err error) {
+		snap, err = tx.Snapshot()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A write after the snapshot is not in the file.
+	l.Do([]byte("SET"), []byte("after"), []byte("snapshot"))
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "dump.rdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := rdbfile.DefaultOptions()
+	opts.Functions = functionRecords(t, l)
+	opts.NoCompression, opts.NoChecksum = plain, plain
+	if err := rdbfile.Write(f, snap, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	loaded := harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb")
+	lc := loaded.Conn(t)
+	compareRedis(t, rc, lc)
+}
+
+// functionRecords returns the FUNCTION DUMP payload of l without its footer.
+func functionRecords(t *testing.T, l *server.Local) []byte {
+	t.Helper()
+	out := string(l.Do([]byte("FUNCTION"), []byte("DUMP")))
+	// $<n>\r\n<payload>\r\n
+	i := strings.Index(out, "\r\n")
+	n, err := strconv.Atoi(out[1:i])
+	if err != nil || out[0] != '$' {
+		t.Fatalf("FUNCTION DUMP: %q", out)
+	}
+	payload := out[i+2 : i+2+n]
+	return []byte(payload[:len(payload)-10])
+}
+
+// compareRedis checks that two redis-servers hold the same dataset: the
+// same DEBUG DIGEST, the same keys in every database, and per key the same
+// type, encoding, value digest and expiry; and the same functions.
+func compareRedis(t *testing.T, want, got *harness.Conn) {
+	t.Helper()
+	wd, gd := want.Do("DEBUG", "DIGEST"), got.Do("DEBUG", "DIGEST")
+	if wd.IsError() || gd.IsError() || wd.Str != gd.Str || strings.Trim(wd.Str, "0") == "" {
+		t.Errorf("DEBUG DIGEST: loaded %s, reference %s", gd.String(), wd.String())
+	}
+	for db := range 16 {
+		d := strconv.Itoa(db)
+		want.Do("SELECT", d)
+		got.Do("SELECT", d)
+		wk, gk := keysOf(want), keysOf(got)
+		if !slices.Equal(wk, gk) {
+			t.Errorf("db %d keys: loaded %v, reference %v", db, gk, wk)
+			continue
+		}
+		for _, k := range wk {
+			checks := [][]string{{"TYPE", k}, {"OBJECT", "ENCODING", k}, {"DEBUG", "DIGEST-VALUE", k}, {"PEXPIRETIME", k}}
+			// Where the encoding fixes the order (strings, lists and their
+			// quicklist nodes, sorted sets, intsets), the loaded value's
+			// DUMP, which is its RDB form, is byte for byte the reference's.
+			if typ, enc := want.Do("TYPE", k).Str, want.Do("OBJECT", "ENCODING", k).Str; typ == "string" || typ == "list" || typ == "zset" || enc == "intset" {
+				checks = append(checks, []string{"DUMP", k})
+			}
+			for _, c := range checks {
+				w, g := want.Do(c...), got.Do(c...)
+				if w.IsError() || g.IsError() || w.String() != g.String() {
+					t.Errorf("db %d %v: loaded %s, reference %s", db, c, g.String(), w.String())
+				}
+			}
+		}
+	}
+	if w, g := want.Do("FUNCTION", "LIST", "WITHCODE").String(), got.Do("FUNCTION", "LIST", "WITHCODE").String(); w != g {
+		t.Errorf("FUNCTION LIST: loaded %s, reference %s", g, w)
+	}
+}
+
+func keysOf(c *harness.Conn) []string {
+	r := c.Do("KEYS", "*")
+	var keys []string
+	for _, e := range r.Elems {
+		keys = append(keys, e.Str)
+	}
+	slices.Sort(keys)
+	return keys
+}

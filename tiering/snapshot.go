@@ -1,0 +1,302 @@
+package tiering
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+)
+
+// Snapshot is a consistent point-in-time view of the whole dataset, every
+// database, as the last committed transaction left it: what an RDB file
+// is written from. Every write reaches the store under the engine lock
+// (the hot tier caches what is stored), so the store alone holds the
+// dataset and the view is a Pebble snapshot plus the database map and key
+// counts of that moment. It does not hold the engine lock: commands go on
+// while it is read. Close releases it (it pins the records it can see).
+//
+// A Snapshot and the iterators it returns are for one goroutine.
+type Snapshot struct {
+	snap  *coldstore.Snapshot
+	dbmap []uint8 // logical -> physical database
+	keys  []int64 // per logical database: keys stored
+	exps  []int64 // per logical database: keys with an expiry
+	now   int64
+}
+
+// Snapshot takes a snapshot of the committed dataset. It is called inside
+// Engine.View or Update (under the lock, so that no commit is half
+// applied); the snapshot outlives the transaction. Writes of the current
+// transaction (of a MULTI or script group still running) are not in it,
+// database swaps included.
+func (tx *Tx) Snapshot() (*Snapshot, error) {
+	e := tx.e
+	n := e.opts.Databases
+	s := &Snapshot{
+		dbmap: append([]uint8(nil), e.dbmap...),
+		keys:  make([]int64, n),
+		exps:  make([]int64, n),
+		now:   tx.now,
+	}
+	// Undo the swaps this transaction has not committed.
+	for i := len(tx.swaps) - 1; i >= 0; i-- {
+		a, b := tx.swaps[i][0], tx.swaps[i][1]
+		s.dbmap[a], s.dbmap[b] = s.dbmap[b], s.dbmap[a]
+	}
+	for db := range n {
+		s.keys[db] = e.keys[s.dbmap[db]]
+		s.exps[db] = e.exps[s.dbmap[db]]
+	}
+	s.snap = e.cold.NewSnapshot()
+	return s, nil
+}
+
+// Close releases the snapshot. Iterators still open must be closed first.
+func (s *Snapshot) Close() error { return s.snap.Close() }
+
+// Databases is the number of logical databases.
+func (s *Snapshot) Databases() int { return len(s.keys) }
+
+// Now is the clock (unix milliseconds) of the transaction that took the
+// snapshot.
+func (s *Snapshot) Now() int64 { return s.now }
+
+// Counts returns how many keys, and keys with an expiry, logical database
+// db stored when the snapshot was taken (keys expired but not yet removed
+// included, as in Redis's dictionaries): RESIZEDB's hint.
+func (s *Snapshot) Counts(db int) (keys, expires int64) { return s.keys[db], s.exps[db] }
+
+// SnapshotKeys iterates over the keys of one database of a Snapshot, in
+// key-hash order. Expired keys not yet removed are included with their
+// expiry, as Redis's RDB save writes them (a loader drops them). For the
+// current key it gives the type, expiry and length, and streams a
+// structure's contents record by record from the store.
+//
+//	it, err := snap.Keys(db)
+//	for it.Next() { ... it.Key(), it.Type(), it.Elements(fn) ... }
+//	err = it.Err(); it.Close()
+type SnapshotKeys struct {
+	s    *Snapshot
+	pdb  uint8
+	it   *coldstore.Iter
+	meta codec.Meta
+	mbuf []byte
+	key  []byte
+	err  error
+	// started: the iterator has been positioned on the first key.
+	started bool
+}
+
+// Keys starts an iteration over logical database db.
+func (s *Snapshot) Keys(db int) (*SnapshotKeys, error) {
+	if db < 0 || db >= len(s.keys) {
+		return nil, fmt.Errorf("tiering: snapshot database %d out of range", db)
+	}
+	pdb := s.dbmap[db]
+	lo := []byte{codec.NSMeta, pdb}
+	it, err := s.snap.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		return nil, err
+	}
+	return &SnapshotKeys{s: s, pdb: pdb, it: it}, nil
+}
+
+// Next moves to the next key; false at the end or on an error (Err).
+func (k *SnapshotKeys) Next() bool {
+	if k.err != nil {
+		return false
+	}
+	var valid bool
+	if k.started {
+		valid = k.it.Next()
+	} else {
+		k.started = true
+		valid = k.it.First()
+	}
+	if !valid {
+		k.err = k.it.Error()
+		k.key = nil
+		return false
+	}
+	_, key, err := codec.ParseMetaKey(k.it.Key())
+	if err != nil {
+		k.err = fmt.Errorf("tiering: snapshot: %w", err)
+		return false
+	}
+	v, err := k.it.ValueAndErr()
+	if err != nil {
+		k.err = fmt.Errorf("tiering: snapshot: %w", err)
+		return false
+	}
+	k.mbuf = append(k.mbuf[:0], v...)
+	if err := codec.DecodeMeta(k.mbuf, &k.meta); err != nil {
+		k.err = fmt.Errorf("tiering: snapshot: meta of %q: %w", key, err)
+		return false
+	}
+	k.key = key
+	return true
+}
+
+// Err is the error that ended the iteration, if any.
+func (k *SnapshotKeys) Err() error { return k.err }
+
+// Close ends the iteration.
+func (k *SnapshotKeys) Close() error { return k.it.Close() }
+
+// Key is the current key (valid until Next).
+func (k *SnapshotKeys) Key() []byte { return k.key }
+
+// Type is the current key's type.
+func (k *SnapshotKeys) Type() codec.Type { return k.meta.Type }
+
+// ExpireAt is the current key's expiry, unix milliseconds (0: none).
+func (k *SnapshotKeys) ExpireAt() int64 { return k.meta.ExpireAt }
+
+// Expired reports whether the current key had expired when the snapshot
+// was taken.
+func (k *SnapshotKeys) Expired() bool {
+	return k.meta.ExpireAt != 0 && k.s.now > k.meta.ExpireAt
+}
+
+// Len is the current key's element count (fields, members, elements; 0
+// for a string).
+func (k *SnapshotKeys) Len() int64 {
+	if k.meta.Type == codec.TypeString {
+		return 0
+	}
+	return int64(k.meta.Count)
+}
+
+// Bytes is the total length of the current structure's fields and values
+// (members, elements), or of the string.
+func (k *SnapshotKeys) Bytes() int64 {
+	if k.meta.Type == codec.TypeString {
+		return int64(len(k.meta.Value))
+	}
+	return int64(k.meta.Bytes)
+}
+
+// Skiplist reports whether the current sorted set is in Redis's skiplist
+// encoding (it outgrew the compact one once; Redis never converts back).
+func (k *SnapshotKeys) Skiplist() bool {
+	return k.meta.Type == codec.TypeZSet && k.meta.Flags&codec.ZSetSkiplist != 0
+}
+
+// Value is the current string's value (valid until Next).
+func (k *SnapshotKeys) Value() []byte { return k.meta.Value }
+
+// dataIter iterates over [lo, PrefixEnd(lo)) of the snapshot.
+func (k *SnapshotKeys) dataIter(lo []byte) (*coldstore.Iter, error) {
+	return k.s.snap.NewIter(lo, codec.PrefixEnd(lo))
+}
+
+// checkCount reports a count that disagrees with the records stored.
+func (k *SnapshotKeys) checkCount(got uint64) error {
+	if got != k.meta.Count {
+		return fmt.Errorf("%w: %q counts %d elements, %d stored", ErrCorrupt, k.key, k.meta.Count, got)
+	}
+	return nil
+}
+
+// Fields streams the current hash's fields and values, or the current
+// set's members (val empty), in field-hash order, one record at a time. fn
+// may not keep its arguments; an error from fn stops and is returned.
+func (k *SnapshotKeys) Fields(fn func(field, val []byte) error) error {
+	if k.meta.Type != codec.TypeHash && k.meta.Type != codec.TypeSet {
+		return fmt.Errorf("tiering: snapshot: Fields of a %s", k.meta.Type)
+	}
+	lo := codec.AppendFieldPrefix(nil, k.pdb, k.key, k.meta.Version)
+	it, err := k.dataIter(lo)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var n uint64
+	for valid := it.First(); valid; valid = it.Next() {
+		_, field, val, err := fieldOf(it, len(lo))
+		if err != nil {
+			return fmt.Errorf("tiering: %q: %w", k.key, err)
+		}
+		if n++; n > k.meta.Count {
+			break
+		}
+		if err := fn(field, val); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return k.checkCount(n)
+}
+
+// Elements streams the current list's elements from head to tail.
+func (k *SnapshotKeys) Elements(fn func(elem []byte) error) error {
+	if k.meta.Type != codec.TypeList {
+		return fmt.Errorf("tiering: snapshot: Elements of a %s", k.meta.Type)
+	}
+	lo := codec.AppendListKey(nil, k.pdb, k.key, k.meta.Version, k.meta.Head)
+	hi := codec.AppendListKey(nil, k.pdb, k.key, k.meta.Version, k.meta.Tail)
+	it, err := k.s.snap.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var n uint64
+	for valid := it.First(); valid; valid = it.Next() {
+		idx, err := codec.ParseListRest(it.Key()[len(lo)-8:])
+		if err != nil {
+			return fmt.Errorf("tiering: %q: %w", k.key, err)
+		}
+		if idx != k.meta.Head+n {
+			return fmt.Errorf("%w: %q element %d is missing", ErrCorrupt, k.key, n)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		n++
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return k.checkCount(n)
+}
+
+// Members streams the current sorted set's members in score order (then
+// member order), with their scores (-0 where it is stored).
+func (k *SnapshotKeys) Members(fn func(member []byte, score float64) error) error {
+	if k.meta.Type != codec.TypeZSet {
+		return fmt.Errorf("tiering: snapshot: Members of a %s", k.meta.Type)
+	}
+	lo := codec.AppendScorePrefix(nil, k.pdb, k.key, k.meta.Version)
+	it, err := k.dataIter(lo)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var n uint64
+	for valid := it.First(); valid; valid = it.Next() {
+		score, member, err := codec.ParseScoreRest(it.Key()[len(lo):])
+		if err != nil {
+			return fmt.Errorf("tiering: %q: %w", k.key, err)
+		}
+		if score == 0 && len(it.Value()) > 0 {
+			score = math.Copysign(0, -1) // marked -0
+		}
+		if n++; n > k.meta.Count {
+			break
+		}
+		if err := fn(member, score); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return k.checkCount(n)
+}
