@@ -43,9 +43,10 @@ func (s *Saver) Path() string {
 	return filepath.Join(s.host.Engine.Cold().Dir(), s.host.Setting("dbfilename"))
 }
 
-// options are the writer's options from the settings: the compact
-// encodings' limits and the function libraries.
-func (s *Saver) options() Options {
+// Options are the writer's options from the settings: the compact
+// encodings' limits, rdbcompression, rdbchecksum and the function
+// libraries. A full resync writes its RDB with them (adding Repl).
+func (s *Saver) Options() Options {
 	o := DefaultOptions()
 	for _, f := range []struct {
 		name string
@@ -76,7 +77,7 @@ func (s *Saver) Options() Options { return s.options() }
 
 // job is a save of the whole dataset to Path, its snapshot taken by view.
 func (s *Saver) job(view ViewFunc) Job {
-	opts := s.options()
+	opts := s.Options()
 	return Job{
 		Snapshot: func() (snap *tiering.Snapshot, dirty int64, err error) {
 			err = view(func(tx *tiering.Tx) (err error) {
