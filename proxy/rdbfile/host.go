@@ -71,10 +71,6 @@ func (s *Saver) Options() Options {
 	return o
 }
 
-// Options are the writer's options from the settings, for the server's
-// other writers of the dataset (a replica's full resync).
-func (s *Saver) Options() Options { return s.options() }
-
 // job is a save of the whole dataset to Path, its snapshot taken by view.
 func (s *Saver) job(view ViewFunc) Job {
 	opts := s.Options()
