@@ -195,7 +195,7 @@ var redisSettings = []*setting{
 	// several arguments
 	listSetting("oom-score-adj-values", "0 200 800", parseOOMValues, noEffect),
 	listSetting("replicaof", "no one", parseReplicaOf,
-		"Only `no one`: Spillway is never a replica (a config file naming a master is refused).").
+		"`<host> <port>`: the master to replicate from at startup (REPLICAOF at run time).").
 		withAlias("slaveof").withMut(immutable),
 	listSetting("latency-tracking-info-percentiles", "50 99 99.9", parsePercentiles, noEffect),
 }
