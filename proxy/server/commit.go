@@ -239,9 +239,18 @@ func (s *Server) Replica() *replica.Replica { return s.replica }
 // engine's lock, where waiting for the link would deadlock).
 type masterClient struct {
 	once      sync.Once
-	c         *Client
+	c         atomic.Pointer[Client]
 	resetAsk  atomic.Bool
 	pendingDB atomic.Int64
+}
+
+// streamDB is the master client's database (0 without one): where the
+// relayed stream goes on, the repl-stream-db of a full resync's RDB.
+func (m *masterClient) streamDB() int {
+	if c := m.c.Load(); c != nil && c.s.repl.Proxying() {
+		return int(c.dbShown.Load())
+	}
+	return 0
 }
 
 // masterLink is the master client's running command.
@@ -259,9 +268,9 @@ func (m *masterClient) client(s *Server) *Client {
 		c.authed = true
 		c.aclOn.Store(false)
 		c.ml = &masterLink{}
-		m.c = c
+		m.c.Store(c)
 	})
-	return m.c
+	return m.c.Load()
 }
 
 // reset asks for the master client's MULTI state to be discarded and db
@@ -393,8 +402,10 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	var r *repl.Replica
 	var snap *tiering.Snapshot
 	opts := s.rdb.Options()
+	streamDB := 0
 	if err := x.Update(func(tx *tiering.Tx) error {
 		r = s.repl.Attach(hs, psync, replid, off, peer)
+		streamDB = s.mc.streamDB() // a relayed stream goes on in the master client's database
 		s.updateObserving()
 		if !r.Full() || hs.ExcludeData {
 			return nil // a keyless RDB needs no snapshot
@@ -424,7 +435,7 @@ func cmdSync(x *Ctx, args [][]byte) error {
 				}
 				return repl.WriteKeylessRDB(w, id, at, libs)
 			}
-			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at}
+			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at, StreamDB: streamDB}
 			return rdbfile.Write(w, snap, opts)
 		})
 	}
