@@ -404,6 +404,9 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	opts := s.rdb.Options()
 	streamDB := 0
 	if err := x.Update(func(tx *tiering.Tx) error {
+		if s.replica.Active() && !s.replica.LinkUp() {
+			return resp.Err("NOMASTERLINK Can't SYNC while not connected with my master")
+		}
 		r = s.repl.Attach(hs, psync, replid, off, peer)
 		streamDB = s.mc.streamDB() // a relayed stream goes on in the master client's database
 		s.updateObserving()
