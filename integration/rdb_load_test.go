@@ -165,3 +165,61 @@ func flip(b []byte, i int) []byte {
 	c[i] ^= 0xff
 	return c
 }
+
+// TestRDBLoadKilledMidway: a start loading dump.rdb killed with -9 while
+// clients get -LOADING, then started again, serves the whole file (what
+// the first load wrote is removed and the file loaded anew); one stopped
+// by SHUTDOWN while loading exits at once, without saving over the file.
+func TestRDBLoadKilledMidway(t *testing.T) {
+	rc, rdbPath := redisRDB(t)
+	data, _ := os.ReadFile(rdbPath)
+	bin := harness.BuildSpillway(t)
+	for _, stop := range []string{"kill -9", "SHUTDOWN"} {
+		t.Run(stop, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			port := harness.FreePort(t)
+			cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "3600 1")
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			// Wait (bounded) for a LOADING reply, then stop it.
+			sawLoading := false
+			for i := 0; i < 2000 && !sawLoading; i++ {
+				if c, err := harness.Dial("127.0.0.1:" + strconv.Itoa(port)); err == nil {
+					r := c.Do("GET", "s:int")
+					c.Close()
+					sawLoading = strings.HasPrefix(r.Str, "LOADING")
+					if !sawLoading && r.Err == nil {
+						break // already loaded
+					}
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			if stop == "kill -9" {
+				cmd.Process.Kill()
+			} else if c, err := harness.Dial("127.0.0.1:" + strconv.Itoa(port)); err == nil {
+				c.Do("SHUTDOWN")
+				c.Close()
+			}
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("spillway still running 30 s after %s during the load:\n%s", stop, out.String())
+			}
+			t.Logf("LOADING seen before %s: %v", stop, sawLoading)
+			if now, _ := os.ReadFile(filepath.Join(dir, "dump.rdb")); string(now) != string(data) {
+				t.Fatalf("dump.rdb changed by the stop during its load")
+			}
+			sp := harness.StartSpillway(t, dir)
+			sameDataset(t, rc, sp.Conn(t), false)
+		})
+	}
+}

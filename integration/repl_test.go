@@ -163,6 +163,25 @@ func TestReplicationRedisReplica(t *testing.T) {
 			st["sync_full"], st["sync_partial_ok"])
 	}
 
+	// CLIENT KILL TYPE replica drops it; it reconnects and continues.
+	if r := c.Do("CLIENT", "KILL", "TYPE", "replica"); r.Int != 1 {
+		t.Errorf("CLIENT KILL TYPE replica: %s", r.String())
+	}
+	c.Do("SET", "after-kill", "1")
+	for range 200 {
+		if infoOf(t, c, "stats")["sync_partial_ok"] == "2" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitCaughtUp(t, c, rc)
+	if r := rc.Do("GET", "after-kill"); r.Str != "1" {
+		t.Errorf("after CLIENT KILL the replica has after-kill = %s", r.String())
+	}
+	if st := infoOf(t, c, "stats"); st["sync_full"] != "1" || st["sync_partial_ok"] != "2" {
+		t.Errorf("after CLIENT KILL: sync_full %s, sync_partial_ok %s; want 1 and 2", st["sync_full"], st["sync_partial_ok"])
+	}
+
 	// min-replicas-to-write: accepted with the replica, refused without.
 	c.Do("CONFIG", "SET", "min-replicas-to-write", "1")
 	if r := c.Do("SET", "guarded", "1"); r.Str != "OK" {

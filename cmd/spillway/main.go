@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -173,6 +174,13 @@ func run(args []string) error {
 		cold.Close()
 		return err
 	}
+	if !upstreamMode {
+		if err := undoInterruptedLoad(engine, log); err != nil {
+			engine.Close()
+			cold.Close()
+			return err
+		}
+	}
 	if importFile != "" {
 		err := importRDB(importFile, engine, log, upstreamMode)
 		engine.Close()
@@ -252,13 +260,20 @@ func run(args []string) error {
 		srv.Serve()
 		close(serveDone)
 	}()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	stopped := false // a shutdown came during the load
 	if rdbPath != "" {
-		if _, err := srv.LoadRDB(rdbPath); err != nil {
-			log.Error("loading the RDB file failed; stopping", "err", err)
+		if stopped, err = loadAtStart(srv, rdbPath, sigs, log); err != nil {
 			srv.Close()
 			<-serveDone
 			engine.Close()
 			cold.Close()
+			if errors.Is(err, rdbfile.ErrLoadCanceled) {
+				log.Info("shutdown during the RDB load: what it had loaded is removed")
+				return nil
+			}
+			log.Error("loading the RDB file failed; stopping", "err", err)
 			return err
 		}
 	}
@@ -274,16 +289,18 @@ func run(args []string) error {
 	if !upstreamMode {
 		go srv.RunSavePoints(stopSaves)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case s := <-sigs:
-		log.Info("signal received, shutting down", "signal", s.String())
-		close(stopSaves)
-		if err := srv.SaveOnSignal(); err != nil {
-			log.Error("the final RDB save failed", "err", err)
+	if !stopped {
+		select {
+		case s := <-sigs:
+			log.Info("signal received, shutting down", "signal", s.String())
+			close(stopSaves)
+			if err := srv.SaveOnSignal(); err != nil {
+				log.Error("the final RDB save failed", "err", err)
+			}
+		case <-srv.ShutdownRequested():
+			close(stopSaves)
 		}
-	case <-srv.ShutdownRequested():
+	} else {
 		close(stopSaves)
 	}
 	srv.Close()
@@ -302,6 +319,45 @@ func run(args []string) error {
 	}
 	log.Info("spillway stopped; every write is on disk")
 	return nil
+}
+
+// loadAtStart loads the RDB file at path while clients get -LOADING. A
+// signal or SHUTDOWN meanwhile cancels the load (rdbfile.ErrLoadCanceled);
+// one arriving as the load ends reports stopped, for the caller to shut
+// down.
+func loadAtStart(srv *server.Server, path string, sigs <-chan os.Signal, log *slog.Logger) (stopped bool, err error) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("signal received during the RDB load, canceling it", "signal", s.String())
+			close(stop)
+		case <-srv.ShutdownRequested():
+			close(stop)
+		case <-done:
+		}
+	}()
+	_, err = srv.LoadRDB(path, stop)
+	close(done)
+	select {
+	case <-stop:
+		stopped = true
+	default:
+	}
+	return stopped, err
+}
+
+// undoInterruptedLoad removes what an RDB load that the process's death
+// cut short had written (the store was empty before it), so that a
+// partial dataset is never served; the file is then loaded again.
+func undoInterruptedLoad(engine *tiering.Engine, log *slog.Logger) error {
+	cut, err := rdbfile.Interrupted(engine)
+	if err != nil || !cut {
+		return err
+	}
+	log.Warn("the last RDB load did not finish: removing the keys it loaded")
+	return rdbfile.ClearInterrupted(engine)
 }
 
 // takeImportFlag removes "--import-rdb FILE" from args and returns FILE.

@@ -161,8 +161,8 @@ var redisSettings = []*setting{
 
 	// memory sizes
 	{name: "repl-backlog-size", kind: kindMemory, umin: 1, umax: maxInt64, def: "1mb", onSet: minBacklog,
-		doc: "The replication backlog (created when the first replica attaches); a replica " +
-			"behind by more is dropped and resyncs in full. CONFIG SET raises a value under 16kb to 16kb, as Redis does.", effect: true},
+		doc: "The replication backlog (created when the first replica attaches), for partial resyncs. " +
+			"CONFIG SET raises a value under 16kb to 16kb, as Redis does.", effect: true},
 	memory("cluster-link-sendbuf-limit", 0, math.MaxUint64, "0"),
 	memory("active-defrag-ignore-bytes", 1, maxInt64, "100mb"),
 	memory("stream-node-max-bytes", 0, maxInt64, "4096"),

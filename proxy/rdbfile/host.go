@@ -176,9 +176,10 @@ type loadState struct {
 
 // LoadFile loads the RDB file at path into the engine (whose store must be
 // empty), then has the host load the function libraries it held. Loading
-// reports true meanwhile; progress is logged and shown by WriteInfo. On
-// error nothing of the file is kept.
-func (s *Saver) LoadFile(path string) (LoadStats, error) {
+// reports true meanwhile; progress is logged and shown by WriteInfo.
+// Closing stop cancels it (ErrLoadCanceled). On error nothing of the file
+// is kept.
+func (s *Saver) LoadFile(path string, stop <-chan struct{}) (LoadStats, error) {
 	s.loading.Store(true)
 	defer s.loading.Store(false)
 	f, err := os.Open(path)
@@ -192,7 +193,7 @@ func (s *Saver) LoadFile(path string) (LoadStats, error) {
 	}
 	s.load.Store(st)
 	s.log().Info("loading RDB file", "path", path, "bytes", st.progress.Total)
-	stats, err := Load(f, s.host.Engine, LoadOptions{Logger: s.log(), Size: st.progress.Total, Progress: st.progress})
+	stats, err := Load(f, s.host.Engine, LoadOptions{Logger: s.log(), Size: st.progress.Total, Progress: st.progress, Stop: stop})
 	s.load.Store(&loadState{stats: stats})
 	if err != nil {
 		return stats, fmt.Errorf("load RDB %s: %w", path, err)

@@ -32,6 +32,9 @@ type LoadOptions struct {
 	// Now is the clock expiries are compared to (unix ms; default: the
 	// clock at the start of the load).
 	Now int64
+	// Stop, when closed, cancels the load (ErrLoadCanceled): a shutdown
+	// during the load. What it wrote is removed, as for any failure.
+	Stop <-chan struct{}
 }
 
 // Progress is a load's progress, readable while it runs (INFO's loading_*
@@ -68,7 +71,9 @@ type LoadStats struct {
 // a stream or module value, module auxiliary data — fails the load with an
 // error wrapping ErrCorrupt (or the store's error), and every key written
 // so far is removed (the store was empty), so that nothing half-loaded is
-// ever served.
+// ever served. A load cut short by the process's death leaves a marker in
+// the store: Interrupted reports it at the next start, and
+// ClearInterrupted removes the partial dataset.
 func Load(r io.Reader, eng *tiering.Engine, opts LoadOptions) (LoadStats, error) {
 	if eng.KeysOnDisk() != 0 {
 		return LoadStats{}, fmt.Errorf("rdbfile: load: the store already holds %d keys", eng.KeysOnDisk())
@@ -88,10 +93,18 @@ func Load(r io.Reader, eng *tiering.Engine, opts LoadOptions) (LoadStats, error)
 		l.prog = &Progress{Start: time.Now(), Total: opts.Size}
 	}
 	l.lastLog = time.Now()
+	// The marker makes a load cut short by a crash visible at the next
+	// start (Interrupted), before anything of it is written.
+	if _, err := eng.Update(func(tx *tiering.Tx) error { return tx.PutSystem(sysLoading, loadingOn) }); err != nil {
+		return LoadStats{}, err
+	}
+	if err := eng.Cold().SyncWAL(); err != nil {
+		return LoadStats{}, err
+	}
 	err := l.load()
 	l.stats.Bytes = l.r.n
 	if err != nil {
-		if _, ferr := eng.Update(func(tx *tiering.Tx) error { return tx.FlushAll() }); ferr != nil {
+		if ferr := ClearInterrupted(eng); ferr != nil {
 			l.log.Error("removing a failed load's keys failed", "err", ferr)
 		}
 		return l.stats, err
@@ -103,6 +116,41 @@ func Load(r io.Reader, eng *tiering.Engine, opts LoadOptions) (LoadStats, error)
 		"bytes", l.stats.Bytes, "functions", l.stats.Functions,
 		"took", time.Since(l.prog.Start).Round(time.Millisecond))
 	return l.stats, nil
+}
+
+// ErrLoadCanceled ends a load whose LoadOptions.Stop was closed.
+var ErrLoadCanceled = errors.New("rdbfile: load canceled")
+
+// sysLoading is the system record marking a load under way: loadingOn
+// from its start until it succeeded or its keys were removed.
+const sysLoading = "rdbloading"
+
+var (
+	loadingOn  = []byte{1}
+	loadingOff = []byte{0}
+)
+
+// Interrupted reports whether a load into eng's store began and neither
+// finished nor was undone (the process died meanwhile): the store then
+// holds part of a file, which ClearInterrupted removes.
+func Interrupted(eng *tiering.Engine) (bool, error) {
+	v, ok, err := eng.SystemRecord(sysLoading)
+	return ok && bytes.Equal(v, loadingOn), err
+}
+
+// ClearInterrupted removes every key of the store (a load writes only into
+// an empty one) and the load's marker, in one transaction.
+func ClearInterrupted(eng *tiering.Engine) error {
+	_, err := eng.Update(func(tx *tiering.Tx) error {
+		if err := tx.FlushAll(); err != nil {
+			return err
+		}
+		return tx.PutSystem(sysLoading, loadingOff)
+	})
+	if err == nil {
+		err = eng.Cold().SyncWAL()
+	}
+	return err
 }
 
 // pendingKey is a whole value waiting for the next transaction.
@@ -227,6 +275,11 @@ func (l *loader) load() error {
 		case opEOF:
 			return l.finish()
 		}
+		select {
+		case <-l.opts.Stop:
+			return ErrLoadCanceled
+		default:
+		}
 		key, err := l.r.str()
 		if err != nil {
 			return err
@@ -255,11 +308,16 @@ func (l *loader) finish() error {
 	if err := l.flush(); err != nil {
 		return err
 	}
-	if len(l.functions) > 0 {
-		payload := rdb.AppendFooter(l.functions, Version)
-		if _, err := l.eng.Update(func(tx *tiering.Tx) error { return tx.PutSystem(codec.SysFunctions, payload) }); err != nil {
-			return err
+	_, err := l.eng.Update(func(tx *tiering.Tx) error {
+		if len(l.functions) > 0 {
+			if err := tx.PutSystem(codec.SysFunctions, rdb.AppendFooter(l.functions, Version)); err != nil {
+				return err
+			}
 		}
+		return tx.PutSystem(sysLoading, loadingOff)
+	})
+	if err != nil {
+		return err
 	}
 	l.prog.Bytes.Store(l.r.n)
 	return nil

@@ -134,3 +134,51 @@ func bytesArgs(s string) [][]byte {
 	}
 	return out
 }
+
+// TestLoadCanceledOrCutShort: a load whose Stop is closed ends with
+// ErrLoadCanceled and an empty store; a load cut short by the process's
+// death (its marker left, keys written) is reported by Interrupted and
+// undone by ClearInterrupted.
+func TestLoadCanceledOrCutShort(t *testing.T) {
+	s, e := openLocal(t, 256<<20)
+	l := s.NewLocal()
+	defer l.Close()
+	for i := range 50 {
+		l.Do([]byte("SET"), []byte("k"+strings.Repeat("x", i)), []byte("v"))
+	}
+	file := writeRDB(t, e, nil)
+
+	_, e2 := openLocal(t, 256<<20)
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := rdbfile.Load(bytes.NewReader(file), e2, rdbfile.LoadOptions{Stop: stop}); !errors.Is(err, rdbfile.ErrLoadCanceled) {
+		t.Fatalf("Load with Stop closed = %v", err)
+	}
+	if cut, err := rdbfile.Interrupted(e2); cut || err != nil || e2.KeysOnDisk() != 0 {
+		t.Errorf("after a canceled load: interrupted %v (%v), %d keys", cut, err, e2.KeysOnDisk())
+	}
+	if _, err := rdbfile.Load(bytes.NewReader(file), e2, rdbfile.LoadOptions{}); err != nil || e2.KeysOnDisk() != 50 {
+		t.Fatalf("Load = %v, %d keys", err, e2.KeysOnDisk())
+	}
+	if cut, _ := rdbfile.Interrupted(e2); cut {
+		t.Errorf("a finished load reads as interrupted")
+	}
+
+	// The state a crash mid-load leaves: the marker on, some keys stored.
+	_, e3 := openLocal(t, 256<<20)
+	if err := rdbfile.MarkLoading(e3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e3.Update(func(tx *tiering.Tx) error { return tx.SetString(0, []byte("partial"), []byte("x"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if cut, err := rdbfile.Interrupted(e3); !cut || err != nil {
+		t.Fatalf("Interrupted = %v, %v", cut, err)
+	}
+	if err := rdbfile.ClearInterrupted(e3); err != nil {
+		t.Fatal(err)
+	}
+	if cut, _ := rdbfile.Interrupted(e3); cut || e3.KeysOnDisk() != 0 {
+		t.Errorf("after ClearInterrupted: interrupted %v, %d keys", cut, e3.KeysOnDisk())
+	}
+}

@@ -166,10 +166,40 @@ func (m *Master) selectDB(b []byte, db int) []byte {
 }
 
 // appendLocked writes p to the backlog and advances the offset (m.mu
-// held).
+// held). The bytes it overwrites that a replica has not been sent yet are
+// copied to the replica's spill first; a replica whose spill passes
+// client-output-buffer-limit's hard limit for replicas is dropped, as
+// Redis drops it.
 func (m *Master) appendLocked(p []byte) {
 	if len(p) == 0 || m.bl == nil {
 		return
+	}
+	if gone := m.offset + int64(len(p)) - int64(len(m.bl.buf)) + 1; gone > m.firstByte() && len(m.replicas) > 0 {
+		limit := m.replicaBufferLimit()
+		for _, r := range m.replicas {
+			from := r.next + int64(len(r.spill))
+			if from >= gone {
+				continue
+			}
+			// Bytes from..gone-1 are lost: those still in the backlog,
+			// then those of p beyond what the ring keeps of it.
+			if from <= m.offset {
+				to := min(gone-1, m.offset)
+				at := len(r.spill)
+				r.spill = append(r.spill, make([]byte, to-from+1)...)
+				m.bl.read(from, to, r.spill[at:])
+			}
+			if gone-1 > m.offset {
+				lo := max(from, m.offset+1) - (m.offset + 1)
+				r.spill = append(r.spill, p[lo:gone-1-m.offset]...)
+			}
+			if limit > 0 && int64(len(r.spill)) > limit {
+				m.opts.Log.Warn("dropping replica: output buffer over client-output-buffer-limit",
+					"replica", r.addr(), "bytes", len(r.spill))
+				r.spill = nil
+				r.close()
+			}
+		}
 	}
 	m.bl.write(m.offset+1, p)
 	m.offset += int64(len(p))
@@ -186,6 +216,18 @@ func (m *Master) createBacklog() {
 	m.loops = 1 // the first PING comes a period after the first replica
 	m.ticker = time.NewTicker(time.Second)
 	go m.cron(m.ticker)
+}
+
+// replicaBufferLimit is client-output-buffer-limit's hard limit for
+// replicas in bytes (0: none; 256 MB if the setting cannot be read).
+func (m *Master) replicaBufferLimit() int64 {
+	f := strings.Fields(m.opts.Setting("client-output-buffer-limit"))
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "replica" || f[i] == "slave" {
+			return parseBytes(f[i+1])
+		}
+	}
+	return 256 << 20
 }
 
 // backlogSize is repl-backlog-size in bytes (at least 16 KB).

@@ -110,9 +110,13 @@ type Replica struct {
 	// resync stands for.
 	startID string
 	start   int64
-	// sent is the offset of the last stream byte sent (or to be skipped:
-	// the RDB covers up to it).
-	sent    int64
+	// next is the offset of the next stream byte to send (those before are
+	// sent, or covered by the RDB); spill holds the bytes from next on
+	// that the backlog overwrote before they were sent (a slow replica, or
+	// one still loading its RDB), up to client-output-buffer-limit's hard
+	// limit for replicas. Both are guarded by m.mu.
+	next    int64
+	spill   []byte
 	state   atomic.Int32
 	ackOff  atomic.Int64
 	ackTime atomic.Int64 // unix ms of the last ACK (or of going online)
@@ -164,7 +168,7 @@ func (m *Master) Attach(h Handshake, psync bool, replid string, offset int64, pe
 	r := &Replica{m: m, hs: h, peer: peer, preSync: !psync, done: make(chan struct{})}
 	if psync && m.bl != nil && offset >= m.firstByte() && offset <= m.offset+1 &&
 		(replid == m.id || replid == m.id2 && offset <= m.secondOffset) {
-		r.sent = offset - 1
+		r.next = offset
 		r.reply = "+CONTINUE\r\n"
 		if h.CapaPsync2 {
 			r.reply = "+CONTINUE " + m.id + "\r\n"
@@ -185,7 +189,7 @@ func (m *Master) Attach(h Handshake, psync bool, replid string, offset int64, pe
 	}
 	m.SyncFull.Add(1)
 	m.seldb = -1 // the stream after the RDB starts with a SELECT
-	r.full, r.sent, r.startID, r.start = true, m.offset, m.id, m.offset
+	r.full, r.next, r.startID, r.start = true, m.offset+1, m.id, m.offset
 	if psync {
 		r.reply = "+FULLRESYNC " + m.id + " " + strconv.FormatInt(m.offset, 10) + "\r\n"
 	}
@@ -319,7 +323,8 @@ func (c countingWriter) Write(p []byte) (int, error) {
 // errBehind: the replica needs bytes the backlog no longer holds.
 var errBehind = errors.New("replica fell behind the replication backlog")
 
-// stream sends the stream to r from r.sent+1 as it grows.
+// stream sends the stream to r from r.next as it grows: first what was
+// spilled, then from the backlog.
 func (m *Master) stream(r *Replica, conn net.Conn) {
 	buf := make([]byte, 64<<10)
 	for {
@@ -327,11 +332,18 @@ func (m *Master) stream(r *Replica, conn net.Conn) {
 		var n int
 		var err error
 		switch {
-		case r.sent < m.offset && r.sent+1 < m.firstByte():
-			err = errBehind
-		case r.sent < m.offset:
-			n = m.bl.read(r.sent+1, m.offset, buf)
+		case len(r.spill) > 0:
+			n = copy(buf, r.spill)
+			r.spill = r.spill[n:]
+			if len(r.spill) == 0 {
+				r.spill = nil
+			}
+		case r.next <= m.offset && r.next < m.firstByte():
+			err = errBehind // cannot happen: appendLocked spills first
+		case r.next <= m.offset:
+			n = m.bl.read(r.next, m.offset, buf)
 		}
+		r.next += int64(n)
 		ch := m.changed
 		m.mu.Unlock()
 		if err != nil {
@@ -344,7 +356,6 @@ func (m *Master) stream(r *Replica, conn net.Conn) {
 			if err != nil {
 				return
 			}
-			r.sent += int64(n)
 			continue
 		}
 		select {

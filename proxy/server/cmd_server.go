@@ -311,8 +311,11 @@ func (s *Server) SetLoading(on bool) { s.rdb.SetLoading(on) }
 
 // LoadRDB loads the RDB file at path into the engine (whose store must be
 // empty), then the function libraries it held, answering -LOADING
-// meanwhile (rdbfile.Saver.LoadFile). On error nothing of it is kept.
-func (s *Server) LoadRDB(path string) (rdbfile.LoadStats, error) { return s.rdb.LoadFile(path) }
+// meanwhile; closing stop cancels it (rdbfile.Saver.LoadFile). On error
+// nothing of it is kept.
+func (s *Server) LoadRDB(path string, stop <-chan struct{}) (rdbfile.LoadStats, error) {
+	return s.rdb.LoadFile(path, stop)
+}
 
 // StopSaves cancels a running background save and waits for it to end:
 // the store must not close under its snapshot.
@@ -365,8 +368,8 @@ func cmdShutdown(x *Ctx, args [][]byte) error {
 	// the server running unless FORCE.
 	if c.fwd == nil {
 		save := hasArg(args[1:], "save") || c.s.rdb.SavePoints()
-		if hasArg(args[1:], "nosave") {
-			save = false
+		if hasArg(args[1:], "nosave") || c.s.rdb.Loading() {
+			save = false // as Redis: never over the file being loaded
 		}
 		if save {
 			if err := c.s.rdb.ShutdownSave(x.View); err != nil && !hasArg(args[1:], "force") {
