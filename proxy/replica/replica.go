@@ -251,9 +251,6 @@ func (r *Replica) run(stop chan struct{}, gen uint64, host string, port int) {
 		default:
 		}
 		r.state.Store(int32(StateConnect))
-		if r.down.Load() == 0 || err != nil {
-			r.down.Store(time.Now().Unix())
-		}
 		r.h.ResetClient(-1) // a half-received MULTI is discarded
 		r.h.Log.Warn("replication link to master failed; retrying in a second",
 			"host", host, "port", port, "err", err)
@@ -315,6 +312,9 @@ func (r *Replica) link(stop chan struct{}, gen uint64, host string, port int) er
 	}
 	r.state.Store(int32(StateConnected))
 	r.linked.Store(true)
+	// master_link_down_since_seconds counts from the loss of a link that
+	// was up (-1 until then), as Redis's repl_down_since.
+	defer func() { r.down.Store(time.Now().Unix()) }()
 	r.h.Log.Info("MASTER <-> REPLICA sync: the link is up", "full", full, "offset", r.reploff.Load())
 	ackStop := make(chan struct{})
 	defer close(ackStop)
