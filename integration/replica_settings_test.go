@@ -1,0 +1,130 @@
+package integration
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/integration/harness"
+)
+
+// The replica's refusals and reports compared with a redis-server in the
+// same state: both replicas of a master that is not there (the link stays
+// down), then of a master that needs a password.
+
+// infoFieldNames is an INFO section's field names, in order, without the
+// values that depend on the instance (IDs, offsets, times).
+func infoFieldNames(t *testing.T, c *harness.Conn, section string) []string {
+	t.Helper()
+	var names []string
+	for _, line := range strings.Split(c.Do("INFO", section).Str, "\r\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func TestReplicaLinkDownLikeRedis(t *testing.T) {
+	sp := harness.StartSpillway(t, "")
+	rs := harness.StartRedis(t)
+	spc, rc := sp.Conn(t), rs.Conn(t)
+	dead := strconv.Itoa(harness.FreePort(t)) // nothing listens there
+	for _, c := range []*harness.Conn{spc, rc} {
+		c.Do("SET", "k", "v")
+	}
+	cases := [][]string{
+		{"REPLICAOF", "127.0.0.1", "70000"},
+		{"REPLICAOF", "127.0.0.1", "x"},
+		{"REPLICAOF", "127.0.0.1", dead},
+		{"REPLICAOF", "127.0.0.1", dead}, // already
+		{"SET", "k", "w"},
+		{"GET", "k"},
+		{"EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "k"},
+		{"CONFIG", "SET", "replica-read-only", "no"},
+		{"SET", "k2", "v2"},
+		{"CONFIG", "SET", "replica-read-only", "yes"},
+		{"CONFIG", "SET", "replica-serve-stale-data", "no"},
+		{"GET", "k"},
+		{"PING"},
+		{"INFO", "keyspace"},
+		{"MULTI"}, {"GET", "k"}, {"EXEC"},
+		{"CONFIG", "SET", "replica-serve-stale-data", "yes"},
+		{"MULTI"}, {"GET", "k"}, {"EXEC"},
+		{"PSYNC", "?", "-1"},
+		{"ROLE"},
+	}
+	for _, cmd := range cases {
+		w, g := rc.Do(cmd...), spc.Do(cmd...)
+		if w.String() != g.String() {
+			t.Errorf("%v: got %s, want %s", cmd, g.String(), w.String())
+		}
+	}
+	wi, gi := infoOf(t, rc, "replication"), infoOf(t, spc, "replication")
+	for _, k := range []string{"role", "master_host", "master_port", "master_link_status",
+		"master_last_io_seconds_ago", "master_sync_in_progress", "master_link_down_since_seconds",
+		"slave_priority", "slave_read_only", "replica_announced", "connected_slaves"} {
+		if wi[k] != gi[k] {
+			t.Errorf("INFO replication %s: got %q, want %q", k, gi[k], wi[k])
+		}
+	}
+	if w, g := infoFieldNames(t, rc, "replication"), infoFieldNames(t, spc, "replication"); !slices.Equal(w, g) {
+		t.Errorf("INFO replication fields:\n got %v\nwant %v", g, w)
+	}
+	// Promotion: a master again, its data kept, writes accepted.
+	for _, cmd := range [][]string{{"REPLICAOF", "NO", "ONE"}, {"REPLICAOF", "NO", "ONE"}, {"SET", "k3", "v"}, {"DBSIZE"}, {"ROLE"}} {
+		w, g := rc.Do(cmd...), spc.Do(cmd...)
+		if cmd[0] == "ROLE" {
+			w, g = w.Elems[0], g.Elems[0]
+		}
+		if w.String() != g.String() {
+			t.Errorf("%v: got %s, want %s", cmd, g.String(), w.String())
+		}
+	}
+	wi, gi = infoOf(t, rc, "replication"), infoOf(t, spc, "replication")
+	if gi["master_replid2"] == strings.Repeat("0", 40) || gi["second_repl_offset"] != "1" ||
+		gi["second_repl_offset"] != wi["second_repl_offset"] {
+		t.Errorf("after REPLICAOF NO ONE: %v (redis-server: %v)", gi, wi)
+	}
+}
+
+func TestReplicaMasterAuth(t *testing.T) {
+	master := harness.StartRedis(t, "--requirepass", "secret", "--repl-diskless-sync-delay", "0")
+	mc := master.Conn(t)
+	mc.Do("AUTH", "secret")
+	mc.Do("ACL", "SETUSER", "repl", "on", ">replpass", "+@all", "~*")
+	mc.Do("HSET", "h", "f", "v")
+	sp := harness.StartSpillway(t, "")
+	spc := sp.Conn(t)
+	mport := strconv.Itoa(master.Port())
+
+	// A wrong password: the link never comes up.
+	spc.Do("CONFIG", "SET", "masterauth", "wrong")
+	spc.Do("REPLICAOF", "127.0.0.1", mport)
+	time.Sleep(1500 * time.Millisecond) // a few attempts (one a second)
+	if st := infoOf(t, spc, "replication")["master_link_status"]; st != "down" {
+		t.Errorf("with a wrong masterauth: master_link_status %s", st)
+	}
+	// masteruser and masterauth: the link comes up with the data.
+	spc.Do("CONFIG", "SET", "masteruser", "repl")
+	spc.Do("CONFIG", "SET", "masterauth", "replpass")
+	waitOffsets(t, mc, spc)
+	if r := spc.Do("HGET", "h", "f"); r.Str != "v" {
+		t.Errorf("HGET after the sync: %s", r.String())
+	}
+	mc.Do("SET", "later", "1")
+	waitOffsets(t, mc, spc)
+	if r := spc.Do("GET", "later"); r.Str != "1" {
+		t.Errorf("GET of a streamed write: %s", r.String())
+	}
+	// The master lists Spillway with its listening port.
+	if s := infoOf(t, mc, "replication")["slave0"]; !strings.Contains(s, "port="+strconv.Itoa(sp.Port())) ||
+		!strings.Contains(s, "state=online") {
+		t.Errorf("master's slave0: %s", s)
+	}
+	if r := spc.Do("REPLICAOF", "127.0.0.1", mport); r.Str != "OK Already connected to specified master" {
+		t.Errorf("REPLICAOF of the same master: %s", r.String())
+	}
+}
