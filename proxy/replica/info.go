@@ -12,9 +12,7 @@ import (
 // replica's own state.
 func (r *Replica) writeInfo(sb *strings.Builder) {
 	now := time.Now().Unix()
-	r.mu.Lock()
-	host, port := r.host, r.port
-	r.mu.Unlock()
+	host, port := r.Master()
 	st := State(r.state.Load())
 	link, lastIO := "down", int64(-1)
 	if st == StateConnected {

@@ -87,6 +87,9 @@ type Replica struct {
 	stop chan struct{} // closed when the current link must end
 	gen  uint64        // the link's generation (REPLICAOF changes it)
 
+	// target is host and port, readable without mu (writeInfo runs under
+	// the repl.Master's lock, which Start and Stop take under mu).
+	target  atomic.Pointer[hostPort]
 	active  atomic.Bool // REPLICAOF host port is in effect
 	state   atomic.Int32
 	linked  atomic.Bool  // a master client exists (Redis's server.master)
@@ -102,6 +105,11 @@ type Replica struct {
 
 	// SyncFull and SyncPartial count the resynchronizations done.
 	SyncFull, SyncPartial atomic.Int64
+}
+
+type hostPort struct {
+	host string
+	port int
 }
 
 // New returns a replica side that is not a replica (REPLICAOF NO ONE).
@@ -120,9 +128,10 @@ func (r *Replica) LinkUp() bool { return State(r.state.Load()) == StateConnected
 
 // Master returns the master's address ("" when not a replica).
 func (r *Replica) Master() (string, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.host, r.port
+	if t := r.target.Load(); t != nil {
+		return t.host, t.port
+	}
+	return "", 0
 }
 
 // Start is REPLICAOF host port: the server becomes a replica of host:port
@@ -142,6 +151,7 @@ func (r *Replica) Start(host string, port int) bool {
 	wasMaster := !r.active.Load()
 	r.endLinkLocked()
 	r.host, r.port = host, port
+	r.target.Store(&hostPort{host, port})
 	r.h.Master.SetProxy(true)
 	if wasMaster {
 		r.down.Store(0)
@@ -180,6 +190,7 @@ func (r *Replica) Stop() bool {
 	r.linked.Store(false)
 	r.state.Store(int32(StateNone))
 	r.host, r.port = "", 0
+	r.target.Store(nil)
 	r.h.Master.ShiftID("")
 	r.h.Master.SetProxy(false)
 	r.h.Master.SetRoleInfo(nil)
