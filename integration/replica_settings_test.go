@@ -54,6 +54,7 @@ func TestReplicaLinkDownLikeRedis(t *testing.T) {
 		{"CONFIG", "SET", "replica-serve-stale-data", "yes"},
 		{"MULTI"}, {"GET", "k"}, {"EXEC"},
 		{"PSYNC", "?", "-1"},
+		{"WAIT", "1", "10"},
 		{"ROLE"},
 	}
 	for _, cmd := range cases {

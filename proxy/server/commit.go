@@ -467,6 +467,11 @@ func cmdReplconf(x *Ctx, args [][]byte) error {
 // acknowledged the client's last write, once numreplicas did or the
 // timeout (ms, 0: none) passed; inside MULTI or a script at once.
 func cmdWait(x *Ctx, args [][]byte) error {
+	if x.c.s.replica.Active() {
+		return resp.Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 " +
+			"if a replica is configured to be writable (which is not the default) writes to replicas are just local " +
+			"and are not propagated.")
+	}
 	n, ok := cstr.ParseInt(args[1])
 	if !ok {
 		return resp.Err("ERR value is not an integer or out of range")
