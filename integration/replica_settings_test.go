@@ -129,3 +129,49 @@ func TestReplicaMasterAuth(t *testing.T) {
 		t.Errorf("REPLICAOF of the same master: %s", r.String())
 	}
 }
+
+// TestReplicaExpiryFollowsMaster: a replica decides no expiry itself. A key
+// whose time passed on a master that has not removed it yet (active
+// expiry off, not read) still counts on the replica, where reads find it
+// absent; the master's DEL removes it. Spillway and a redis-server replica
+// of the same master answer alike at each step.
+func TestReplicaExpiryFollowsMaster(t *testing.T) {
+	master := harness.StartRedis(t, "--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0")
+	mc := master.Conn(t)
+	mc.Do("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+	mc.Do("SET", "old", "v", "PX", "100") // expires after the full sync's RDB
+	port := strconv.Itoa(master.Port())
+	sp := harness.StartSpillway(t, "", "--replicaof", "127.0.0.1", port)
+	rs := harness.StartRedis(t, "--replicaof", "127.0.0.1", port)
+	spc, rc := sp.Conn(t), rs.Conn(t)
+	waitOffsets(t, mc, spc, rc)
+	mc.Do("SET", "k", "v", "PX", "100")
+	mc.Do("HSET", "h", "f", "v")
+	mc.Do("PEXPIRE", "h", "100")
+	waitOffsets(t, mc, spc, rc)
+	time.Sleep(300 * time.Millisecond) // past the expiries; the master removed nothing
+	steps := [][]string{{"DBSIZE"}, {"GET", "k"}, {"HGET", "h", "f"}, {"EXISTS", "old"}, {"DBSIZE"}}
+	compare := func(when string) {
+		t.Helper()
+		for _, cmd := range steps {
+			if w, g := rc.Do(cmd...), spc.Do(cmd...); w.String() != g.String() {
+				t.Errorf("%s %v: got %s, want %s", when, cmd, g.String(), w.String())
+			}
+		}
+	}
+	compare("before the master's DELs")
+	if n := spc.Do("DBSIZE"); n.Int != 3 {
+		t.Errorf("DBSIZE before the master's DELs: %s, want 3", n.String())
+	}
+	mc.Do("GET", "k") // the master expires k and propagates its DEL
+	mc.Do("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+	waitOffsets(t, mc, spc, rc)
+	for i := 0; i < 100 && mc.Do("DBSIZE").Int != 0; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitOffsets(t, mc, spc, rc)
+	compare("after the master's DELs")
+	if n := spc.Do("DBSIZE"); n.Int != 0 {
+		t.Errorf("DBSIZE after the master's DELs: %s, want 0", n.String())
+	}
+}

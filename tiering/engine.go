@@ -345,7 +345,7 @@ func (e *Engine) begin() *Tx {
 	tx.now = time.Now().UnixMilli()
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed = 0, 0, 0
 	tx.ready = tx.ready[:0]
-	tx.keepExpired = false
+	tx.keepExpired, tx.liveExpired = false, false
 	return tx
 }
 

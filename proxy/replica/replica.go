@@ -72,6 +72,9 @@ type Host struct {
 	ResetClient func(db int)
 	// Loading turns the server's loading state on or off.
 	Loading func(on bool)
+	// ActiveExpire turns the server's expiry sweeper on or off: a replica
+	// expires nothing itself, its master's DELs do.
+	ActiveExpire func(on bool)
 	// FunctionsLoaded loads the function libraries a full sync stored.
 	FunctionsLoaded func() error
 }
@@ -153,6 +156,7 @@ func (r *Replica) Start(host string, port int) bool {
 	r.host, r.port = host, port
 	r.target.Store(&hostPort{host, port})
 	r.h.Master.SetProxy(true)
+	r.h.ActiveExpire(false)
 	if wasMaster {
 		r.down.Store(0)
 		r.reploff.Store(r.h.Master.Offset())
@@ -194,6 +198,7 @@ func (r *Replica) Stop() bool {
 	r.h.Master.ShiftID("")
 	r.h.Master.SetProxy(false)
 	r.h.Master.SetRoleInfo(nil)
+	r.h.ActiveExpire(true)
 	r.h.ResetClient(-1)
 	r.h.Log.Info("MASTER MODE enabled (REPLICAOF NO ONE)")
 	return true

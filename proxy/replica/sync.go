@@ -172,7 +172,9 @@ func (r *Replica) fullSync(nc net.Conn, br *bufio.Reader, gen uint64, id string,
 	}
 	wd := &watchdog{nc: nc, timeout: r.timeout(), r: r}
 	stopWD := wd.start()
-	st, err := rdbfile.Load(src, r.h.Engine, rdbfile.LoadOptions{Logger: r.h.Log, Size: max(size, 0)})
+	// Now 1: no key counts as expired, as a replica loading its master's
+	// RDB keeps them all (the master's DELs remove them).
+	st, err := rdbfile.Load(src, r.h.Engine, rdbfile.LoadOptions{Logger: r.h.Log, Size: max(size, 0), Now: 1})
 	stopWD()
 	if err != nil {
 		return fmt.Errorf("load the master's RDB: %w", err)

@@ -45,8 +45,8 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		c.txID = tx.TxID()
 		c.s.trkCur = c // tracking's current client (notify.go)
 		defer func() { c.s.trkCur = nil }()
-		if c.s.paused.Load() {
-			c.keepExpiredIfReading(tx) // client.go
+		if c.s.paused.Load() || c.s.replica.Active() {
+			c.expiryOnReplica(tx)
 		}
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
@@ -116,6 +116,9 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		c.txID = tx.TxID()
 		c.s.trkCur = c
 		defer func() { c.s.trkCur = nil }()
+		if c.ml != nil {
+			tx.LiveExpired()
+		}
 		c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
 		c.failGroup(fn(tx))
 		c.group = nil
@@ -216,7 +219,8 @@ func (s *Server) initRepl() {
 	s.cfg.OnChange("repl-backlog-size", func(string) { s.repl.Resize() })
 	s.replica = replica.New(replica.Host{Engine: s.engine, Master: s.repl, Setting: s.configValue,
 		Log: s.log, Apply: s.applyFromMaster, ResetClient: s.mc.reset,
-		Loading: s.rdb.SetLoading, FunctionsLoaded: s.loadFunctions})
+		Loading: s.rdb.SetLoading, FunctionsLoaded: s.loadFunctions,
+		ActiveExpire: func(on bool) { s.engine.SetExpiryPaused(!on || s.paused.Load()) }})
 }
 
 // Replica returns the replica side (REPLICAOF).
@@ -306,6 +310,18 @@ func (s *Server) applyFromMaster(args [][]byte, raw, rec []byte) {
 		s.repl.FeedRaw(raw)
 	}
 	ml.raw, ml.rec = nil, nil
+}
+
+// expiryOnReplica applies Redis's expiry rules on a replica (and while
+// clients are paused): the master client's commands find expired keys
+// live (the master's DEL removes them), other clients' reads find them
+// absent without removing them.
+func (c *Client) expiryOnReplica(tx *tiering.Tx) {
+	if c.ml != nil {
+		tx.LiveExpired()
+		return
+	}
+	c.keepExpiredIfReading(tx) // client.go
 }
 
 // commit stores the Record and relays the command (under the lock, at the

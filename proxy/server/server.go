@@ -590,7 +590,7 @@ func (s *Server) endPauseLocked() {
 	s.pauseUntil, s.pauseAll = time.Time{}, false
 	s.paused.Store(false)
 	if s.engine != nil {
-		s.engine.SetExpiryPaused(false)
+		s.engine.SetExpiryPaused(s.replica.Active()) // a replica expires nothing itself
 	}
 }
 
