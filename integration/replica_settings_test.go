@@ -175,3 +175,33 @@ func TestReplicaExpiryFollowsMaster(t *testing.T) {
 		t.Errorf("DBSIZE after the master's DELs: %s, want 0", n.String())
 	}
 }
+
+// TestReplicaOfRedisReplica: Spillway replicating a redis-server replica
+// (itself relaying its master's stream) starts applying that stream in the
+// database the RDB's repl-stream-db names: the master selected it before
+// Spillway synced and sends no SELECT after.
+func TestReplicaOfRedisReplica(t *testing.T) {
+	master := harness.StartRedis(t, "--repl-diskless-sync-delay", "0")
+	mc := master.Conn(t)
+	mc.Do("SELECT", "3")
+	mc.Do("SET", "a", "1")
+	mid := harness.StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port()),
+		"--repl-diskless-sync-delay", "0")
+	midc := mid.Conn(t)
+	waitOffsets(t, mc, midc)
+	mc.Do("SET", "b", "2") // the master's stream is in database 3 from now on
+	waitOffsets(t, mc, midc)
+	sp := harness.StartSpillway(t, "", "--replicaof", "127.0.0.1", strconv.Itoa(mid.Port()))
+	spc := sp.Conn(t)
+	waitOffsets(t, mc, midc, spc)
+	mc.Do("SET", "c", "3") // no SELECT in the stream: database 3
+	waitOffsets(t, mc, midc, spc)
+	spc.Do("SELECT", "3")
+	if r := spc.Do("MGET", "a", "b", "c"); len(r.Elems) != 3 || r.Elems[2].Str != "3" || r.Elems[0].Str != "1" {
+		t.Errorf("database 3 on Spillway: %s", r.String())
+	}
+	spc.Do("SELECT", "0")
+	if n := spc.Do("DBSIZE"); n.Int != 0 {
+		t.Errorf("database 0 on Spillway holds %d keys", n.Int)
+	}
+}

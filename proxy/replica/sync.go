@@ -172,6 +172,7 @@ func (r *Replica) fullSync(nc net.Conn, br *bufio.Reader, gen uint64, id string,
 	}
 	wd := &watchdog{nc: nc, timeout: r.timeout(), r: r}
 	stopWD := wd.start()
+	streamDB := streamDBOf(br)
 	// Now 1: no key counts as expired, as a replica loading its master's
 	// RDB keeps them all (the master's DELs remove them).
 	st, err := rdbfile.Load(src, r.h.Engine, rdbfile.LoadOptions{Logger: r.h.Log, Size: max(size, 0), Now: 1})
@@ -202,8 +203,8 @@ func (r *Replica) fullSync(nc net.Conn, br *bufio.Reader, gen uint64, id string,
 	r.h.Master.Adopt(id, off)
 	r.reploff.Store(off)
 	r.readOff.Store(off)
-	r.h.ResetClient(0)
-	rec := []byte(id + " " + strconv.FormatInt(off, 10) + " 0")
+	r.h.ResetClient(streamDB)
+	rec := []byte(id + " " + strconv.FormatInt(off, 10) + " " + strconv.Itoa(streamDB))
 	if _, err := r.h.Engine.Update(func(tx *tiering.Tx) error { return tx.PutSystem(Record, rec) }); err != nil {
 		return fmt.Errorf("store the replication state: %w", err)
 	}

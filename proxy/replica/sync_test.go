@@ -51,3 +51,22 @@ func TestParserRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// The stream's database is read from the RDB's auxiliary fields without
+// consuming them (the loader reads the RDB from the same buffer).
+func TestStreamDBOf(t *testing.T) {
+	aux := func(k, v string) string { return "\xfa" + string(rune(len(k))) + k + v }
+	head := "REDIS0010" + aux("redis-ver", "\x067.0.15") + aux("repl-id", "\x28"+strings.Repeat("a", 40)) +
+		aux("repl-stream-db", "\xc0\x03") + "\xfe\x00"
+	br := bufio.NewReader(strings.NewReader(head))
+	if db := streamDBOf(br); db != 3 {
+		t.Errorf("repl-stream-db: %d, want 3", db)
+	}
+	if b, _ := br.Peek(9); string(b) != "REDIS0010" {
+		t.Errorf("the RDB was consumed: %q", b)
+	}
+	noAux := bufio.NewReader(strings.NewReader("REDIS0010\xfe\x00\xff"))
+	if db := streamDBOf(noAux); db != 0 {
+		t.Errorf("without the field: %d", db)
+	}
+}
