@@ -234,3 +234,51 @@ func replicaChain(t *testing.T, diskless string) {
 		t.Errorf("promoted Spillway DBSIZE %d, master %d + 1", spc.Do("DBSIZE").Int, r.Int)
 	}
 }
+
+// TestReplicaKilledDuringFullSync: a kill -9 of Spillway while it loads the
+// master's RDB leaves no replication state claiming that data: the restart
+// does a full resync (not a partial one from the half-loaded store), and
+// ends with the master's dataset.
+func TestReplicaKilledDuringFullSync(t *testing.T) {
+	// The master waits a second before the transfer: Spillway answers
+	// PING (the harness's readiness check) before its load begins.
+	master := harness.StartRedis(t, "--enable-debug-command", "yes", "--repl-diskless-sync-delay", "1")
+	mc := master.Conn(t)
+	if r := mc.Do("DEBUG", "POPULATE", "200000", "big", "300"); r.IsError() {
+		t.Fatal(r.String())
+	}
+	mc.Do("SET", "marker", "1")
+	sp := harness.StartSpillway(t, "", "--maxmemory", "8mb", "--replicaof", "127.0.0.1", strconv.Itoa(master.Port()))
+	spc := sp.Conn(t)
+	killed := false
+	for range 1000 {
+		// Well into the load: part of the keys are in the store.
+		if ri := infoOf(t, spc, "replication"); ri["master_sync_in_progress"] == "1" &&
+			atoi(ri["master_sync_read_bytes"]) > 1<<20 {
+			sp.Kill9()
+			killed = true
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !killed {
+		t.Fatal("never saw the full sync in progress")
+	}
+	full := atoi(infoOf(t, mc, "stats")["sync_full"])
+	sp.Restart()
+	spc = sp.Conn(t)
+	mc.Do("SET", "after", "1")
+	waitOffsets(t, mc, spc)
+	st := infoOf(t, mc, "stats")
+	if atoi(st["sync_full"]) != full+1 || st["sync_partial_ok"] != "0" {
+		t.Errorf("after a kill -9 during the load: sync_full %s (was %d), sync_partial_ok %s; want a full resync",
+			st["sync_full"], full, st["sync_partial_ok"])
+	}
+	if w, g := mc.Do("DBSIZE"), spc.Do("DBSIZE"); w.Int != g.Int {
+		t.Errorf("DBSIZE: got %d, want %d", g.Int, w.Int)
+	}
+	if r := spc.Do("MGET", "marker", "after", "big:199999"); len(r.Elems) != 3 || r.Elems[0].Str != "1" ||
+		r.Elems[1].Str != "1" || r.Elems[2].Str != mc.Do("GET", "big:199999").Str {
+		t.Errorf("MGET: %s", r.String())
+	}
+}
