@@ -242,6 +242,9 @@ func (s *Server) Replica() *replica.Replica { return s.replica }
 // link's goroutine: a reset may be asked from inside a MULTI holding the
 // engine's lock, where waiting for the link would deadlock).
 type masterClient struct {
+	// mu serializes applyFromMaster: a replaced link's goroutine may
+	// still be finishing its last command when the new one starts.
+	mu        sync.Mutex
 	once      sync.Once
 	c         atomic.Pointer[Client]
 	resetAsk  atomic.Bool
@@ -287,6 +290,8 @@ func (m *masterClient) reset(db int) {
 // applyFromMaster runs one command of the master's stream as the master
 // client (replica.Host.Apply).
 func (s *Server) applyFromMaster(args [][]byte, raw, rec []byte) {
+	s.mc.mu.Lock()
+	defer s.mc.mu.Unlock()
 	c := s.mc.client(s)
 	if s.mc.resetAsk.CompareAndSwap(true, false) {
 		c.discardMulti()
