@@ -125,6 +125,28 @@ func TestReplicaMasterAuth(t *testing.T) {
 		!strings.Contains(s, "state=online") {
 		t.Errorf("master's slave0: %s", s)
 	}
+	// The master client is listed (flags=M, type master, the master's
+	// address); killing it drops the link, which resumes partially.
+	list := spc.Do("CLIENT", "LIST", "TYPE", "master").Str
+	if !strings.Contains(list, "addr=127.0.0.1:"+mport+" ") || !strings.Contains(list, " flags=M ") ||
+		strings.Count(list, "\n") != 1 {
+		t.Errorf("CLIENT LIST TYPE master: %q", list)
+	}
+	partial := atoi(infoOf(t, mc, "stats")["sync_partial_ok"])
+	if r := spc.Do("CLIENT", "KILL", "TYPE", "master"); r.Int != 1 {
+		t.Errorf("CLIENT KILL TYPE master: %s", r.String())
+	}
+	mc.Do("SET", "after-kill", "1")
+	for i := 0; i < 200 && atoi(infoOf(t, mc, "stats")["sync_partial_ok"]) == partial; i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
+	waitOffsets(t, mc, spc)
+	if got := atoi(infoOf(t, mc, "stats")["sync_partial_ok"]); got != partial+1 {
+		t.Errorf("after CLIENT KILL TYPE master: sync_partial_ok %d, want %d", got, partial+1)
+	}
+	if r := spc.Do("GET", "after-kill"); r.Str != "1" {
+		t.Errorf("GET after the link came back: %s", r.String())
+	}
 	if r := spc.Do("REPLICAOF", "127.0.0.1", mport); r.Str != "OK Already connected to specified master" {
 		t.Errorf("REPLICAOF of the same master: %s", r.String())
 	}
@@ -161,7 +183,7 @@ func TestReplicaExpiryFollowsMaster(t *testing.T) {
 	}
 	compare("before the master's DELs")
 	if n := spc.Do("DBSIZE"); n.Int != 3 {
-		t.Errorf("DBSIZE before the master's DELs: %s, want 3", n.String())
+		t.Errorf("DBSIZE before the master's DELs: %s, want 3 (keys %s)", n.String(), spc.Do("KEYS", "*").String())
 	}
 	mc.Do("GET", "k") // the master expires k and propagates its DEL
 	mc.Do("DEBUG", "SET-ACTIVE-EXPIRE", "1")

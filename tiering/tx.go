@@ -159,6 +159,11 @@ func (tx *Tx) expired(e *Entry) bool {
 // ran just before the expiry must find the key).
 func (tx *Tx) LiveExpired() { tx.liveExpired = true }
 
+// ExpiredLive reports whether LiveExpired is in effect: an expiry time
+// already past is then set, not acted on by deleting the key (Redis's
+// checkAlreadyExpired is false on a replica).
+func (tx *Tx) ExpiredLive() bool { return tx.liveExpired }
+
 // stored returns key's stored entry, expired or not, hot or cold, without
 // promoting it or touching its recency. hk must hold the key's hot key.
 func (tx *Tx) stored(pdb uint8, key, hk []byte) (*Entry, bool, error) {

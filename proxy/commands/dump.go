@@ -161,7 +161,7 @@ func cmdRestore(x *server.Ctx, args [][]byte) error {
 		if ttl != 0 && !o.absTTL {
 			expireAt = ttl + tx.Now() // wraps as Redis's long long sum does
 		}
-		if ttl != 0 && expireAt <= tx.Now() {
+		if ttl != 0 && expireAt <= tx.Now() && !tx.ExpiredLive() {
 			if deleted {
 				x.Notify(server.NotifyGeneric, "del", key)
 				if x.Replicating() {

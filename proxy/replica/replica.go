@@ -72,6 +72,11 @@ type Host struct {
 	ResetClient func(db int)
 	// Loading turns the server's loading state on or off.
 	Loading func(on bool)
+	// Linked is called with the connection to the master when the
+	// stream starts and with nil when the link ends: the master client
+	// is listed (CLIENT LIST flags=M) while linked, and CLIENT KILL of it
+	// closes the connection (the link is then retried).
+	Linked func(nc net.Conn)
 	// ActiveExpire turns the server's expiry sweeper on or off: a replica
 	// expires nothing itself, its master's DELs do.
 	ActiveExpire func(on bool)
@@ -332,6 +337,8 @@ func (r *Replica) link(stop chan struct{}, gen uint64, host string, port int) er
 	// was up (-1 until then), as Redis's repl_down_since.
 	defer func() { r.down.Store(time.Now().Unix()) }()
 	r.h.Log.Info("MASTER <-> REPLICA sync: the link is up", "full", full, "offset", r.reploff.Load())
+	r.h.Linked(nc)
+	defer r.h.Linked(nil)
 	ackStop := make(chan struct{})
 	defer close(ackStop)
 	go r.acks(nc, ackStop)

@@ -220,7 +220,8 @@ func (s *Server) initRepl() {
 	s.replica = replica.New(replica.Host{Engine: s.engine, Master: s.repl, Setting: s.configValue,
 		Log: s.log, Apply: s.applyFromMaster, ResetClient: s.mc.reset,
 		Loading: s.rdb.SetLoading, FunctionsLoaded: s.loadFunctions,
-		ActiveExpire: func(on bool) { s.engine.SetExpiryPaused(!on || s.paused.Load()) }})
+		ActiveExpire: func(on bool) { s.engine.SetExpiryPaused(!on || s.paused.Load()) },
+		Linked:       s.masterLinked})
 }
 
 // Replica returns the replica side (REPLICAOF).
@@ -242,6 +243,7 @@ func (s *Server) Replica() *replica.Replica { return s.replica }
 // link's goroutine: a reset may be asked from inside a MULTI holding the
 // engine's lock, where waiting for the link would deadlock).
 type masterClient struct {
+	conn masterConn
 	// mu serializes applyFromMaster: a replaced link's goroutine may
 	// still be finishing its last command when the new one starts.
 	mu        sync.Mutex
@@ -270,7 +272,7 @@ type masterLink struct {
 // client returns the master client, making it on first use.
 func (m *masterClient) client(s *Server) *Client {
 	m.once.Do(func() {
-		c := newClient(s, &localConn{closed: make(chan struct{})})
+		c := newClient(s, &m.conn)
 		c.noBlock = true
 		c.authed = true
 		c.aclOn.Store(false)
@@ -279,6 +281,68 @@ func (m *masterClient) client(s *Server) *Client {
 	})
 	return m.c.Load()
 }
+
+// masterLinked lists the master client with the link's connection nc, or
+// unlists it (nil) (replica.Host.Linked).
+func (s *Server) masterLinked(nc net.Conn) {
+	m := &s.mc
+	c := m.client(s)
+	if nc == nil {
+		m.conn.nc.Store(nil)
+		s.mu.Lock()
+		delete(s.clients, c.id)
+		s.mu.Unlock()
+		return
+	}
+	m.conn.nc.Store(&nc)
+	c.killed.Store(false)
+	s.mu.Lock()
+	s.clients[c.id] = c
+	s.mu.Unlock()
+}
+
+// masterConn is the master client's connection: the link's (its addresses
+// for CLIENT LIST; Close, for CLIENT KILL, ends the link). Nothing is read
+// from it or written to it: the link reads the master's stream, the
+// master client's replies are dropped.
+type masterConn struct {
+	nc atomic.Pointer[net.Conn]
+}
+
+func (mc *masterConn) cur() net.Conn {
+	if p := mc.nc.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (mc *masterConn) Read([]byte) (int, error)    { return 0, io.EOF }
+func (mc *masterConn) Write(b []byte) (int, error) { return len(b), nil }
+
+func (mc *masterConn) Close() error {
+	if nc := mc.cur(); nc != nil {
+		return nc.Close()
+	}
+	return nil
+}
+
+func (mc *masterConn) LocalAddr() net.Addr {
+	if nc := mc.cur(); nc != nil {
+		return nc.LocalAddr()
+	}
+	return localAddr
+}
+
+func (mc *masterConn) RemoteAddr() net.Addr {
+	if nc := mc.cur(); nc != nil {
+		return nc.RemoteAddr()
+	}
+	return localAddr
+}
+
+func (mc *masterConn) SetDeadline(time.Time) error      { return nil }
+func (mc *masterConn) SetReadDeadline(time.Time) error  { return nil }
+func (mc *masterConn) SetWriteDeadline(time.Time) error { return nil }
 
 // reset asks for the master client's MULTI state to be discarded and db
 // selected (db < 0: kept) before its next command.
