@@ -325,8 +325,13 @@ var readOnlyRule = refusalRule{msg: "READONLY You can't write against a read onl
 var masterDownRule = refusalRule{
 	msg: "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
 	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
-		return !cmd.Is(cmdtable.FlagStale) && !s.replica.LinkUp() &&
-			s.configValue("replica-serve-stale-data") == "no"
+		if s.replica.LinkUp() || s.configValue("replica-serve-stale-data") != "no" {
+			return false
+		}
+		if isScriptCall(cmd) {
+			return !s.scripts.AllowStale(args) // a script runs only if it declared allow-stale
+		}
+		return !cmd.Is(cmdtable.FlagStale)
 	}}
 
 // errNoReplicas is Redis's reply to a write without enough good replicas.
