@@ -115,6 +115,34 @@ func (m *Master) SetRoleInfo(fn func(sb *strings.Builder)) {
 	m.roleInfo = fn
 }
 
+// waitFirstAck waits until a replica that received a diskless RDB sends
+// its first REPLCONF ACK (ackOff leaves -1), as Redis waits before it
+// streams to such a replica (repl_put_online_on_ack): the replica finds
+// the end of the RDB by its last 40 bytes being the EOF mark, so no byte
+// of the stream may follow the mark before it has read it. A relaying
+// master's stream never pauses, which made this visible. It reports
+// false if the replica left, or sent no ACK within repl-timeout.
+func (m *Master) waitFirstAck(r *Replica) bool {
+	t := time.NewTimer(time.Duration(max(m.settingInt("repl-timeout", 60), 1)) * time.Second)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		ch := m.changed
+		m.mu.Unlock()
+		if r.ackOff.Load() != -1 {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-r.done:
+			return false
+		case <-t.C:
+			m.opts.Log.Warn("no REPLCONF ACK from a replica after its diskless RDB", "replica", r.addr())
+			return false
+		}
+	}
+}
+
 // DisconnectReplicas disconnects every attached replica.
 func (m *Master) DisconnectReplicas() {
 	m.mu.Lock()
