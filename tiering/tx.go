@@ -19,6 +19,8 @@ type Tx struct {
 	// keepExpired: expired keys met are reported absent, not deleted
 	// (KeepExpired).
 	keepExpired bool
+	// liveExpired: keys whose expiry passed are live (LiveExpired).
+	liveExpired bool
 	batch       *coldstore.Batch
 	hk          []byte
 	mbuf        []byte
@@ -152,7 +154,21 @@ func (tx *Tx) resetDeltas() {
 	clear(tx.expDelta)
 }
 
-func (tx *Tx) expired(e *Entry) bool { return e.ExpireAt != 0 && tx.now > e.ExpireAt }
+func (tx *Tx) expired(e *Entry) bool {
+	return e.ExpireAt != 0 && tx.now > e.ExpireAt && !tx.liveExpired
+}
+
+// LiveExpired makes the rest of the transaction treat keys whose expiry
+// has passed as live, as a Redis replica's master client does: the
+// replica applies its master's stream, where the master's DEL removes an
+// expired key, and never decides an expiry itself (a command the master
+// ran just before the expiry must find the key).
+func (tx *Tx) LiveExpired() { tx.liveExpired = true }
+
+// ExpiredLive reports whether LiveExpired is in effect: an expiry time
+// already past is then set, not acted on by deleting the key (Redis's
+// checkAlreadyExpired is false on a replica).
+func (tx *Tx) ExpiredLive() bool { return tx.liveExpired }
 
 // stored returns key's stored entry, expired or not, hot or cold, without
 // promoting it or touching its recency. hk must hold the key's hot key.

@@ -43,6 +43,9 @@ var importRules = map[string][]string{
 	"proxy/rdbfile": {"codec", "tiering", "proxy/rdb", "proxy/cstr"},
 	// Replication's master state: the stream as bytes, no server, no engine.
 	"proxy/repl": {"proxy/rdb"},
+	// Replication's replica side: the master state it relays, RDB loading,
+	// the engine; the server is reached through its Host functions.
+	"proxy/replica": {"proxy/repl", "proxy/rdbfile", "tiering"},
 	// The command library sees the handler contract and the engine, never
 	// a front's internals or upstream mode.
 	"proxy/commands": {"proxy/server", "proxy/acl", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "proxy/streams", "codec", "tiering"},

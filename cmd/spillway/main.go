@@ -311,6 +311,14 @@ func run(args []string) error {
 			return err
 		}
 	}
+	if !upstreamMode {
+		// replicaof host port: replicate from the start, resuming from the
+		// stored replication state (a partial resync after a restart).
+		ro, _ := cfg.Value("replicaof")
+		if err := srv.ReplicaOfAtStart(ro); err != nil {
+			log.Error("replicaof", "err", err)
+		}
+	}
 	stopSaves := make(chan struct{})
 	if !upstreamMode {
 		go srv.RunSavePoints(stopSaves)

@@ -209,7 +209,7 @@ func restoreTx(x *server.Ctx, tx *tiering.Tx, args [][]byte, o restoreOpts, pre 
 	if ttl != 0 && !o.absTTL {
 		expireAt = ttl + tx.Now() // wraps as Redis's long long sum does
 	}
-	if ttl != 0 && expireAt <= tx.Now() {
+	if ttl != 0 && expireAt <= tx.Now() && !tx.ExpiredLive() {
 		if deleted {
 			x.Notify(server.NotifyGeneric, "del", key)
 			if x.Replicating() {

@@ -46,7 +46,7 @@ func expireGeneric(x *server.Ctx, args [][]byte, seconds, absolute bool, name st
 			x.W.Int(0)
 			return nil
 		}
-		past := when <= tx.Now()
+		past := when <= tx.Now() && !tx.ExpiredLive() // a replica's master client sets it
 		if past {
 			_, err = tx.Delete(x.DB(), args[1])
 		} else {

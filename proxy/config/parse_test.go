@@ -179,7 +179,6 @@ func TestParseErrors(t *testing.T) {
 		{"include missing", "include /nonexistent/x.conf\n", nil, `can't open config file`},
 		{"rename-command", "rename-command flushall \"\"\n", nil, `rename-command is not supported by Spillway`},
 		{"include args", "include a b\n", nil, `line 1: include "a" "b": Bad directive or wrong number of arguments`},
-		{"replicaof", "replicaof 10.0.0.1 6379\n", nil, `line 1: replicaof "10.0.0.1" "6379": Spillway does not replicate`},
 		{"replicaof port", "replicaof h 70000\n", nil, `Invalid master port`},
 		{"unbalanced double", "maxmemory \"abc\n", nil, `line 1: maxmemory "abc: Unbalanced quotes`},
 		{"quote then text", "maxmemory 'abc'x\n", nil, `line 1: maxmemory 'abc'x: Unbalanced quotes`},

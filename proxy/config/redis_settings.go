@@ -68,7 +68,8 @@ var redisSettings = []*setting{
 	yesNo("aof-timestamp-enabled", "no"),
 	yesNo("cluster-replica-no-failover", "no").withAlias("cluster-slave-no-failover"),
 	yesNo("replica-lazy-flush", "no").withAlias("slave-lazy-flush"),
-	yesNo("replica-serve-stale-data", "yes").withAlias("slave-serve-stale-data"),
+	yesNo("replica-serve-stale-data", "yes").withAlias("slave-serve-stale-data").
+		actsAs("A replica: `no` refuses commands without the stale flag (MASTERDOWN) while its link is down."),
 	yesNo("replica-ignore-maxmemory", "yes").withAlias("slave-ignore-maxmemory"),
 	yesNo("jemalloc-bg-thread", "yes"),
 	yesNo("syslog-enabled", "no").withMut(immutable),
@@ -87,9 +88,10 @@ var redisSettings = []*setting{
 	// strings
 	text("aclfile", "").withMut(immutable),
 	text("unixsocket", "").withMut(immutable),
-	text("replica-announce-ip", "").withAlias("slave-announce-ip"),
-	text("masteruser", ""),
-	text("masterauth", ""),
+	text("replica-announce-ip", "").withAlias("slave-announce-ip").
+		actsAs("A replica: the address REPLCONF ip-address tells its master."),
+	text("masteruser", "").actsAs("A replica: the ACL user of the AUTH sent to its master."),
+	text("masterauth", "").actsAs("A replica: the password of the AUTH sent to its master."),
 	text("cluster-announce-ip", ""),
 	text("cluster-config-file", "nodes.conf").withMut(immutable),
 	text("cluster-announce-hostname", "").withCheck(checkHostname),
@@ -136,16 +138,18 @@ var redisSettings = []*setting{
 		"LFU counter's logarithm factor for hot keys (OBJECT FREQ under an LFU policy).").acted(),
 	intSetting("lfu-decay-time", 0, maxInt32, "1",
 		"Minutes per decrement of a hot key's LFU counter; 0: never decays.").acted(),
-	integer("replica-priority", 0, maxInt32, "100").withAlias("slave-priority"),
+	integer("replica-priority", 0, maxInt32, "100").withAlias("slave-priority").
+		actsAs("A replica: shown as INFO's slave_priority."),
 	integer("repl-diskless-sync-delay", 0, maxInt32, "5"),
 	integer("maxmemory-eviction-tenacity", 0, 100, "10"),
-	integer("replica-announce-port", 0, 65535, "0").withAlias("slave-announce-port"),
+	integer("replica-announce-port", 0, 65535, "0").withAlias("slave-announce-port").
+		actsAs("A replica: the port REPLCONF listening-port tells its master (0: port)."),
 	integer("tcp-backlog", 0, maxInt32, "511").withMut(immutable),
 	integer("cluster-port", 0, 65535, "0").withMut(immutable),
 	integer("cluster-announce-bus-port", 0, 65535, "0"),
 	integer("cluster-announce-port", 0, 65535, "0"),
 	integer("cluster-announce-tls-port", 0, 65535, "0"),
-	integer("repl-timeout", 1, maxInt32, "60").actsAs("Seconds without a REPLCONF ACK after which a replica is dropped."),
+	integer("repl-timeout", 1, maxInt32, "60").actsAs("Seconds without a REPLCONF ACK after which a replica is dropped; a replica drops its link to a silent master after as long."),
 	integer("repl-ping-replica-period", 1, maxInt32, "10").withAlias("repl-ping-slave-period").
 		actsAs("Seconds between the PINGs sent to replicas through the stream."),
 	integer("list-compress-depth", 0, maxInt32, "0"),
@@ -217,7 +221,7 @@ var redisSettings = []*setting{
 	// several arguments
 	listSetting("oom-score-adj-values", "0 200 800", parseOOMValues, noEffect),
 	listSetting("replicaof", "no one", parseReplicaOf,
-		"Only `no one`: Spillway is never a replica (a config file naming a master is refused).").
+		"`<host> <port>`: the master to replicate from at startup (REPLICAOF at run time).").
 		withAlias("slaveof").withMut(immutable),
 	listSetting("latency-tracking-info-percentiles", "50 99 99.9", parsePercentiles, noEffect),
 }

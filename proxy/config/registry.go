@@ -274,7 +274,8 @@ var keyed = [numKeyed]*setting{
 	idxDBFilename: strSetting("dbfilename", "dump.rdb",
 		"RDB file that SAVE, BGSAVE and shutdown write in `dir`, and that a start with an empty store loads.").acted().
 		withMut(protected).withCheck(checkDBFilename),
-	idxReplicaReadOnly: boolSetting("replica-read-only", "yes", noEffect).
+	idxReplicaReadOnly: boolSetting("replica-read-only", "yes",
+		"A replica refuses clients' writes (READONLY).").acted().
 		withAlias("slave-read-only"),
 	idxProtectedMode:   boolSetting("protected-mode", "yes", noEffect),
 	idxIOThreads:       intSetting("io-threads", 1, 128, "1", noEffect).withMut(immutable),

@@ -215,8 +215,8 @@ func parseBind(args []string) ([]string, string, error) {
 	return list, strings.Join(list, " "), nil
 }
 
-// parseReplicaOf takes `<host> <port>` or `no one`. Spillway is never a
-// replica, so only `no one` (the default) is accepted.
+// parseReplicaOf takes `<host> <port>` (the master this server
+// replicates when it starts) or `no one`.
 func parseReplicaOf(args []string) ([]string, string, error) {
 	if len(args) != 2 {
 		return nil, "", errWrongArgs
@@ -227,7 +227,7 @@ func parseReplicaOf(args []string) ([]string, string, error) {
 	if p, n, _ := cstr.Strtoll(args[1], 10); n != len(args[1]) || p < 0 || p > 65535 {
 		return nil, "", errors.New("Invalid master port")
 	}
-	return nil, "", errors.New("Spillway does not replicate: replicaof must be 'no one'")
+	return []string{args[0], args[1]}, args[0] + " " + args[1], nil
 }
 
 // parseOOMValues takes three oom_score_adj values between -2000 and 2000.

@@ -53,6 +53,11 @@ type Master struct {
 	// getAck: a WAIT asked the replicas for their offsets since the last
 	// REPLCONF GETACK was fed.
 	getAck bool
+	// proxy: the server is a replica relaying its master's stream
+	// (replica_chain.go): Feed, PINGs and GETACKs are dropped.
+	proxy bool
+	// roleInfo, if set, writes INFO's role fields (a replica's).
+	roleInfo func(sb *strings.Builder)
 
 	// SyncFull, SyncPartialOK and SyncPartialErr are INFO stats'
 	// sync_full, sync_partial_ok and sync_partial_err.
@@ -126,6 +131,9 @@ func (m *Master) Feed(u *Unit, wrap bool) int64 {
 	wrap = wrap && len(u.ops) > 1
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.proxy {
+		return m.offset
+	}
 	b := m.scratch[:0]
 	if wrap {
 		b = m.selectDB(b, u.ops[0].db)
@@ -304,7 +312,7 @@ func (m *Master) tick(now time.Time) {
 	timeout := m.settingInt("repl-timeout", 60)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.replicas) > 0 && m.loops%period == 0 {
+	if len(m.replicas) > 0 && m.loops%period == 0 && !m.proxy {
 		m.appendLocked([]byte("*1\r\n$4\r\nPING\r\n"))
 	}
 	m.loops++
@@ -360,7 +368,7 @@ func (m *Master) Wait(target int64, numreplicas int, timeout time.Duration, noBl
 			m.mu.Unlock()
 			return n
 		}
-		if !asked && len(m.replicas) > 0 && m.bl != nil {
+		if !asked && len(m.replicas) > 0 && m.bl != nil && !m.proxy {
 			// Redis asks once per event-loop run, before sleeping.
 			m.appendLocked([]byte("*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n"))
 			asked = true
@@ -395,7 +403,11 @@ func (m *Master) InfoReplication(sb *strings.Builder) {
 	now := time.Now().Unix()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	sb.WriteString("role:master\r\n")
+	if m.roleInfo != nil {
+		m.roleInfo(sb)
+	} else {
+		sb.WriteString("role:master\r\n")
+	}
 	fmt.Fprintf(sb, "connected_slaves:%d\r\n", len(m.replicas))
 	for i, r := range m.replicas {
 		fmt.Fprintf(sb, "slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d\r\n", i, r.ip(), r.hs.ListeningPort,

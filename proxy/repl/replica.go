@@ -240,7 +240,14 @@ func (m *Master) Run(r *Replica, conn net.Conn, in io.Reader, rdb func(io.Writer
 		r.state.Store(stateOnline)
 		m.opts.Log.Info("replica synchronized", "replica", r.addr())
 	}
+	diskless := r.full && r.hs.CapaEOF && m.opts.Setting("repl-diskless-sync") == "yes"
+	if diskless {
+		r.ackOff.Store(-1) // waitFirstAck (replica_chain.go)
+	}
 	go m.readAcks(r, in)
+	if diskless && !m.waitFirstAck(r) {
+		return
+	}
 	m.stream(r, conn)
 }
 

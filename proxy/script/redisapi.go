@@ -216,6 +216,14 @@ func (e *Engine) DenyOOM(args [][]byte) bool {
 	return declared && flags&(flagAllowOOM|flagNoWrites) == 0
 }
 
+// AllowStale reports whether EVAL, EVALSHA, FCALL or their _RO forms
+// (args as received) may run on a stale replica, as Redis's
+// getCommandFlags says: only a script that declared allow-stale.
+func (e *Engine) AllowStale(args [][]byte) bool {
+	flags, declared := e.declaredFlags(args)
+	return declared && flags&flagAllowStale != 0
+}
+
 // declaredFlags returns the flags the script args run declared, and false
 // if it declared none (no shebang, or not found).
 func (e *Engine) declaredFlags(args [][]byte) (scriptFlags, bool) {

@@ -120,6 +120,9 @@ type Client struct {
 	takeover func()
 	// replHS is what REPLCONF told (nil until it is sent).
 	replHS *repl.Handshake
+	// ml is set on the master client only (commit.go): the command of
+	// the master's stream it runs.
+	ml *masterLink
 	// fwdTxWrites: upstream mode's front queued a command that may write
 	// in the client's MULTI (dispatch).
 	fwdTxWrites bool

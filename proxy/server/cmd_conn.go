@@ -304,6 +304,9 @@ func (c *Client) describe(sb *strings.Builder, self *Client, args [][]byte, now 
 	if c.monitoring.Load() {
 		flags += "O"
 	}
+	if c.ml != nil {
+		flags += "M" // the master client (commit.go)
+	}
 	if sub+psub+ssub > 0 {
 		flags += "P"
 	}
@@ -404,6 +407,9 @@ func argvMem(args [][]byte) int64 {
 func (c *Client) clientType() string {
 	if c.replica.Load() {
 		return "replica"
+	}
+	if c.ml != nil {
+		return "master"
 	}
 	if c.nSub.Load()+c.nPSub.Load()+c.nSSub.Load() > 0 {
 		return "pubsub"

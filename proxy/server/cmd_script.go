@@ -220,9 +220,13 @@ func (h *scriptHost) ACLCheck(cmd *cmdtable.Command, args [][]byte, log bool) st
 	return "The user executing the script " + reason.Message()
 }
 
-// WriteRefusal implements script.Host: NOREPLICAS while min-replicas-to-write
+// WriteRefusal implements script.Host: READONLY on a read-only replica
+// (but for its master client), NOREPLICAS while min-replicas-to-write
 // cannot be met.
 func (h *scriptHost) WriteRefusal() string {
+	if s := h.sc.s; s.replica.Active() && h.caller.ml == nil && s.configValue("replica-read-only") == "yes" {
+		return "-" + readOnlyRule.msg
+	}
 	if h.sc.s.noReplicas.Load() {
 		return errNoReplicas
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/latency"
 	"github.com/spillway/spillway/proxy/rdbfile"
+	"github.com/spillway/spillway/proxy/replica"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/tiering"
@@ -45,20 +46,37 @@ func forcePropagation(x *Ctx) {
 	}
 }
 
-// cmdReplicaOf is REPLICAOF (SLAVEOF) on a server that is only ever a
-// master: NO ONE is already true; a master's address is refused.
+// cmdReplicaOf is REPLICAOF (SLAVEOF) host port: the server becomes a
+// replica of host:port (proxy/replica); NO ONE promotes it back to a
+// master, keeping its data, and clears the stored replication state in
+// the command's transaction (REPLICAOF may run inside MULTI).
 func cmdReplicaOf(x *Ctx, args [][]byte) error {
+	s := x.c.s
 	if cstr.EqualFold(args[1], "no") && cstr.EqualFold(args[2], "one") {
+		if s.replica.Stop() {
+			if err := x.Update(func(tx *tiering.Tx) error { return tx.PutSystem(replica.Record, nil) }); err != nil {
+				return err
+			}
+		}
 		x.W.OK()
 		return nil
 	}
 	if x.c.replica.Load() {
 		return resp.Err("ERR Command is not valid when client is a replica.")
 	}
-	if p, ok := cstr.ParseInt(args[2]); !ok || p < 0 || p > 65535 {
+	p, ok := cstr.ParseInt(args[2])
+	if !ok || p < 0 || p > 65535 {
 		return resp.Err("ERR Invalid master port")
 	}
-	return resp.Err("ERR REPLICAOF is not supported: Spillway is a replication master only")
+	if s.fwd != nil {
+		return resp.Err("ERR REPLICAOF is not supported in upstream mode")
+	}
+	if !s.replica.Start(string(args[1]), int(p)) {
+		x.W.Simple("OK Already connected to specified master")
+		return nil
+	}
+	x.W.OK()
+	return nil
 }
 
 // registerClusterDisabled answers CLUSTER (every subcommand, HELP

@@ -5,12 +5,16 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/repl"
+	"github.com/spillway/spillway/proxy/replica"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/tiering"
 )
@@ -41,8 +45,8 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		c.txID = tx.TxID()
 		c.s.trkCur = c // tracking's current client (notify.go)
 		defer func() { c.s.trkCur = nil }()
-		if c.s.paused.Load() {
-			c.keepExpiredIfReading(tx) // client.go
+		if c.s.paused.Load() || c.s.replica.Active() {
+			c.expiryOnReplica(tx)
 		}
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
@@ -51,6 +55,11 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		}
 		if c.trk.On() && c.trkCmd != nil {
 			c.rememberRead() // under the lock the read held
+		}
+		if c.ml != nil {
+			if err := c.ml.commit(c, tx); err != nil {
+				return err
+			}
 		}
 		if c.s.repl.Active() {
 			c.propEnd()
@@ -107,6 +116,9 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		c.txID = tx.TxID()
 		c.s.trkCur = c
 		defer func() { c.s.trkCur = nil }()
+		if c.ml != nil {
+			tx.LiveExpired()
+		}
 		c.group, c.groupErr, c.groupMark = tx, nil, c.w.Len()
 		c.failGroup(fn(tx))
 		c.group = nil
@@ -114,6 +126,11 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 			c.groupErr = nil
 			c.s.prop.Reset()
 			return gerr // aborted
+		}
+		if c.ml != nil {
+			if err := c.ml.commit(c, tx); err != nil {
+				return err
+			}
 		}
 		if c.s.repl.Active() {
 			c.s.propFlush(c)
@@ -200,6 +217,221 @@ func (s *Server) initRepl() {
 	s.repl = repl.New(repl.Options{Log: s.log, Setting: s.configValue,
 		OnTick: func() { s.updateNoReplicas("") }})
 	s.cfg.OnChange("repl-backlog-size", func(string) { s.repl.Resize() })
+	s.replica = replica.New(replica.Host{Engine: s.engine, Master: s.repl, Setting: s.configValue,
+		Log: s.log, Apply: s.applyFromMaster, ResetClient: s.mc.reset,
+		Loading: s.rdb.SetLoading, FunctionsLoaded: s.loadFunctions,
+		ActiveExpire: func(on bool) { s.engine.SetExpiryPaused(!on || s.paused.Load()) },
+		Linked:       s.masterLinked})
+}
+
+// Replica returns the replica side (REPLICAOF).
+func (s *Server) Replica() *replica.Replica { return s.replica }
+
+// Replication, replica side: the master client. The replica's link
+// (proxy/replica) hands each command of the master's stream to
+// applyFromMaster, which runs it through execute as a client like any
+// other, except that it is the master client (Client.ml set): no refusal
+// applies to it (authentication, ACL, OOM, NOREPLICAS, READONLY,
+// MASTERDOWN, LOADING), its replies are dropped, and each of its lock
+// holds stores the replication state (the Record) in the batch of the
+// command's effects and relays the command's bytes to this server's own
+// replicas (repl.Master.FeedRaw) before the lock is released, so that a
+// replica's snapshot never holds a change its stream then repeats.
+
+// masterClient is the master client, made on first use; pendingDB is a
+// reset asked for by ResetClient (applied before its next command, on the
+// link's goroutine: a reset may be asked from inside a MULTI holding the
+// engine's lock, where waiting for the link would deadlock).
+type masterClient struct {
+	conn masterConn
+	// mu serializes applyFromMaster: a replaced link's goroutine may
+	// still be finishing its last command when the new one starts.
+	mu        sync.Mutex
+	once      sync.Once
+	c         atomic.Pointer[Client]
+	resetAsk  atomic.Bool
+	pendingDB atomic.Int64
+}
+
+// streamDB is the master client's database (0 without one): where the
+// relayed stream goes on, the repl-stream-db of a full resync's RDB.
+func (m *masterClient) streamDB() int {
+	if c := m.c.Load(); c != nil && c.s.repl.Proxying() {
+		return int(c.dbShown.Load())
+	}
+	return 0
+}
+
+// masterLink is the master client's running command.
+type masterLink struct {
+	raw []byte // the command's bytes, relayed once (nil: not relayed)
+	rec []byte // the Record to store with its effects (nil: none)
+	fed bool
+}
+
+// client returns the master client, making it on first use.
+func (m *masterClient) client(s *Server) *Client {
+	m.once.Do(func() {
+		c := newClient(s, &m.conn)
+		c.noBlock = true
+		c.authed = true
+		c.aclOn.Store(false)
+		c.ml = &masterLink{}
+		m.c.Store(c)
+	})
+	return m.c.Load()
+}
+
+// masterLinked lists the master client with the link's connection nc, or
+// unlists it (nil) (replica.Host.Linked).
+func (s *Server) masterLinked(nc net.Conn) {
+	m := &s.mc
+	c := m.client(s)
+	if nc == nil {
+		m.conn.nc.Store(nil)
+		s.mu.Lock()
+		delete(s.clients, c.id)
+		s.mu.Unlock()
+		return
+	}
+	m.conn.nc.Store(&nc)
+	c.killed.Store(false)
+	s.mu.Lock()
+	s.clients[c.id] = c
+	s.mu.Unlock()
+}
+
+// masterConn is the master client's connection: the link's (its addresses
+// for CLIENT LIST; Close, for CLIENT KILL, ends the link). Nothing is read
+// from it or written to it: the link reads the master's stream, the
+// master client's replies are dropped.
+type masterConn struct {
+	nc atomic.Pointer[net.Conn]
+}
+
+func (mc *masterConn) cur() net.Conn {
+	if p := mc.nc.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (mc *masterConn) Read([]byte) (int, error)    { return 0, io.EOF }
+func (mc *masterConn) Write(b []byte) (int, error) { return len(b), nil }
+
+func (mc *masterConn) Close() error {
+	if nc := mc.cur(); nc != nil {
+		return nc.Close()
+	}
+	return nil
+}
+
+func (mc *masterConn) LocalAddr() net.Addr {
+	if nc := mc.cur(); nc != nil {
+		return nc.LocalAddr()
+	}
+	return localAddr
+}
+
+func (mc *masterConn) RemoteAddr() net.Addr {
+	if nc := mc.cur(); nc != nil {
+		return nc.RemoteAddr()
+	}
+	return localAddr
+}
+
+func (mc *masterConn) SetDeadline(time.Time) error      { return nil }
+func (mc *masterConn) SetReadDeadline(time.Time) error  { return nil }
+func (mc *masterConn) SetWriteDeadline(time.Time) error { return nil }
+
+// reset asks for the master client's MULTI state to be discarded and db
+// selected (db < 0: kept) before its next command.
+func (m *masterClient) reset(db int) {
+	m.pendingDB.Store(int64(db))
+	m.resetAsk.Store(true)
+}
+
+// applyFromMaster runs one command of the master's stream as the master
+// client (replica.Host.Apply).
+func (s *Server) applyFromMaster(args [][]byte, raw, rec []byte) {
+	s.mc.mu.Lock()
+	defer s.mc.mu.Unlock()
+	c := s.mc.client(s)
+	if s.mc.resetAsk.CompareAndSwap(true, false) {
+		c.discardMulti()
+		c.unwatchAll()
+		if db := int(s.mc.pendingDB.Load()); db >= 0 && db < s.engine.Databases() {
+			c.db = db
+			c.dbShown.Store(int32(db))
+		}
+	}
+	ml := c.ml
+	ml.raw, ml.rec, ml.fed = raw, rec, raw == nil
+	if len(args) > 0 {
+		c.execute(args)
+		if err := c.waitPending(); err != nil {
+			s.log.Error("a command from the master is not durable", "err", err)
+		}
+		c.w.Reset()
+		c.quit = false
+	}
+	if !ml.fed {
+		s.repl.FeedRaw(raw)
+	}
+	ml.raw, ml.rec = nil, nil
+}
+
+// expiryOnReplica applies Redis's expiry rules on a replica (and while
+// clients are paused): the master client's commands find expired keys
+// live (the master's DEL removes them), other clients' reads find them
+// absent without removing them.
+func (c *Client) expiryOnReplica(tx *tiering.Tx) {
+	if c.ml != nil {
+		tx.LiveExpired()
+		return
+	}
+	c.keepExpiredIfReading(tx) // client.go
+}
+
+// commit stores the Record and relays the command (under the lock, at the
+// end of one of the master client's lock holds).
+func (ml *masterLink) commit(c *Client, tx *tiering.Tx) error {
+	if ml.rec != nil {
+		rec := ml.rec
+		if len(rec) > 0 {
+			rec = strconv.AppendInt(append(rec[:len(rec):len(rec)], ' '), int64(c.db), 10)
+		}
+		if err := tx.PutSystem(replica.Record, rec); err != nil {
+			return fmt.Errorf("store the replication state: %w", err)
+		}
+	}
+	if !ml.fed && c.s.repl.Proxying() {
+		c.s.prop.Reset() // the master's bytes are relayed, not our re-encoding
+		ml.fed = true
+		c.s.repl.FeedRaw(ml.raw)
+	}
+	return nil
+}
+
+// ReplicaOfAtStart applies the replicaof setting at startup: "host port"
+// starts replicating (resuming from the stored state), anything else
+// ("no one") clears a stored state, which a master's writes would make
+// stale.
+func (s *Server) ReplicaOfAtStart(hostPort string) error {
+	f := strings.Fields(hostPort)
+	if len(f) == 2 {
+		port, err := strconv.Atoi(f[1])
+		if err != nil {
+			return fmt.Errorf("replicaof: bad port %q", f[1])
+		}
+		s.replica.Start(f[0], port)
+		return nil
+	}
+	if _, ok, err := s.engine.SystemRecord(replica.Record); err != nil || !ok {
+		return err
+	}
+	_, err := s.engine.Update(func(tx *tiering.Tx) error { return tx.PutSystem(replica.Record, nil) })
+	return err
 }
 
 // Replication returns the replication master.
@@ -255,8 +487,13 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	var r *repl.Replica
 	var snap *tiering.Snapshot
 	opts := s.rdb.Options()
+	streamDB := 0
 	if err := x.Update(func(tx *tiering.Tx) error {
+		if s.replica.Active() && !s.replica.LinkUp() {
+			return resp.Err("NOMASTERLINK Can't SYNC while not connected with my master")
+		}
 		r = s.repl.Attach(hs, psync, replid, off, peer)
+		streamDB = s.mc.streamDB() // a relayed stream goes on in the master client's database
 		s.updateObserving()
 		if !r.Full() || hs.ExcludeData {
 			return nil // a keyless RDB needs no snapshot
@@ -286,7 +523,7 @@ func cmdSync(x *Ctx, args [][]byte) error {
 				}
 				return repl.WriteKeylessRDB(w, id, at, libs)
 			}
-			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at}
+			opts.Repl = &rdbfile.ReplInfo{ID: id, Offset: at, StreamDB: streamDB}
 			return rdbfile.Write(w, snap, opts)
 		})
 	}
@@ -315,6 +552,11 @@ func cmdReplconf(x *Ctx, args [][]byte) error {
 // acknowledged the client's last write, once numreplicas did or the
 // timeout (ms, 0: none) passed; inside MULTI or a script at once.
 func cmdWait(x *Ctx, args [][]byte) error {
+	if x.c.s.replica.Active() {
+		return resp.Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 " +
+			"if a replica is configured to be writable (which is not the default) writes to replicas are just local " +
+			"and are not propagated.")
+	}
 	n, ok := cstr.ParseInt(args[1])
 	if !ok {
 		return resp.Err("ERR value is not an integer or out of range")
@@ -364,6 +606,16 @@ func cmdWait(x *Ctx, args [][]byte) error {
 // cmdRole is ROLE for a master: "master", the replication offset, and
 // each online replica's address, port and acknowledged offset.
 func cmdRole(x *Ctx, _ [][]byte) error {
+	if rp := x.c.s.replica; rp.Active() {
+		ri := rp.Role()
+		x.W.Array(5)
+		x.W.BulkString("slave")
+		x.W.BulkString(ri.Host)
+		x.W.Int(int64(ri.Port))
+		x.W.BulkString(ri.State)
+		x.W.Int(ri.Offset)
+		return nil
+	}
 	off, rs := x.c.s.repl.Role()
 	x.W.Array(3)
 	x.W.BulkString("master")

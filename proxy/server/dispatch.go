@@ -158,6 +158,15 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		unknownCommand(c, args)
 		return
 	}
+	if c.ml != nil {
+		c.lastCmd.Store(cmd) // the master client: no refusal applies
+		if c.multi.active && !runsInMulti(cmd) {
+			c.queueCommand(cmd, args)
+			return
+		}
+		c.callCounted(cmd, h, args, start)
+		return
+	}
 	if c.fwd == nil && c.group == nil && !c.busyCheck(cmd) {
 		c.countRejected(cmd)
 		return
@@ -175,6 +184,10 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		}
 	}
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
+		return
+	}
+	if c.fwd == nil && c.s.replica.Active() && c.group == nil &&
+		(c.refuse(cmd, args, readOnlyRule) || c.refuse(cmd, args, masterDownRule)) {
 		return
 	}
 	if c.s.rdb.Loading() && c.refuse(cmd, args, loadingRule) {
@@ -300,6 +313,28 @@ var noReplicasRule = refusalRule{msg: errNoReplicas[1:],
 			return w
 		}
 		return cmd.Is(cmdtable.FlagWrite)
+	}}
+
+// readOnlyRule: a replica under replica-read-only refuses writes (and
+// scripts that declared flags without no-writes) from every client but
+// its master.
+var readOnlyRule = refusalRule{msg: "READONLY You can't write against a read only replica.",
+	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
+		return s.configValue("replica-read-only") == "yes" && noReplicasRule.applies(s, cmd, args)
+	}}
+
+// masterDownRule: a replica whose link is not up, under
+// replica-serve-stale-data no, refuses the commands without the stale flag.
+var masterDownRule = refusalRule{
+	msg: "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+	applies: func(s *Server, cmd *cmdtable.Command, args [][]byte) bool {
+		if s.replica.LinkUp() || s.configValue("replica-serve-stale-data") != "no" {
+			return false
+		}
+		if isScriptCall(cmd) {
+			return !s.scripts.AllowStale(args) // a script runs only if it declared allow-stale
+		}
+		return !cmd.Is(cmdtable.FlagStale)
 	}}
 
 // errNoReplicas is Redis's reply to a write without enough good replicas.

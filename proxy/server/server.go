@@ -24,6 +24,7 @@ import (
 	"github.com/spillway/spillway/proxy/pubsub"
 	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/repl"
+	"github.com/spillway/spillway/proxy/replica"
 	"github.com/spillway/spillway/proxy/script"
 	"github.com/spillway/spillway/proxy/slowlog"
 	"github.com/spillway/spillway/proxy/tlsconf"
@@ -115,6 +116,10 @@ type Server struct {
 	// the lock holder propagates, guarded by the engine's lock (commit.go).
 	repl *repl.Master
 	prop repl.Unit
+	// replica is the replica side (REPLICAOF); mc the master client that
+	// applies its stream, made on first use (commit.go).
+	replica *replica.Replica
+	mc      masterClient
 
 	started  time.Time
 	lastSave atomic.Int64
@@ -586,6 +591,7 @@ func (s *Server) Close() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	s.replica.Close()
 	s.repl.Close() // its replicas' connections are closed above
 	s.unpause()
 	s.wg.Wait()
@@ -682,7 +688,7 @@ func (s *Server) endPauseLocked() {
 	s.pauseUntil, s.pauseAll = time.Time{}, false
 	s.paused.Store(false)
 	if s.engine != nil {
-		s.engine.SetExpiryPaused(false)
+		s.engine.SetExpiryPaused(s.replica.Active()) // a replica expires nothing itself
 	}
 }
 
