@@ -67,6 +67,25 @@ func sfMasterAddr(c *harness.Conn) string {
 	return r.Elems[0].Str + ":" + r.Elems[1].Str
 }
 
+// sfReplicaFields is "flags master-link-status" of the replica at addr in
+// SENTINEL REPLICAS mymaster ("" when it is not listed).
+func sfReplicaFields(c *harness.Conn, addr string) string {
+	r := c.Do("SENTINEL", "REPLICAS", sfMaster)
+	if r.Type != '*' {
+		return ""
+	}
+	for _, e := range r.Elems {
+		f := map[string]string{}
+		for i := 0; i+1 < len(e.Elems); i += 2 {
+			f[e.Elems[i].Str] = e.Elems[i+1].Str
+		}
+		if f["name"] == addr {
+			return f["flags"] + " " + f["master-link-status"]
+		}
+	}
+	return ""
+}
+
 // sfRole is the first element of ROLE ("" on an error).
 func sfRole(c *harness.Conn) string {
 	r := c.Do("ROLE")
@@ -170,6 +189,13 @@ func TestSentinelFailoverSpillway(t *testing.T) {
 		return err == nil && sfRole(ac) == "slave" && m["master_port"] == strconv.Itoa(b.Port()) &&
 			m["master_link_status"] == "up"
 	})
+	// Every sentinel sees it as a replica with its link up (parsed from
+	// its INFO replication).
+	for i, c := range sc {
+		stWait(t, 60*time.Second, "sentinel "+sentinels[i]+" to list the old master as a replica with its link ok", func() bool {
+			return sfReplicaFields(c, a.Addr()) == "slave ok"
+		})
+	}
 	stWait(t, 30*time.Second, "the old master to reach the new master's offset", func() bool {
 		mo, err1 := utInfoInt(bc, "replication", "master_repl_offset")
 		ro, err2 := utInfoInt(ac, "replication", "slave_repl_offset")
