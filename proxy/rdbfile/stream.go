@@ -6,6 +6,7 @@ import (
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/rdb"
 	"github.com/spillway/spillway/tiering"
+	"github.com/spillway/spillway/tiering/stream"
 )
 
 // Streams in RDB files: written as Redis 7.0 does
@@ -133,3 +134,157 @@ func (w *writer) streamGroup(it *tiering.SnapshotKeys, name []byte, last codec.S
 }
 
 func rdbID(id codec.StreamID) rdb.StreamID { return rdb.StreamID{Ms: id.Ms, Seq: id.Seq} }
+
+// streamPayload reads a stream value (type 15, or 19 when v2) from the
+// file, following its structure, and returns it re-encoded as a DUMP
+// payload's value (its strings plain), which rdb.DecodeValue decodes and
+// validates as RESTORE does.
+func (r *reader) streamPayload(v2 bool) ([]byte, error) {
+	var p []byte
+	var err error
+	count := func() uint64 {
+		var n uint64
+		if err == nil {
+			n, err = r.count()
+			p = rdb.AppendLen(p, n)
+		}
+		return n
+	}
+	str := func() {
+		if err == nil {
+			var s []byte
+			if s, err = r.str(); err == nil {
+				p = rdb.AppendLen(p, uint64(len(s)))
+				p = append(p, s...)
+			}
+		}
+	}
+	var raw [24]byte
+	bytes := func(n int) {
+		if err == nil {
+			if err = r.full(raw[:n]); err == nil {
+				p = append(p, raw[:n]...)
+			}
+		}
+	}
+	nodes := count()
+	for i := uint64(0); i < nodes && err == nil; i++ {
+		str() // master ID
+		str() // listpack
+	}
+	count() // length
+	count() // last ID
+	count()
+	if v2 {
+		for range 5 { // first ID, max deleted ID, entries added
+			count()
+		}
+	}
+	groups := count()
+	for i := uint64(0); i < groups && err == nil; i++ {
+		str() // name
+		count()
+		count() // last ID
+		if v2 {
+			count() // entries read
+		}
+		pel := count()
+		for j := uint64(0); j < pel && err == nil; j++ {
+			bytes(24) // ID, delivery time
+			count()   // delivery count
+		}
+		consumers := count()
+		for j := uint64(0); j < consumers && err == nil; j++ {
+			str()    // name
+			bytes(8) // seen time
+			owned := count()
+			for k := uint64(0); k < owned && err == nil; k++ {
+				bytes(16)
+			}
+		}
+	}
+	return p, err
+}
+
+// loadStream reads a stream value and queues it whole: a stream is
+// stored in one transaction (and left on disk, cold, when it does not fit
+// the hot tier).
+func (c *collector) loadStream(typ byte) error {
+	p, err := c.l.r.streamPayload(typ == typeStreamListpacks2)
+	if err != nil {
+		return err
+	}
+	obj, err := rdb.DecodeValue(typ, p)
+	if err != nil {
+		return corrupt("stream: %v", err)
+	}
+	return c.whole(obj, len(p))
+}
+
+// restoreStream stores v as key (database db), which must not exist, with
+// the file's nodes (live and deleted counts, master fields), entries,
+// groups, consumers and pending entries. The caller closes the stream.
+func restoreStream(tx *tiering.Tx, db int, key []byte, v *rdb.Stream) (*tiering.Stream, error) {
+	var size int64
+	for _, n := range v.Nodes {
+		for _, e := range n.Entries {
+			if !e.Deleted {
+				for _, f := range e.Fields {
+					size += int64(len(f))
+				}
+			}
+		}
+	}
+	l := stream.NewLoader(codec.StreamMeta{Last: modelID(v.Last), First: modelID(v.First),
+		MaxDeleted: modelID(v.MaxDeleted), EntriesAdded: v.EntriesAdded}, int64(v.Length), size, nil)
+	for _, n := range v.Nodes {
+		var live, deleted int64
+		for _, e := range n.Entries {
+			if e.Deleted {
+				deleted++
+			} else {
+				live++
+			}
+		}
+		if live == 0 {
+			continue // Redis frees a node whose entries are all deleted
+		}
+		last := n.Entries[len(n.Entries)-1].ID
+		l.LoadNodeLP(modelID(n.Master), n.Fields, live, deleted, modelID(last), int64(n.Bytes))
+	}
+	for _, n := range v.Nodes {
+		for _, e := range n.Entries {
+			if !e.Deleted {
+				l.LoadEntry(modelID(e.ID), e.Fields)
+			}
+		}
+	}
+	for _, g := range v.Groups {
+		l.LoadGroup(g.Name, modelID(g.LastID), g.EntriesRead)
+	}
+	for _, g := range v.Groups {
+		for _, con := range g.Consumers {
+			if err := l.LoadConsumer(g.Name, con.Name, con.SeenTime); err != nil {
+				return nil, corrupt("stream: %v", err)
+			}
+		}
+		for _, p := range g.PEL {
+			err := l.LoadPending(g.Name, modelID(p.ID), p.DeliveryTime, int64(p.DeliveryCount), g.Consumers[p.Consumer].Name)
+			if err != nil {
+				return nil, corrupt("stream: %v", err)
+			}
+		}
+	}
+	m, err := l.Done(int64(v.Length), nil)
+	if err != nil {
+		return nil, corrupt("stream: %v", err)
+	}
+	s, err := tx.OpenStream(db, key, true)
+	if err != nil {
+		return nil, err
+	}
+	s.Replace(m)
+	return s, nil
+}
+
+func modelID(id rdb.StreamID) stream.ID { return stream.ID{Ms: id.Ms, Seq: id.Seq} }
