@@ -234,7 +234,13 @@ func sameStreams(t *testing.T, want, got *harness.Conn, db int, blankDelivery, r
 			}
 			ws, gs := renderStream(w, blankDelivery, replica), renderStream(g, blankDelivery, replica)
 			if ws != gs {
-				t.Errorf("db %d %v:\n got %s\nwant %s", db, cmd, harness.Trunc(gs, 3000), harness.Trunc(ws, 3000))
+				at := 0
+				for at < min(len(gs), len(ws)) && gs[at] == ws[at] {
+					at++
+				}
+				from := max(at-300, 0)
+				t.Errorf("db %d %v, from byte %d:\n got %s\nwant %s", db, cmd, from,
+					harness.Trunc(gs[from:], 600), harness.Trunc(ws[from:], 600))
 			}
 		}
 	}

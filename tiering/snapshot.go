@@ -6,6 +6,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/tiering/stream"
 )
 
 // Snapshot is a consistent point-in-time view of the whole dataset, every
@@ -408,4 +409,81 @@ func (k *SnapshotKeys) StreamPending(group []byte, fn func(id codec.StreamID, de
 		}
 		return fn(codec.DecodeStreamID(rest), t, n, c)
 	})
+}
+
+// StreamLoad writes a stream read from an RDB file in bounded steps, the
+// snapshot's counterpart for loading: its nodes and entries in as many
+// transactions as the loader chooses (Add), then its groups and the key
+// itself in the last one (Finish). Until Finish the key does not exist:
+// the records written so far are under a version no meta record names,
+// unseen by commands (a failed load's FlushAll removes them with the
+// rest). The stream is left on disk, cold.
+type StreamLoad struct {
+	db           int
+	key          []byte
+	version      uint64
+	count, bytes int64
+}
+
+// BeginStreamLoad reserves a version for key's stream (database db).
+func (tx *Tx) BeginStreamLoad(db int, key []byte) (*StreamLoad, error) {
+	v, err := tx.e.cold.NextVersion()
+	if err != nil {
+		return nil, fmt.Errorf("tiering: stream load: %w", err)
+	}
+	return &StreamLoad{db: db, key: append([]byte(nil), key...), version: v}, nil
+}
+
+func (l *StreamLoad) journal(tx *Tx) *streamJournal {
+	return &streamJournal{tx: tx, pdb: tx.pdb(l.db), key: l.key, version: l.version}
+}
+
+// Add writes part of the stream: m, a model holding whole nodes and their
+// entries (built with stream.Loader, in memory), following in ID order
+// what was added before.
+func (l *StreamLoad) Add(tx *Tx, m *stream.Stream) error {
+	j := l.journal(tx)
+	for _, n := range m.NodeList() {
+		j.PutNode(n)
+	}
+	m.Range(stream.ID{}, stream.MaxID, false, func(e *stream.Entry) bool {
+		j.PutEntry(e)
+		return j.err == nil
+	})
+	l.count += m.Len()
+	l.bytes += m.Bytes()
+	return j.err
+}
+
+// Finish writes the groups of g (a model holding only groups, consumers
+// and pending entries) and creates the key with meta m; key must not
+// exist (it fails otherwise, writing nothing).
+func (l *StreamLoad) Finish(tx *Tx, m codec.StreamMeta, g *stream.Stream) error {
+	e, err := tx.Peek(l.db, l.key)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		return fmt.Errorf("%w: stream load: key %q exists", ErrCorrupt, l.key)
+	}
+	j := l.journal(tx)
+	for _, grp := range g.Groups() {
+		j.PutGroup(grp)
+		for _, c := range grp.Consumers() {
+			j.PutConsumer(grp, c)
+		}
+		for _, n := range grp.PEL() {
+			j.PutPending(grp, n)
+		}
+	}
+	if j.err != nil {
+		return j.err
+	}
+	pdb := tx.pdb(l.db)
+	ent := &Entry{Type: codec.TypeStream, Version: l.version, Count: l.count, Bytes: l.bytes, strm: &streamState{meta: m}}
+	if err := tx.putMeta(pdb, l.key, ent); err != nil {
+		return err
+	}
+	tx.addKeys(pdb, 1)
+	return nil
 }

@@ -458,6 +458,16 @@ func (d *Dump) Stream(s *Stream) {
 // the IDs of its pending entries (AppendStreamRawID each, in ID order).
 // Dump.Stream is built from them.
 
+// DecodeStreamNode decodes one node of a stream (its listpack blob,
+// master its key), validated as a payload's nodes are: counts, flags,
+// entries in ID order from master.
+func DecodeStreamNode(master StreamID, blob []byte) (StreamNode, error) {
+	return streamNode(master, blob)
+}
+
+// StreamIDFromKey decodes a node's 16-byte key.
+func StreamIDFromKey(b []byte) StreamID { return rawID(b) }
+
 // AppendStreamRawID appends id as 16 big-endian bytes (a node's key, a
 // consumer's pending entry).
 func AppendStreamRawID(dst []byte, id StreamID) []byte {

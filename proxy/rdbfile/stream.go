@@ -135,122 +135,300 @@ func (w *writer) streamGroup(it *tiering.SnapshotKeys, name []byte, last codec.S
 
 func rdbID(id codec.StreamID) rdb.StreamID { return rdb.StreamID{Ms: id.Ms, Seq: id.Seq} }
 
-// streamPayload reads a stream value (type 15, or 19 when v2) from the
-// file, following its structure, and returns it re-encoded as a DUMP
-// payload's value (its strings plain), which rdb.DecodeValue decodes and
-// validates as RESTORE does.
-func (r *reader) streamPayload(v2 bool) ([]byte, error) {
-	var p []byte
-	var err error
-	count := func() uint64 {
-		var n uint64
-		if err == nil {
-			n, err = r.count()
-			p = rdb.AppendLen(p, n)
-		}
-		return n
-	}
-	str := func() {
-		if err == nil {
-			var s []byte
-			if s, err = r.str(); err == nil {
-				p = rdb.AppendLen(p, uint64(len(s)))
-				p = append(p, s...)
-			}
-		}
-	}
-	var raw [24]byte
-	bytes := func(n int) {
-		if err == nil {
-			if err = r.full(raw[:n]); err == nil {
-				p = append(p, raw[:n]...)
-			}
-		}
-	}
-	nodes := count()
-	for i := uint64(0); i < nodes && err == nil; i++ {
-		str() // master ID
-		str() // listpack
-	}
-	count() // length
-	count() // last ID
-	count()
-	if v2 {
-		for range 5 { // first ID, max deleted ID, entries added
-			count()
-		}
-	}
-	groups := count()
-	for i := uint64(0); i < groups && err == nil; i++ {
-		str() // name
-		count()
-		count() // last ID
-		if v2 {
-			count() // entries read
-		}
-		pel := count()
-		for j := uint64(0); j < pel && err == nil; j++ {
-			bytes(24) // ID, delivery time
-			count()   // delivery count
-		}
-		consumers := count()
-		for j := uint64(0); j < consumers && err == nil; j++ {
-			str()    // name
-			bytes(8) // seen time
-			owned := count()
-			for k := uint64(0); k < owned && err == nil; k++ {
-				bytes(16)
-			}
-		}
-	}
-	return p, err
+// payloadReader copies what it reads of a stream value from the file
+// into p, re-encoded as a DUMP payload's value (strings plain), for
+// rdb.DecodeValue to decode and validate; the first error sticks.
+type payloadReader struct {
+	r   *reader
+	p   []byte
+	err error
+	raw [24]byte
 }
 
-// loadStream reads a stream value and queues it whole: a stream is
-// stored in one transaction (and left on disk, cold, when it does not fit
-// the hot tier).
+func (pr *payloadReader) count() uint64 {
+	var n uint64
+	if pr.err == nil {
+		n, pr.err = pr.r.count()
+		pr.p = rdb.AppendLen(pr.p, n)
+	}
+	return n
+}
+
+func (pr *payloadReader) str() []byte {
+	if pr.err != nil {
+		return nil
+	}
+	s, err := pr.r.str()
+	if pr.err = err; err == nil {
+		pr.p = rdb.AppendLen(pr.p, uint64(len(s)))
+		pr.p = append(pr.p, s...)
+	}
+	return s
+}
+
+func (pr *payloadReader) bytes(n int) {
+	if pr.err == nil {
+		if pr.err = pr.r.full(pr.raw[:n]); pr.err == nil {
+			pr.p = append(pr.p, pr.raw[:n]...)
+		}
+	}
+}
+
+// groups copies a stream value's groups (their count first).
+func (pr *payloadReader) groups(v2 bool) {
+	groups := pr.count()
+	for i := uint64(0); i < groups && pr.err == nil; i++ {
+		pr.str() // name
+		pr.count()
+		pr.count() // last ID
+		if v2 {
+			pr.count() // entries read
+		}
+		pel := pr.count()
+		for j := uint64(0); j < pel && pr.err == nil; j++ {
+			pr.bytes(24) // ID, delivery time
+			pr.count()   // delivery count
+		}
+		consumers := pr.count()
+		for j := uint64(0); j < consumers && pr.err == nil; j++ {
+			pr.str()    // name
+			pr.bytes(8) // seen time
+			owned := pr.count()
+			for k := uint64(0); k < owned && pr.err == nil; k++ {
+				pr.bytes(16)
+			}
+		}
+	}
+}
+
+// loadStream reads a stream value. One of type 15 (Redis 5 to 6.2, whose
+// groups' entries-read are estimated from the whole stream) is read and
+// stored whole. One of type 19 is read node by node: while it stays
+// under ChunkBytes it is stored whole with the next pending keys, beyond
+// that its nodes go to the store in transactions of about ChunkBytes
+// (tiering.StreamLoad) and its groups and key in a last one, so memory
+// holds one chunk of nodes (and the groups) whatever the stream's size.
 func (c *collector) loadStream(typ byte) error {
-	p, err := c.l.r.streamPayload(typ == typeStreamListpacks2)
+	pr := &payloadReader{r: c.l.r}
+	if typ != typeStreamListpacks2 {
+		nodes := pr.count()
+		for i := uint64(0); i < nodes && pr.err == nil; i++ {
+			pr.str() // master ID
+			pr.str() // listpack
+		}
+		for range 3 { // length, last ID
+			pr.count()
+		}
+		pr.groups(false)
+		if pr.err != nil {
+			return pr.err
+		}
+		obj, err := rdb.DecodeValue(typ, pr.p)
+		if err != nil {
+			return corrupt("stream: %v", err)
+		}
+		return c.whole(obj, len(pr.p))
+	}
+	sl := &streamLoader{c: c}
+	nodes, err := c.l.r.count()
 	if err != nil {
 		return err
 	}
-	obj, err := rdb.DecodeValue(typ, p)
+	for i := uint64(0); i < nodes; i++ {
+		if err := sl.node(); err != nil {
+			return err
+		}
+	}
+	// The meta fields, then the groups, decoded as the value of a stream
+	// without entries (its length 0) for their validation.
+	var meta [8]uint64
+	for i := range meta {
+		if meta[i], err = c.l.r.count(); err != nil {
+			return err
+		}
+	}
+	pr.p = rdb.AppendLen(pr.p, 0)
+	pr.p = rdb.AppendStreamMeta(pr.p, 0, rdb.StreamID{Ms: meta[1], Seq: meta[2]}, rdb.StreamID{Ms: meta[3], Seq: meta[4]},
+		rdb.StreamID{Ms: meta[5], Seq: meta[6]}, meta[7])
+	pr.groups(true)
+	if pr.err != nil {
+		return pr.err
+	}
+	obj, err := rdb.DecodeValue(typ, pr.p)
 	if err != nil {
 		return corrupt("stream: %v", err)
 	}
-	return c.whole(obj, len(p))
+	if meta[0] != sl.live {
+		return corrupt("stream: length %d, %d entries", meta[0], sl.live)
+	}
+	v := obj.Stream
+	v.Length, v.Nodes = meta[0], sl.nodes
+	return sl.end(v)
 }
 
-// restoreStream stores v as key (database db), which must not exist, with
-// the file's nodes (live and deleted counts, master fields), entries,
-// groups, consumers and pending entries. The caller closes the stream.
-func restoreStream(tx *tiering.Tx, db int, key []byte, v *rdb.Stream) (*tiering.Stream, error) {
-	var size int64
+// streamLoader gathers a type-19 stream's nodes, writing them in chunks
+// once they outgrow ChunkBytes.
+type streamLoader struct {
+	c     *collector
+	nodes []rdb.StreamNode // the chunk being gathered
+	bytes int
+	live  uint64
+	last  rdb.StreamID
+	any   bool
+	load  *tiering.StreamLoad // once a chunk was written
+}
+
+// node reads one node, checks its entries follow the previous ones.
+func (sl *streamLoader) node() error {
+	r := sl.c.l.r
+	key, err := r.str()
+	if err != nil {
+		return err
+	}
+	if len(key) != 16 {
+		return corrupt("stream node key of %d bytes", len(key))
+	}
+	blob, err := r.str()
+	if err != nil {
+		return err
+	}
+	n, err := rdb.DecodeStreamNode(rdb.StreamIDFromKey(key), blob)
+	if err != nil {
+		return corrupt("stream: %v", err)
+	}
+	for _, e := range n.Entries {
+		if sl.any && !(sl.last.Ms < e.ID.Ms || sl.last.Ms == e.ID.Ms && sl.last.Seq < e.ID.Seq) {
+			return corrupt("stream entries out of order across nodes")
+		}
+		sl.last, sl.any = e.ID, true
+		if !e.Deleted {
+			sl.live++
+		}
+	}
+	if sl.c.skip {
+		return nil
+	}
+	sl.nodes = append(sl.nodes, n)
+	sl.bytes += len(blob)
+	if sl.bytes >= sl.c.l.opts.ChunkBytes {
+		return sl.writeChunk()
+	}
+	return nil
+}
+
+// writeChunk writes the gathered nodes in a transaction of their own.
+func (sl *streamLoader) writeChunk() error {
+	c, l := sl.c, sl.c.l
+	if sl.load == nil {
+		if err := l.flush(); err != nil { // keep the file's order of keys
+			return err
+		}
+	}
+	_, err := l.eng.Update(func(tx *tiering.Tx) error {
+		if sl.load == nil {
+			var err error
+			if sl.load, err = tx.BeginStreamLoad(c.db, c.key); err != nil {
+				return err
+			}
+		}
+		m, err := streamModel(&rdb.Stream{Nodes: sl.nodes}, false)
+		if err != nil {
+			return err
+		}
+		return sl.load.Add(tx, m)
+	})
+	if err != nil {
+		return err
+	}
+	clear(sl.nodes)
+	sl.nodes, sl.bytes = sl.nodes[:0], 0
+	l.progress()
+	return nil
+}
+
+// end stores the stream: whole if no chunk was written, else its last
+// nodes, groups and key.
+func (sl *streamLoader) end(v *rdb.Stream) error {
+	c, l := sl.c, sl.c.l
+	if c.skip {
+		l.stats.Expired++
+		return nil
+	}
+	if sl.load == nil {
+		return c.whole(&rdb.Object{Kind: rdb.KindStream, Stream: v}, sl.bytes)
+	}
+	_, err := l.eng.Update(func(tx *tiering.Tx) error {
+		if len(sl.nodes) > 0 {
+			m, err := streamModel(&rdb.Stream{Nodes: sl.nodes}, false)
+			if err != nil {
+				return err
+			}
+			if err := sl.load.Add(tx, m); err != nil {
+				return err
+			}
+		}
+		g, err := streamModel(&rdb.Stream{Groups: v.Groups}, true)
+		if err != nil {
+			return err
+		}
+		meta := codec.StreamMeta{Last: codecID(v.Last), First: codecID(v.First), MaxDeleted: codecID(v.MaxDeleted), EntriesAdded: v.EntriesAdded}
+		if err := sl.load.Finish(tx, meta, g); err != nil {
+			return err
+		}
+		if c.expireAt != 0 {
+			if _, err := tx.SetExpire(c.db, c.key, c.expireAt); err != nil {
+				return err
+			}
+		}
+		return applyHints(tx, c.db, c.key, c.freq, c.idle)
+	})
+	if err != nil {
+		return err
+	}
+	l.stats.Keys++
+	l.prog.Keys.Add(1)
+	l.progress()
+	return nil
+}
+
+func codecID(id rdb.StreamID) codec.StreamID { return codec.StreamID{Ms: id.Ms, Seq: id.Seq} }
+
+// streamModel builds v's model: its nodes with live entries (the file's
+// nodes kept: master fields, live and deleted counts, listpack sizes) and
+// entries, and its groups, consumers and pending entries. With groupsOnly
+// the meta and counts are left out (a StreamLoad's Finish).
+func streamModel(v *rdb.Stream, groupsOnly bool) (*stream.Stream, error) {
+	var size, live int64
 	for _, n := range v.Nodes {
 		for _, e := range n.Entries {
 			if !e.Deleted {
+				live++
 				for _, f := range e.Fields {
 					size += int64(len(f))
 				}
 			}
 		}
 	}
-	l := stream.NewLoader(codec.StreamMeta{Last: modelID(v.Last), First: modelID(v.First),
-		MaxDeleted: modelID(v.MaxDeleted), EntriesAdded: v.EntriesAdded}, int64(v.Length), size, nil)
+	var meta codec.StreamMeta
+	if !groupsOnly {
+		meta = codec.StreamMeta{Last: modelID(v.Last), First: modelID(v.First),
+			MaxDeleted: modelID(v.MaxDeleted), EntriesAdded: v.EntriesAdded}
+	}
+	l := stream.NewLoader(meta, live, size, nil)
 	for _, n := range v.Nodes {
-		var live, deleted int64
+		var nl, deleted int64
 		for _, e := range n.Entries {
 			if e.Deleted {
 				deleted++
 			} else {
-				live++
+				nl++
 			}
 		}
-		if live == 0 {
+		if nl == 0 {
 			continue // Redis frees a node whose entries are all deleted
 		}
 		last := n.Entries[len(n.Entries)-1].ID
-		l.LoadNodeLP(modelID(n.Master), n.Fields, live, deleted, modelID(last), int64(n.Bytes))
+		l.LoadNodeLP(modelID(n.Master), n.Fields, nl, deleted, modelID(last), int64(n.Bytes))
 	}
 	for _, n := range v.Nodes {
 		for _, e := range n.Entries {
@@ -275,9 +453,20 @@ func restoreStream(tx *tiering.Tx, db int, key []byte, v *rdb.Stream) (*tiering.
 			}
 		}
 	}
-	m, err := l.Done(int64(v.Length), nil)
+	m, err := l.Done(live, nil)
 	if err != nil {
 		return nil, corrupt("stream: %v", err)
+	}
+	return m, nil
+}
+
+// restoreStream stores v (validated: rdb.DecodeValue, or loadStream's
+// checks) as key (database db), which must not exist, in one
+// transaction. The caller closes the stream.
+func restoreStream(tx *tiering.Tx, db int, key []byte, v *rdb.Stream) (*tiering.Stream, error) {
+	m, err := streamModel(v, false)
+	if err != nil {
+		return nil, err
 	}
 	s, err := tx.OpenStream(db, key, true)
 	if err != nil {
