@@ -6,6 +6,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/tiering/stream"
 )
 
 // Snapshot is a consistent point-in-time view of the whole dataset, every
@@ -299,4 +300,190 @@ func (k *SnapshotKeys) Members(fn func(member []byte, score float64) error) erro
 		return err
 	}
 	return k.checkCount(n)
+}
+
+// Streams, record by record: a stream's nodes (the listpacks Redis would
+// hold), its entries by ID range, its groups, and each group's consumers
+// and pending entries, each in key order (IDs, names bytewise), so that an
+// RDB writer emits one node at a time and never loads a cold stream
+// whole. The callbacks may not keep their arguments.
+
+// StreamMeta is the current stream's last, first and max deleted IDs and
+// entries added.
+func (k *SnapshotKeys) StreamMeta() codec.StreamMeta { return k.meta.Stream }
+
+// streamIter iterates over the current stream's records of one tag.
+func (k *SnapshotKeys) streamIter(tag byte, fn func(rest, val []byte) error) error {
+	if k.meta.Type != codec.TypeStream {
+		return fmt.Errorf("tiering: snapshot: stream records of a %s", k.meta.Type)
+	}
+	lo := codec.AppendStreamTagPrefix(nil, k.pdb, k.key, k.meta.Version, tag)
+	return k.iterFrom(lo, codec.PrefixEnd(lo), len(lo), fn)
+}
+
+// iterFrom calls fn with each record of [lo, hi): its key after skip
+// bytes, and its value.
+func (k *SnapshotKeys) iterFrom(lo, hi []byte, skip int, fn func(rest, val []byte) error) error {
+	it, err := k.s.snap.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if err := fn(it.Key()[skip:], v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// StreamNodes streams the current stream's nodes in ID order: each by its
+// master ID, with its field names, live and deleted counts and last ID.
+func (k *SnapshotKeys) StreamNodes(fn func(master codec.StreamID, n *codec.StreamNodeValue) error) error {
+	return k.streamIter(codec.TagStreamNode, func(rest, val []byte) error {
+		if len(rest) != 16 {
+			return fmt.Errorf("%w: stream %q: node key of %d bytes", ErrCorrupt, k.key, len(rest))
+		}
+		n, err := codec.ParseStreamNode(val)
+		if err != nil {
+			return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, k.key, err)
+		}
+		return fn(codec.DecodeStreamID(rest), &n)
+	})
+}
+
+// StreamEntries streams the current stream's entries from from to to
+// (inclusive), in ID order: fields and values alternating.
+func (k *SnapshotKeys) StreamEntries(from, to codec.StreamID, fn func(id codec.StreamID, fields [][]byte) error) error {
+	if k.meta.Type != codec.TypeStream {
+		return fmt.Errorf("tiering: snapshot: stream entries of a %s", k.meta.Type)
+	}
+	lo := codec.AppendStreamIDKey(nil, k.pdb, k.key, k.meta.Version, codec.TagStreamEntry, from)
+	hi := codec.AppendStreamIDKey(nil, k.pdb, k.key, k.meta.Version, codec.TagStreamEntry, to)
+	hi = append(hi, 0) // just after to
+	return k.iterFrom(lo, hi, len(lo)-16, func(rest, val []byte) error {
+		f, err := codec.ParseStreamValues(val)
+		if err != nil || len(rest) != 16 {
+			return fmt.Errorf("%w: stream %q: entry: %v", ErrCorrupt, k.key, err)
+		}
+		return fn(codec.DecodeStreamID(rest), f)
+	})
+}
+
+// StreamGroups streams the current stream's consumer groups in name
+// order, each with its last delivered ID and entries read (-1: unknown).
+func (k *SnapshotKeys) StreamGroups(fn func(name []byte, last codec.StreamID, entriesRead int64) error) error {
+	return k.streamIter(codec.TagStreamGroup, func(rest, val []byte) error {
+		last, er, err := codec.ParseStreamGroup(val)
+		if err != nil {
+			return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, k.key, err)
+		}
+		return fn(rest, last, er)
+	})
+}
+
+// StreamConsumers streams group's consumers in name order, each with its
+// seen time.
+func (k *SnapshotKeys) StreamConsumers(group []byte, fn func(name []byte, seenTime int64) error) error {
+	lo := codec.AppendStreamInGroupPrefix(nil, k.pdb, k.key, k.meta.Version, codec.TagStreamConsumer, group)
+	return k.iterFrom(lo, codec.PrefixEnd(lo), len(lo), func(rest, val []byte) error {
+		if len(val) != 8 {
+			return fmt.Errorf("%w: stream %q: consumer record of %d bytes", ErrCorrupt, k.key, len(val))
+		}
+		return fn(rest, int64(getU64(val)))
+	})
+}
+
+// StreamPending streams group's pending entries in ID order, each with
+// its delivery time, delivery count and owner.
+func (k *SnapshotKeys) StreamPending(group []byte, fn func(id codec.StreamID, deliveryTime, deliveryCount int64, consumer []byte) error) error {
+	lo := codec.AppendStreamInGroupPrefix(nil, k.pdb, k.key, k.meta.Version, codec.TagStreamPending, group)
+	return k.iterFrom(lo, codec.PrefixEnd(lo), len(lo), func(rest, val []byte) error {
+		t, n, c, err := codec.ParseStreamPending(val)
+		if err != nil || len(rest) != 16 {
+			return fmt.Errorf("%w: stream %q: pending entry: %v", ErrCorrupt, k.key, err)
+		}
+		return fn(codec.DecodeStreamID(rest), t, n, c)
+	})
+}
+
+// StreamLoad writes a stream read from an RDB file in bounded steps, the
+// snapshot's counterpart for loading: its nodes and entries in as many
+// transactions as the loader chooses (Add), then its groups and the key
+// itself in the last one (Finish). Until Finish the key does not exist:
+// the records written so far are under a version no meta record names,
+// unseen by commands (a failed load's FlushAll removes them with the
+// rest). The stream is left on disk, cold.
+type StreamLoad struct {
+	db           int
+	key          []byte
+	version      uint64
+	count, bytes int64
+}
+
+// BeginStreamLoad reserves a version for key's stream (database db).
+func (tx *Tx) BeginStreamLoad(db int, key []byte) (*StreamLoad, error) {
+	v, err := tx.e.cold.NextVersion()
+	if err != nil {
+		return nil, fmt.Errorf("tiering: stream load: %w", err)
+	}
+	return &StreamLoad{db: db, key: append([]byte(nil), key...), version: v}, nil
+}
+
+func (l *StreamLoad) journal(tx *Tx) *streamJournal {
+	return &streamJournal{tx: tx, pdb: tx.pdb(l.db), key: l.key, version: l.version}
+}
+
+// Add writes part of the stream: m, a model holding whole nodes and their
+// entries (built with stream.Loader, in memory), following in ID order
+// what was added before.
+func (l *StreamLoad) Add(tx *Tx, m *stream.Stream) error {
+	j := l.journal(tx)
+	for _, n := range m.NodeList() {
+		j.PutNode(n)
+	}
+	m.Range(stream.ID{}, stream.MaxID, false, func(e *stream.Entry) bool {
+		j.PutEntry(e)
+		return j.err == nil
+	})
+	l.count += m.Len()
+	l.bytes += m.Bytes()
+	return j.err
+}
+
+// Finish writes the groups of g (a model holding only groups, consumers
+// and pending entries) and creates the key with meta m; key must not
+// exist (it fails otherwise, writing nothing).
+func (l *StreamLoad) Finish(tx *Tx, m codec.StreamMeta, g *stream.Stream) error {
+	e, err := tx.Peek(l.db, l.key)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		return fmt.Errorf("%w: stream load: key %q exists", ErrCorrupt, l.key)
+	}
+	j := l.journal(tx)
+	for _, grp := range g.Groups() {
+		j.PutGroup(grp)
+		for _, c := range grp.Consumers() {
+			j.PutConsumer(grp, c)
+		}
+		for _, n := range grp.PEL() {
+			j.PutPending(grp, n)
+		}
+	}
+	if j.err != nil {
+		return j.err
+	}
+	pdb := tx.pdb(l.db)
+	ent := &Entry{Type: codec.TypeStream, Version: l.version, Count: l.count, Bytes: l.bytes, strm: &streamState{meta: m}}
+	if err := tx.putMeta(pdb, l.key, ent); err != nil {
+		return err
+	}
+	tx.addKeys(pdb, 1)
+	return nil
 }

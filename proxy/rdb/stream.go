@@ -415,47 +415,100 @@ func (d *Dump) Stream(s *Stream) {
 			continue
 		}
 		var key [16]byte
-		binary.BigEndian.PutUint64(key[:], n.Master.Ms)
-		binary.BigEndian.PutUint64(key[8:], n.Master.Seq)
-		d.appendString(key[:])
+		d.appendString(AppendStreamRawID(key[:0], n.Master))
 		lp = appendStreamListpack(lp[:0], n)
 		d.appendString(lp)
 	}
-	for _, v := range []uint64{s.Length, s.Last.Ms, s.Last.Seq, s.First.Ms, s.First.Seq, s.MaxDeleted.Ms, s.MaxDeleted.Seq, s.EntriesAdded, uint64(len(s.Groups))} {
-		d.buf = AppendLen(d.buf, v)
-	}
+	d.buf = AppendStreamMeta(d.buf, s.Length, s.Last, s.First, s.MaxDeleted, s.EntriesAdded)
+	d.buf = AppendLen(d.buf, uint64(len(s.Groups)))
 	for _, g := range s.Groups {
 		d.appendString(g.Name)
-		d.buf = AppendLen(d.buf, g.LastID.Ms)
-		d.buf = AppendLen(d.buf, g.LastID.Seq)
-		d.buf = AppendLen(d.buf, uint64(g.EntriesRead))
-		d.buf = AppendLen(d.buf, uint64(len(g.PEL)))
+		d.buf = AppendStreamGroupHead(d.buf, g.LastID, g.EntriesRead, len(g.PEL))
 		for _, p := range g.PEL {
-			d.buf = binary.BigEndian.AppendUint64(d.buf, p.ID.Ms)
-			d.buf = binary.BigEndian.AppendUint64(d.buf, p.ID.Seq)
-			d.buf = binary.LittleEndian.AppendUint64(d.buf, uint64(p.DeliveryTime))
-			d.buf = AppendLen(d.buf, p.DeliveryCount)
+			d.buf = AppendStreamNACK(d.buf, p.ID, p.DeliveryTime, p.DeliveryCount)
 		}
 		d.buf = AppendLen(d.buf, uint64(len(g.Consumers)))
 		for i, con := range g.Consumers {
 			d.appendString(con.Name)
-			d.buf = binary.LittleEndian.AppendUint64(d.buf, uint64(con.SeenTime))
 			owned := 0
 			for _, p := range g.PEL {
 				if p.Consumer == i {
 					owned++
 				}
 			}
-			d.buf = AppendLen(d.buf, uint64(owned))
+			d.buf = AppendStreamConsumerHead(d.buf, con.SeenTime, owned)
 			for _, p := range g.PEL {
 				if p.Consumer == i {
-					d.buf = binary.BigEndian.AppendUint64(d.buf, p.ID.Ms)
-					d.buf = binary.BigEndian.AppendUint64(d.buf, p.ID.Seq)
+					d.buf = AppendStreamRawID(d.buf, p.ID)
 				}
 			}
 		}
 	}
 	d.state = dumpComplete
+}
+
+// The parts of RDB_TYPE_STREAM_LISTPACKS_2 (19), for a writer that
+// streams a stream piece by piece (an RDB file's, proxy/rdbfile): the
+// node count (AppendLen), then per node its key (AppendStreamRawID of the
+// master ID, as an RDB string) and listpack (AppendStreamListpack, as an
+// RDB string); AppendStreamMeta; the group count (AppendLen); per group
+// its name (an RDB string), AppendStreamGroupHead, its pending entries
+// (AppendStreamNACK each, in ID order), the consumer count (AppendLen),
+// and per consumer its name (an RDB string), AppendStreamConsumerHead and
+// the IDs of its pending entries (AppendStreamRawID each, in ID order).
+// Dump.Stream is built from them.
+
+// DecodeStreamNode decodes one node of a stream (its listpack blob,
+// master its key), validated as a payload's nodes are: counts, flags,
+// entries in ID order from master.
+func DecodeStreamNode(master StreamID, blob []byte) (StreamNode, error) {
+	return streamNode(master, blob)
+}
+
+// StreamIDFromKey decodes a node's 16-byte key.
+func StreamIDFromKey(b []byte) StreamID { return rawID(b) }
+
+// AppendStreamRawID appends id as 16 big-endian bytes (a node's key, a
+// consumer's pending entry).
+func AppendStreamRawID(dst []byte, id StreamID) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, id.Ms)
+	return binary.BigEndian.AppendUint64(dst, id.Seq)
+}
+
+// AppendStreamListpack appends node n's listpack as Redis 7.0 encodes it,
+// with its live entries only (n.Entries may hold deleted ones: skipped).
+func AppendStreamListpack(dst []byte, n *StreamNode) []byte { return appendStreamListpack(dst, *n) }
+
+// AppendStreamMeta appends what follows the nodes: length, last ID, first
+// ID, max deleted ID and entries added.
+func AppendStreamMeta(dst []byte, length uint64, last, first, maxDeleted StreamID, entriesAdded uint64) []byte {
+	for _, v := range []uint64{length, last.Ms, last.Seq, first.Ms, first.Seq, maxDeleted.Ms, maxDeleted.Seq, entriesAdded} {
+		dst = AppendLen(dst, v)
+	}
+	return dst
+}
+
+// AppendStreamGroupHead appends what follows a group's name: its last ID,
+// entries read (-1: unknown) and pending entry count.
+func AppendStreamGroupHead(dst []byte, last StreamID, entriesRead int64, pending int) []byte {
+	dst = AppendLen(dst, last.Ms)
+	dst = AppendLen(dst, last.Seq)
+	dst = AppendLen(dst, uint64(entriesRead))
+	return AppendLen(dst, uint64(pending))
+}
+
+// AppendStreamNACK appends one pending entry of a group's list.
+func AppendStreamNACK(dst []byte, id StreamID, deliveryTime int64, deliveryCount uint64) []byte {
+	dst = AppendStreamRawID(dst, id)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(deliveryTime))
+	return AppendLen(dst, deliveryCount)
+}
+
+// AppendStreamConsumerHead appends what follows a consumer's name: its
+// seen time and the count of its pending entries.
+func AppendStreamConsumerHead(dst []byte, seenTime int64, pending int) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(seenTime))
+	return AppendLen(dst, uint64(pending))
 }
 
 func liveEntries(n StreamNode) int {

@@ -68,7 +68,7 @@ type LoadStats struct {
 //
 // The checksum (when the file has a non-zero one) is verified at the end.
 // Any error — a truncated or corrupt file, a bad checksum, a duplicate key,
-// a stream or module value, module auxiliary data — fails the load with an
+// a module value, module auxiliary data — fails the load with an
 // error wrapping ErrCorrupt (or the store's error), and every key written
 // so far is removed (the store was empty), so that nothing half-loaded is
 // ever served. A load cut short by the process's death leaves a marker in
@@ -364,8 +364,8 @@ func (l *loader) value(typ byte, db int, key []byte, expireAt int64, freq int, i
 		return c.zset(typ == typeZSet2)
 	case 14, typeListQuicklist2:
 		return c.quicklist(typ)
-	case 15, 19:
-		return corrupt("streams (RDB type %d) are not supported", typ)
+	case 15, typeStreamListpacks2:
+		return c.loadStream(typ) // stream.go
 	case 6, 7:
 		return corrupt("module values (RDB type %d) cannot be loaded", typ)
 	}
@@ -516,6 +516,12 @@ func writeChunk(tx *tiering.Tx, db int, key []byte, obj *rdb.Object, first, last
 			}
 		}
 		h = z
+	case rdb.KindStream:
+		s, err := restoreStream(tx, db, key, obj.Stream) // stream.go
+		if err != nil {
+			return err
+		}
+		h = s
 	default:
 		return fmt.Errorf("rdbfile: value of unknown kind %d", obj.Kind)
 	}
@@ -553,7 +559,7 @@ func (c *collector) whole(obj *rdb.Object, size int) error {
 		c.l.stats.Expired++
 		return nil
 	}
-	if obj.Kind != rdb.KindString && len(obj.Items) == 0 {
+	if obj.Kind != rdb.KindString && obj.Kind != rdb.KindStream && len(obj.Items) == 0 {
 		c.l.stats.Empty++
 		return nil
 	}

@@ -226,6 +226,8 @@ func (w *writer) key(it *tiering.SnapshotKeys, opts *Options) error {
 		return w.zset(it, opts)
 	case codec.TypeList:
 		return w.list(it, opts)
+	case codec.TypeStream:
+		return w.stream(it)
 	}
 	return fmt.Errorf("%w: %s", ErrUnsupportedType, it.Type())
 }

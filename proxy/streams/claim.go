@@ -113,7 +113,12 @@ func cmdXPending(x *server.Ctx, args [][]byte) error {
 
 // cmdXClaim is XCLAIM key group consumer min-idle-time id [id ...] [IDLE
 // ms] [TIME ms] [RETRYCOUNT n] [FORCE] [JUSTID] [LASTID id].
+//
+// It propagates as Redis's xclaimCommand: one idempotent XCLAIM per entry
+// claimed or found deleted (propagate.go), else XGROUP SETID if LASTID
+// moved the group's last ID; never as itself.
 func cmdXClaim(x *server.Ctx, args [][]byte) error {
+	x.PreventPropagation()
 	err := x.Update(func(tx *tiering.Tx) error {
 		created := false
 		s, g, err := lookupGroup(x, tx, args)
@@ -134,6 +139,7 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 			}
 			ids = append(ids, id)
 		}
+		idArgs := args[5:j]
 		now := tx.Now()
 		deliveryTime, retryCount := int64(-1), int64(-1)
 		force, justID := false, false
@@ -171,20 +177,27 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 				return resp.Err("ERR Unrecognized XCLAIM option '" + cstr.ErrArg(o) + "'")
 			}
 		}
+		propLastID := false
 		if stream.Less(g.LastID, lastID) {
 			s.SetGroupLastID(g, lastID)
+			propLastID = true
 		}
+		replicating := x.Replicating()
 		if deliveryTime == -1 || deliveryTime < 0 || deliveryTime > now {
 			deliveryTime = now
 		}
 		var c *stream.Consumer
 		var claimed []*stream.NACK
 		var entries []*stream.Entry
-		for _, id := range ids {
+		for k, id := range ids {
 			n := g.Pending(id)
 			e := s.Get(id)
 			if e == nil {
 				if n != nil {
+					if replicating {
+						x.Propagate(xclaimArgs(args[1], args[2], idArgs[k], n, g)...)
+					}
+					propLastID = false
 					s.Ack(g, id) // the entry is gone: so is its pending entry
 				}
 				continue
@@ -212,6 +225,13 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 			s.Claim(g, n, c, deliveryTime, count)
 			claimed = append(claimed, n)
 			entries = append(entries, e)
+			if replicating {
+				x.Propagate(xclaimArgs(args[1], args[2], idArgs[k], n, g)...)
+			}
+			propLastID = false
+		}
+		if propLastID && replicating {
+			x.Propagate(setIDArgs(args[1], args[2], g)...)
 		}
 		if err := s.Close(); err != nil {
 			return err
@@ -234,7 +254,11 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 
 // cmdXAutoClaim is XAUTOCLAIM key group consumer min-idle-time start
 // [COUNT count] [JUSTID].
+//
+// It propagates as Redis's xautoclaimCommand: one idempotent XCLAIM per
+// entry claimed or found deleted (propagate.go), never as itself.
 func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
+	x.PreventPropagation()
 	minIdle, err := parseInt(args[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")
 	if err != nil {
 		return err
@@ -280,6 +304,9 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 			e := s.Get(n.ID)
 			if e == nil {
 				deleted = append(deleted, n.ID)
+				if x.Replicating() {
+					x.Propagate(xclaimArgs(args[1], args[2], stream.AppendID(nil, n.ID), n, g)...)
+				}
 				s.Ack(g, n.ID)
 				pel = g.PEL()
 				count--
@@ -302,6 +329,9 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 			claimed = append(claimed, n)
 			entries = append(entries, e)
 			count--
+			if x.Replicating() {
+				x.Propagate(xclaimArgs(args[1], args[2], stream.AppendID(nil, n.ID), n, g)...)
+			}
 		}
 		if i < len(pel) {
 			next = pel[i].ID

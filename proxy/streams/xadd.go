@@ -2,6 +2,7 @@ package streams
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/spillway/spillway/codec"
 
@@ -20,6 +21,9 @@ type addArgs struct {
 	idGiven    bool
 	seqGiven   bool
 	noMkStream bool
+	// trimIdx is the index of the trim threshold argument (0: none);
+	// an approximate trim's "~" is at trimIdx-1.
+	trimIdx int
 }
 
 // parseAddTrim parses XADD's options up to its ID, or XTRIM's, as
@@ -63,6 +67,7 @@ func parseAddTrim(x *server.Ctx, args [][]byte, xadd bool) (a addArgs, idpos int
 				a.trim.MinID, a.trim.Strategy = id, stream.TrimMinID
 			}
 			i++
+			a.trimIdx = i
 		case cstr.EqualFold(opt, "limit") && more > 0:
 			n, err := parseInt(args[i+1], "")
 			if err != nil {
@@ -153,6 +158,9 @@ func cmdXAdd(x *server.Ctx, args [][]byte) error {
 		}
 		s.Append(id, args[fieldPos:], maxEntries, maxBytes)
 		trimmed := s.Trim(a.trim) > 0
+		if x.Replicating() {
+			x.RewriteArgs(addPropagated(args, &a, s.Stream, id, idpos)...)
+		}
 		if err := s.Close(); err != nil {
 			return err
 		}
@@ -167,6 +175,33 @@ func cmdXAdd(x *server.Ctx, args [][]byte) error {
 		return nil
 	})
 	return err
+}
+
+// addPropagated returns the form XADD or XTRIM replicates as, given the
+// stream after the command (Redis's streamRewriteApproxSpecifier and
+// streamRewriteTrimArgument, and XADD's ID rewriting): an approximate
+// trim becomes an exact one to the length (MAXLEN) or first ID (MINID,
+// the greatest ID if the stream is empty) the stream has now, LIMIT kept
+// (a replica ignores it); XADD's "*" or "ms-*" becomes the ID it made
+// (idpos >= 0). Argument slices not rewritten are shared with args.
+func addPropagated(args [][]byte, a *addArgs, s *stream.Stream, id stream.ID, idpos int) [][]byte {
+	out := append([][]byte(nil), args...)
+	if a.trim.Approx && a.trimIdx > 0 {
+		out[a.trimIdx-1] = []byte("=")
+		if a.trim.Strategy == stream.TrimMaxLen {
+			out[a.trimIdx] = strconv.AppendInt(nil, s.Len(), 10)
+		} else {
+			first := stream.MaxID
+			if e := s.FirstEntry(); e != nil {
+				first = e.ID
+			}
+			out[a.trimIdx] = stream.AppendID(nil, first)
+		}
+	}
+	if idpos >= 0 && (!a.idGiven || !a.seqGiven) {
+		out[idpos] = stream.AppendID(nil, id)
+	}
+	return out
 }
 
 // addID is the ID XADD gives its entry, or Redis's error.
@@ -208,6 +243,9 @@ func cmdXTrim(x *server.Ctx, args [][]byte) error {
 			return err
 		}
 		n = s.Trim(a.trim)
+		if n > 0 && x.Replicating() && a.trim.Approx {
+			x.RewriteArgs(addPropagated(args, &a, s.Stream, stream.ID{}, -1)...)
+		}
 		if err := s.Close(); err != nil {
 			return err
 		}
@@ -385,11 +423,14 @@ func cmdXSetID(x *server.Ctx, args [][]byte) error {
 		if !stream.IsZero(maxDel) {
 			s.MaxDeleted = maxDel
 		}
+		if err := s.Close(); err != nil {
+			return err
+		}
 		x.W.OK()
-		return s.Close()
-	})
-	if err == nil {
+		// Inside the transaction: the change it counts makes XSETID
+		// propagate.
 		x.Notify(server.NotifyStream, "xsetid", args[1])
-	}
+		return nil
+	})
 	return err
 }

@@ -58,7 +58,6 @@ func cmdXGroupCreate(x *server.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	made := false
 	err = x.Update(func(tx *tiering.Tx) error {
 		s, err := tx.OpenStream(x.DB(), args[2], false)
 		if err != nil {
@@ -88,13 +87,15 @@ func cmdXGroupCreate(x *server.Ctx, args [][]byte) error {
 			}
 			return resp.Err("BUSYGROUP Consumer Group name already exists")
 		}
-		made = true
+		if err := s.Close(); err != nil {
+			return err
+		}
 		x.W.OK()
-		return s.Close()
-	})
-	if err == nil && made {
+		// Inside the transaction: the change it counts makes the
+		// command propagate.
 		x.Notify(server.NotifyStream, "xgroup-create", args[2])
-	}
+		return nil
+	})
 	return err
 }
 
@@ -125,12 +126,15 @@ func cmdXGroupSetID(x *server.Ctx, args [][]byte) error {
 			}
 		}
 		s.SetGroupID(g, id, er)
+		if err := s.Close(); err != nil {
+			return err
+		}
 		x.W.OK()
-		return s.Close()
-	})
-	if err == nil {
+		// Inside the transaction: the change it counts makes the
+		// command propagate.
 		x.Notify(server.NotifyStream, "xgroup-setid", args[2])
-	}
+		return nil
+	})
 	return err
 }
 
@@ -146,12 +150,15 @@ func cmdXGroupDestroy(x *server.Ctx, args [][]byte) error {
 		if done {
 			tx.NoteReady(x.DB(), args[2])
 		}
+		if err := s.Close(); err != nil {
+			return err
+		}
 		x.W.Int(b2i(done))
-		return s.Close()
+		if done { // inside the transaction: the change makes it propagate
+			x.Notify(server.NotifyStream, "xgroup-destroy", args[2])
+		}
+		return nil
 	})
-	if err == nil && done {
-		x.Notify(server.NotifyStream, "xgroup-destroy", args[2])
-	}
 	return err
 }
 
@@ -236,6 +243,11 @@ func cmdXAck(x *server.Ctx, args [][]byte) error {
 			if s.Ack(g, id) {
 				n++
 			}
+		}
+		if n > 0 {
+			// XACK notifies no event: it propagates by the entries it
+			// acknowledged (Redis's server.dirty += acked).
+			x.ForcePropagation()
 		}
 		x.W.Int(n)
 		return s.Close()

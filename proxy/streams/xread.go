@@ -92,6 +92,9 @@ func parseRead(x *server.Ctx, args [][]byte, group bool) (*readArgs, error) {
 // key... id...
 func cmdXRead(x *server.Ctx, args [][]byte) error {
 	group := len(args[0]) == len("xreadgroup")
+	// Neither form propagates itself: XREADGROUP's effects go as
+	// XCLAIMs and XGROUPs (propagate.go), as in Redis.
+	x.PreventPropagation()
 	a, err := parseRead(x, args, group)
 	if err != nil {
 		return err
@@ -227,19 +230,26 @@ func (op *readOp) resolve(x *server.Ctx, tx *tiering.Tx, a *readArgs) (bool, err
 			x.W.Array(2)
 		}
 		x.W.Bulk(a.keys[i])
+		var prop propFunc
+		if t.g != nil && x.Replicating() {
+			prop = x.Propagate
+		}
 		var c *stream.Consumer
 		if t.g != nil {
 			var made bool
 			c, made = op.consumerOf(tx, t.s, t.g)
 			if made {
 				x.Notify(server.NotifyStream, "xgroup-createconsumer", a.keys[i])
+				if prop != nil && op.noack {
+					prop(createConsumerArgs(a.keys[i], op.group, op.consumer)...)
+				}
 			}
 		}
 		start, _ := stream.Incr(t.gt)
 		if t.history {
 			writeHistory(x.W, t.s, t.g, c, start, op.count, tx.Now())
 		} else {
-			op.deliver(x.W, tx, t.s, t.g, c, start)
+			op.deliver(x.W, tx, t.s, t.g, c, start, a.keys[i], prop)
 		}
 		if err := t.s.Close(); err != nil {
 			return false, err
@@ -258,19 +268,31 @@ func (op *readOp) consumerOf(tx *tiering.Tx, s *tiering.Stream, g *stream.Group)
 }
 
 // deliver writes the entries from start (at most op.count), delivering
-// them to consumer c of group g if there is one.
-func (op *readOp) deliver(w *resp.Writer, tx *tiering.Tx, s *tiering.Stream, g *stream.Group, c *stream.Consumer, start stream.ID) {
+// them to consumer c of group g if there is one. With prop (a replica
+// attached), each delivery propagates as an XCLAIM of the entry, or,
+// under NOACK, the group's moved last ID as one XGROUP SETID at the end,
+// as Redis's streamReplyWithRange.
+func (op *readOp) deliver(w *resp.Writer, tx *tiering.Tx, s *tiering.Stream, g *stream.Group, c *stream.Consumer, start stream.ID, key []byte, prop propFunc) {
 	var items []*stream.Entry
 	s.Range(start, stream.MaxID, false, func(e *stream.Entry) bool {
 		items = append(items, e)
 		return op.count == 0 || int64(len(items)) < op.count
 	})
 	w.Array(len(items))
+	moved := false
 	for _, e := range items {
 		if g != nil {
+			before := g.LastID
 			s.Deliver(g, c, e.ID, tx.Now(), op.noack)
+			moved = moved || g.LastID != before
+			if prop != nil && !op.noack {
+				prop(xclaimArgs(key, op.group, stream.AppendID(nil, e.ID), g.Pending(e.ID), g)...)
+			}
 		}
 		writeEntry(w, e)
+	}
+	if prop != nil && op.noack && moved {
+		prop(setIDArgs(key, op.group, g)...)
 	}
 }
 
@@ -326,11 +348,18 @@ func (op *readOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 	if last, ok := s.LastValid(); !ok || !stream.Less(gt, last) {
 		return false, nil
 	}
+	var prop propFunc
+	if g != nil && ev.Replicating() {
+		prop = func(args ...[]byte) { ev.Propagate(db, args...) }
+	}
 	var c *stream.Consumer
 	if g != nil {
 		var made bool
 		if c, made = op.consumerOf(tx, s, g); made {
 			ev.Notify(db, server.NotifyStream, "xgroup-createconsumer", key) // before the reply, as in Redis
+			if prop != nil && op.noack {
+				prop(createConsumerArgs(key, op.group, op.consumer)...)
+			}
 		}
 	}
 	if w.RESP3() {
@@ -341,7 +370,7 @@ func (op *readOp) Run(ev server.Events, tx *tiering.Tx, db int, key []byte, w *r
 	}
 	w.Bulk(key)
 	start, _ := stream.Incr(gt)
-	op.deliver(w, tx, s, g, c, start)
+	op.deliver(w, tx, s, g, c, start, key, prop)
 	return true, s.Close()
 }
 
