@@ -163,6 +163,25 @@ func TestReplicationRedisReplica(t *testing.T) {
 			st["sync_full"], st["sync_partial_ok"])
 	}
 
+	// CLIENT KILL TYPE replica drops it; it reconnects and continues.
+	if r := c.Do("CLIENT", "KILL", "TYPE", "replica"); r.Int != 1 {
+		t.Errorf("CLIENT KILL TYPE replica: %s", r.String())
+	}
+	c.Do("SET", "after-kill", "1")
+	for range 200 {
+		if infoOf(t, c, "stats")["sync_partial_ok"] == "2" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitCaughtUp(t, c, rc)
+	if r := rc.Do("GET", "after-kill"); r.Str != "1" {
+		t.Errorf("after CLIENT KILL the replica has after-kill = %s", r.String())
+	}
+	if st := infoOf(t, c, "stats"); st["sync_full"] != "1" || st["sync_partial_ok"] != "2" {
+		t.Errorf("after CLIENT KILL: sync_full %s, sync_partial_ok %s; want 1 and 2", st["sync_full"], st["sync_partial_ok"])
+	}
+
 	// min-replicas-to-write: accepted with the replica, refused without.
 	c.Do("CONFIG", "SET", "min-replicas-to-write", "1")
 	if r := c.Do("SET", "guarded", "1"); r.Str != "OK" {
@@ -330,4 +349,48 @@ func TestReplicationRedisCli(t *testing.T) {
 			t.Fatal("redis-cli --replica never showed SET streamed yes")
 		}
 	}
+}
+
+// TestReplicationColdData: a full resync of a dataset mostly on disk (a
+// small maxmemory) sends every key, hot and cold, with its expiry; writes
+// to cold keys go on being streamed.
+func TestReplicationColdData(t *testing.T) {
+	sp := harness.StartSpillway(t, "", "--maxmemory", "16mb")
+	c := sp.Conn(t)
+	val := strings.Repeat("x", 10000)
+	for i := range 3000 {
+		k := "cold:" + strconv.Itoa(i)
+		if err := c.Send("SET", k, val+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			c.Send("PEXPIREAT", k, "4102444800000")
+		}
+	}
+	for i := range 50 {
+		args := []string{"HSET", "h:" + strconv.Itoa(i)}
+		for f := range 200 {
+			args = append(args, "f"+strconv.Itoa(f), val[:100])
+		}
+		c.Send(args...)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3000 + 3000/100 + 50 {
+		if r := c.Read(); r.Type == '-' {
+			t.Fatalf("load: %s", r.String())
+		}
+	}
+	if n, _ := strconv.Atoi(infoOf(t, c, "tiering")["cold_keys"]); n < 1500 {
+		t.Fatalf("only %d cold keys: the test needs most of the data on disk", n)
+	}
+	rs := startReplica(t, sp)
+	rc := rs.Conn(t)
+	waitCaughtUp(t, c, rc)
+	c.Do("APPEND", "cold:1", "-more")
+	c.Do("HSET", "h:1", "new", "field")
+	c.Do("DEL", "cold:2")
+	waitCaughtUp(t, c, rc)
+	sameDataset(t, c, rc, false)
 }

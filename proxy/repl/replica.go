@@ -120,9 +120,13 @@ type Replica struct {
 	state   atomic.Int32
 	ackOff  atomic.Int64
 	ackTime atomic.Int64 // unix ms of the last ACK (or of going online)
-	conn    net.Conn
 	once    sync.Once
 	done    chan struct{}
+	// conn is set by Run; connMu guards it against close from other
+	// goroutines (the cron, Close), and closed records a close before Run.
+	connMu sync.Mutex
+	conn   net.Conn
+	closed bool
 }
 
 // ip is the replica's announced or peer address.
@@ -139,9 +143,12 @@ func (r *Replica) addr() string { return r.ip() + ":" + strconv.Itoa(r.hs.Listen
 func (r *Replica) close() {
 	r.once.Do(func() {
 		close(r.done)
+		r.connMu.Lock()
+		r.closed = true
 		if r.conn != nil {
 			r.conn.Close()
 		}
+		r.connMu.Unlock()
 	})
 }
 
@@ -205,8 +212,15 @@ func (m *Master) Attach(h Handshake, psync bool, replid string, offset int64, pe
 // (the snapshot taken when it attached), then the stream from its offset;
 // meanwhile it reads the replica's REPLCONF ACKs from in. It closes conn.
 func (m *Master) Run(r *Replica, conn net.Conn, in io.Reader, rdb func(io.Writer) error) {
+	r.connMu.Lock()
 	r.conn = conn
+	closed := r.closed
+	r.connMu.Unlock()
 	defer m.detach(r)
+	if closed {
+		conn.Close()
+		return
+	}
 	conn.SetDeadline(time.Time{})
 	if r.reply != "" {
 		if _, err := io.WriteString(conn, r.reply); err != nil {

@@ -327,12 +327,37 @@ func cmdWait(x *Ctx, args [][]byte) error {
 		return resp.Err("ERR timeout is negative")
 	}
 	c := x.c
-	noBlock := x.InGroup() || c.noBlock
-	if !noBlock {
-		c.blocked.Store(true)
-		defer c.blocked.Store(false)
+	m := c.s.repl
+	acked := m.Wait(c.woff, int(n), 0, true, nil)
+	if acked >= int(n) || x.InGroup() || c.noBlock || c.nc == nil {
+		x.W.Int(int64(acked))
+		return nil
 	}
-	x.W.Int(int64(c.s.repl.Wait(c.woff, int(n), time.Duration(ms)*time.Millisecond, noBlock, nil)))
+	// Blocked, as a blocking pop is (block): earlier replies go out, a
+	// disconnection ends the wait.
+	if !c.flush() {
+		c.quit = true
+		return nil
+	}
+	c.mark = c.w.Len()
+	c.nc.SetReadDeadline(time.Time{})
+	gone, exited := make(chan struct{}), make(chan struct{})
+	go c.watchConn(gone, exited)
+	c.blocked.Store(true)
+	start := time.Now()
+	acked = m.Wait(c.woff, int(n), time.Duration(ms)*time.Millisecond, false, gone)
+	c.blocked.Store(false)
+	c.nc.SetReadDeadline(time.Now()) // stops the watcher
+	<-exited
+	c.nc.SetReadDeadline(time.Time{})
+	c.in.armed = false
+	c.stat.blocked += time.Since(start)
+	select {
+	case <-gone:
+		c.quit = true
+	default:
+	}
+	x.W.Int(int64(acked))
 	return nil
 }
 
