@@ -230,3 +230,31 @@ func TestReplicaOfRedisReplica(t *testing.T) {
 		t.Errorf("database 0 on Spillway holds %d keys", n.Int)
 	}
 }
+
+// TestReplicaTakesMastersTrimForms: a master propagates an approximate
+// stream trim given a LIMIT as its exact form with the LIMIT kept (XADD
+// ... MAXLEN = n LIMIT l), which a client may not send but a replica
+// applies (Redis's mustObeyClient): Spillway's replica must too, and hold
+// the same stream as a redis-server replica.
+func TestReplicaTakesMastersTrimForms(t *testing.T) {
+	master := harness.StartRedis(t, "--repl-diskless-sync-delay", "0")
+	mc := master.Conn(t)
+	port := strconv.Itoa(master.Port())
+	sp := harness.StartSpillway(t, "", "--replicaof", "127.0.0.1", port)
+	rs := harness.StartRedis(t, "--replicaof", "127.0.0.1", port)
+	spc, rc := sp.Conn(t), rs.Conn(t)
+	waitOffsets(t, mc, spc, rc)
+	for i := range 300 {
+		mc.Do("XADD", "trim:s", "MAXLEN", "~", "50", "LIMIT", "200", "*", "f", strconv.Itoa(i))
+	}
+	mc.Do("XTRIM", "trim:s", "MINID", "~", "0-1", "LIMIT", "100")
+	waitOffsets(t, mc, spc, rc)
+	for _, cmd := range [][]string{{"XLEN", "trim:s"}, {"XRANGE", "trim:s", "-", "+", "COUNT", "3"}, {"XRANGE", "trim:s", "-", "+"}} {
+		if w, g := rc.Do(cmd...), spc.Do(cmd...); w.String() != g.String() {
+			t.Errorf("%v: spillway replica %s, redis replica %s", cmd, g.String(), w.String())
+		}
+	}
+	if r := spc.Do("INFO", "replication"); !strings.Contains(r.Str, "master_link_status:up") {
+		t.Errorf("the link went down (a refused command?): %s", r.Str)
+	}
+}

@@ -164,6 +164,11 @@ func (c *Client) fail(err error) {
 // (a replica attached once). One atomic load.
 func (x *Ctx) Replicating() bool { return x.c.s.repl.Active() }
 
+// FromMaster reports whether the command comes from this replica's master
+// (Redis's mustObeyClient): the master's rewritten forms are accepted as
+// they are, where a client's would be refused (XADD ... MAXLEN = n LIMIT).
+func (x *Ctx) FromMaster() bool { return x.c.ml != nil }
+
 // RewriteArgs sets the form the command propagates as, when it changes
 // the dataset (Redis's rewriteClientCommandVector): SET ... PXAT for SET
 // EX, PEXPIREAT for EXPIRE... The arguments are kept until the command

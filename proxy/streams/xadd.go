@@ -100,6 +100,10 @@ done:
 		return a, 0, resp.Err("ERR syntax error, XTRIM must be called with a trimming strategy")
 	}
 	switch {
+	case x.FromMaster():
+		// The master rewrote the trim to what it removed: no node limit
+		// (LIMIT, given or not, is ignored), as Redis's replicas do.
+		a.trim.Limit = 0
 	case limitGiven && !a.trim.Approx:
 		return a, 0, resp.Err("ERR syntax error, LIMIT cannot be used without the special ~ option")
 	case !limitGiven && a.trim.Approx:
