@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spillway/spillway/integration/harness"
@@ -38,5 +39,21 @@ func TestLFUSettingsMatchRedis(t *testing.T) {
 		if got[0][i] != got[1][i] {
 			t.Errorf("%q:\nredis    %s\nspillway %s", s, got[0][i], got[1][i])
 		}
+	}
+}
+
+// TestSetBigValueIsTrimmed is the suite's "trim on SET with big value",
+// which unit/type/string runs only when INFO says the allocator is
+// jemalloc (Spillway's is Go's): after a SET of a 100,000-byte value grew
+// the query buffer, a SET of a 33,000-byte value keeps only its value,
+// not the buffer it arrived in (MEMORY USAGE under 42,000, the suite's
+// bound).
+func TestSetBigValueIsTrimmed(t *testing.T) {
+	srv := harness.StartSpillway(t, "")
+	c := harness.MustDial(t, srv.Addr())
+	c.Do("SET", "key", strings.Repeat("A", 100000))
+	c.Do("SET", "key", strings.Repeat("A", 33000))
+	if r := c.Do("MEMORY", "USAGE", "key"); r.Type != ':' || r.Int >= 42000 {
+		t.Fatalf("MEMORY USAGE key = %s; want under 42000", r.String())
 	}
 }
