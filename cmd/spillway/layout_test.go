@@ -50,7 +50,7 @@ var importRules = map[string][]string{
 	// a front's internals or upstream mode.
 	"proxy/commands": {"proxy/server", "proxy/acl", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/cmdtable", "proxy/hll", "proxy/geohash", "proxy/rdb", "proxy/streams", "codec", "tiering"},
 	// The stream commands: the command library's rules, for one family.
-	"proxy/streams": {"proxy/server", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/rdb", "codec", "tiering"},
+	"proxy/streams": {"proxy/server", "proxy/resp", "proxy/cstr", "proxy/strops", "proxy/rdb", "proxy/rdbfile", "codec", "tiering"},
 }
 
 // forbidden lists imports no package of a tree may have.

@@ -393,11 +393,22 @@ func (sl *streamLoader) end(v *rdb.Stream) error {
 
 func codecID(id rdb.StreamID) codec.StreamID { return codec.StreamID{Ms: id.Ms, Seq: id.Seq} }
 
-// streamModel builds v's model: its nodes with live entries (the file's
-// nodes kept: master fields, live and deleted counts, listpack sizes) and
-// entries, and its groups, consumers and pending entries. With groupsOnly
-// the meta and counts are left out (a StreamLoad's Finish).
+// streamModel is StreamModel with its errors reported as a corrupt file.
 func streamModel(v *rdb.Stream, groupsOnly bool) (*stream.Stream, error) {
+	m, err := StreamModel(v, groupsOnly)
+	if err != nil {
+		return nil, corrupt("stream: %v", err)
+	}
+	return m, nil
+}
+
+// StreamModel builds the in-memory model of v, a stream decoded and
+// validated by proxy/rdb (a file's, or a RESTORE payload's): its nodes
+// with live entries (the payload's nodes kept: master fields, live and
+// deleted counts, listpack sizes) and entries, and its groups, consumers
+// and pending entries. With groupsOnly the meta and counts are left out
+// (a StreamLoad's Finish).
+func StreamModel(v *rdb.Stream, groupsOnly bool) (*stream.Stream, error) {
 	var size, live int64
 	for _, n := range v.Nodes {
 		for _, e := range n.Entries {
@@ -443,21 +454,17 @@ func streamModel(v *rdb.Stream, groupsOnly bool) (*stream.Stream, error) {
 	for _, g := range v.Groups {
 		for _, con := range g.Consumers {
 			if err := l.LoadConsumer(g.Name, con.Name, con.SeenTime); err != nil {
-				return nil, corrupt("stream: %v", err)
+				return nil, err
 			}
 		}
 		for _, p := range g.PEL {
 			err := l.LoadPending(g.Name, modelID(p.ID), p.DeliveryTime, int64(p.DeliveryCount), g.Consumers[p.Consumer].Name)
 			if err != nil {
-				return nil, corrupt("stream: %v", err)
+				return nil, err
 			}
 		}
 	}
-	m, err := l.Done(live, nil)
-	if err != nil {
-		return nil, corrupt("stream: %v", err)
-	}
-	return m, nil
+	return l.Done(live, nil)
 }
 
 // restoreStream stores v (validated: rdb.DecodeValue, or loadStream's

@@ -1,8 +1,8 @@
 package streams
 
 import (
-	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/rdb"
+	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/tiering"
 	"github.com/spillway/spillway/tiering/stream"
 )
@@ -50,62 +50,11 @@ func Dump(tx *tiering.Tx, db int, key []byte, d *rdb.Dump) error {
 
 func rdbID(id stream.ID) rdb.StreamID { return rdb.StreamID{Ms: id.Ms, Seq: id.Seq} }
 
-func modelID(id rdb.StreamID) stream.ID { return stream.ID{Ms: id.Ms, Seq: id.Seq} }
-
 // Restore stores v as key (database db), which must not exist: RESTORE's
-// part for a stream (the caller sets the expiry).
+// part for a stream (the caller sets the expiry). v is validated
+// (rdb.DecodeValue), so its model is built as an RDB file's is.
 func Restore(tx *tiering.Tx, db int, key []byte, v *rdb.Stream) error {
-	var bytes int64
-	for _, n := range v.Nodes {
-		for _, e := range n.Entries {
-			if !e.Deleted {
-				for _, f := range e.Fields {
-					bytes += int64(len(f))
-				}
-			}
-		}
-	}
-	l := stream.NewLoader(codec.StreamMeta{Last: modelID(v.Last), First: modelID(v.First),
-		MaxDeleted: modelID(v.MaxDeleted), EntriesAdded: v.EntriesAdded}, int64(v.Length), bytes, nil)
-	for _, n := range v.Nodes {
-		var live, deleted int64
-		for _, e := range n.Entries {
-			if e.Deleted {
-				deleted++
-			} else {
-				live++
-			}
-		}
-		if live == 0 {
-			continue // Redis frees a node whose entries are all deleted
-		}
-		last := n.Entries[len(n.Entries)-1].ID
-		l.LoadNodeLP(modelID(n.Master), n.Fields, live, deleted, modelID(last), int64(n.Bytes))
-	}
-	for _, n := range v.Nodes {
-		for _, e := range n.Entries {
-			if !e.Deleted {
-				l.LoadEntry(modelID(e.ID), e.Fields)
-			}
-		}
-	}
-	for _, g := range v.Groups {
-		l.LoadGroup(g.Name, modelID(g.LastID), g.EntriesRead)
-	}
-	for _, g := range v.Groups {
-		for _, c := range g.Consumers {
-			if err := l.LoadConsumer(g.Name, c.Name, c.SeenTime); err != nil {
-				return err
-			}
-		}
-		for _, p := range g.PEL {
-			err := l.LoadPending(g.Name, modelID(p.ID), p.DeliveryTime, int64(p.DeliveryCount), g.Consumers[p.Consumer].Name)
-			if err != nil {
-				return err
-			}
-		}
-	}
-	m, err := l.Done(int64(v.Length), nil)
+	m, err := rdbfile.StreamModel(v, false)
 	if err != nil {
 		return err
 	}
