@@ -95,7 +95,7 @@ type Front struct {
 	monitorLocal map[*cmdtable.Command]bool
 	monitors     monitors
 	// guard serializes the upstream maxmemory override (oom.go).
-	guard budgetGuard
+	guard sync.Mutex
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler

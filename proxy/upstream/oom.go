@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spillway/spillway/proxy/upstream/link"
 )
@@ -30,11 +29,6 @@ import (
 // overrideFile holds the upstream's maxmemory while Spillway overrides it.
 const overrideFile = "upstream-maxmemory.override"
 
-// budgetGuard is the override's state.
-type budgetGuard struct {
-	mu sync.Mutex
-}
-
 // watchBudget applies the override rule now and on each maxmemory change.
 func (f *Front) watchBudget() {
 	f.applyBudget()
@@ -45,8 +39,8 @@ func (f *Front) watchBudget() {
 // budget is unreachable or not. An upstream that cannot be asked is left
 // alone (the next change or start tries again).
 func (f *Front) applyBudget() {
-	f.guard.mu.Lock()
-	defer f.guard.mu.Unlock()
+	f.guard.Lock()
+	defer f.guard.Unlock()
 	path := filepath.Join(f.cfg.Dir(), overrideFile)
 	saved, err := os.ReadFile(path)
 	overriding := err == nil
@@ -101,11 +95,11 @@ func (f *Front) belowUpstreamFloor(budget int64) bool {
 	if err != nil || link.IsError(r) {
 		return false
 	}
-	start, end, ok := infoFieldSpan(link.ReplyText(r), "used_memory_startup")
+	body := link.ReplyText(r)
+	start, end, ok := infoFieldSpan(body, "used_memory_startup")
 	if !ok {
 		return false
 	}
-	body := link.ReplyText(r)
 	floor, err := strconv.ParseInt(body[start:end], 10, 64)
 	return err == nil && budget < floor
 }
