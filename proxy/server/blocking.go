@@ -418,7 +418,7 @@ func (c *Client) inputPending(ticket, id int64) bool {
 		return false
 	}
 	if t := s.ticket.Load(); t != 0 {
-		return goesFirst(t, c.id, ticket, id)
+		return goesFirst(t, c.orderID(), ticket, id)
 	}
 	reads, waiting := s.raw.ReadState()
 	if !waiting {
@@ -440,9 +440,10 @@ func (c *Client) inputPending(ticket, id int64) bool {
 // orderTie is how close two clients' reads are for their order to be
 // taken as unknown: the order the connection goroutines read in need not
 // be the order the commands arrived in (two commands sent 10 µs apart on
-// two connections are often read the other way round). Within it the
-// client connected first goes first, as a test or an application that
-// opens its connections in order and sends on them in order expects.
+// two connections are often read the other way round). Within it a
+// client running its first command goes first (see orderID), then the
+// client connected first, as a test or an application that opens its
+// connections in order and sends on them in order expects.
 const orderTie = int64(2 * time.Millisecond)
 
 // goesFirst reports whether the client with ticket t1 and id id1 goes
@@ -472,7 +473,7 @@ func (c *Client) awaitOthers() {
 	for {
 		busy := false
 		for _, o := range clients {
-			if o != c && o.inputPending(ticket, c.id) {
+			if o != c && o.inputPending(ticket, c.orderID()) {
 				busy = true
 				break
 			}
@@ -480,6 +481,110 @@ func (c *Client) awaitOthers() {
 		if !busy || !orderWait(&deadline) {
 			return
 		}
+	}
+}
+
+// freshWindow is how long after its connection a client that has not
+// finished a command yet counts as fresh (see awaitFresh).
+const freshWindow = time.Second
+
+// freshClients are the connections accepted in the last freshWindow that
+// have not finished their first command.
+type freshClients struct {
+	n    atomic.Int32 // len(list): the writers' one-load test
+	mu   sync.Mutex
+	list []*Client
+}
+
+// add registers c, just accepted.
+func (f *freshClients) add(c *Client) {
+	c.fresh.Store(true)
+	f.mu.Lock()
+	f.list = append(f.list, c)
+	f.n.Store(int32(len(f.list)))
+	f.mu.Unlock()
+}
+
+// end takes c out (its first command is done, or it is gone); a no-op
+// for a client no longer fresh.
+func (f *freshClients) end(c *Client) {
+	if !c.fresh.Swap(false) {
+		return
+	}
+	f.mu.Lock()
+	for i, o := range f.list {
+		if o == c {
+			f.list = append(f.list[:i], f.list[i+1:]...)
+			break
+		}
+	}
+	f.n.Store(int32(len(f.list)))
+	f.mu.Unlock()
+}
+
+// snapshot appends the fresh clients to buf, first ending those past
+// freshWindow.
+func (f *freshClients) snapshot(buf []*Client) []*Client {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	kept := f.list[:0]
+	for _, c := range f.list {
+		if now.Sub(c.created) > freshWindow {
+			c.fresh.Store(false)
+			continue
+		}
+		kept = append(kept, c)
+		buf = append(buf, c)
+	}
+	clear(f.list[len(kept):])
+	f.list = kept
+	f.n.Store(int32(len(kept)))
+	return buf
+}
+
+// orderID is c's rank among clients whose commands were read within
+// orderTie of each other: a client running its first command ranks before
+// every other (a connection opened and used at once, as Redis's tests'
+// deferring clients are, sent its command before an older connection's
+// next one), then clients rank by id.
+func (c *Client) orderID() int64 {
+	if c.fresh.Load() {
+		return c.id - 1<<62
+	}
+	return c.id
+}
+
+// awaitFresh waits, before a write command, until the connections opened
+// in the last freshWindow have run the input they have sent (see
+// inputPending): a client that connects and sends a blocking read just
+// before another client deletes or overwrites the key (Redis's
+// XREADGROUP BLOCK then DEL, SET, FLUSHALL, SWAPDB) then blocks first and
+// is unblocked by the write, as in Redis's single thread, instead of
+// finding the key already gone. Bounded by orderWaitMax; with no fresh
+// connection it costs one atomic load (the caller's).
+func (c *Client) awaitFresh() bool {
+	var buf [8]*Client
+	fresh := c.s.fresh.snapshot(buf[:0])
+	if len(fresh) == 0 {
+		return false
+	}
+	ticket := c.src.await()
+	defer c.src.done()
+	waited := false
+	var deadline time.Time
+	for {
+		busy := false
+		for _, o := range fresh {
+			if o != c && o.fresh.Load() && o.inputPending(ticket, c.orderID()) {
+				busy = true
+				break
+			}
+		}
+		if !busy || !orderWait(&deadline) {
+			return waited
+		}
+		waited = true
 	}
 }
 

@@ -147,6 +147,7 @@ type Client struct {
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool
 	blocked  atomic.Bool // waiting in a blocking pop or for a pause to end
+	fresh    atomic.Bool // accepted lately, first command not done (freshClients)
 	// monitoring: the client is in MONITOR mode (monitor.go).
 	monitoring atomic.Bool
 	dbShown    atomic.Int32
@@ -220,6 +221,7 @@ func (c *Client) serve() {
 	defer c.endPubSub()
 	defer c.stopMonitor() // before its output queue closes
 	defer c.markGone()    // first: nothing is pushed to a closing client
+	defer c.s.fresh.end(c)
 	for {
 		if !c.in.armed {
 			c.armDeadline(time.Now()) // conn.go: idle release and timeout
@@ -245,6 +247,9 @@ func (c *Client) serve() {
 			return
 		}
 		c.execute(args)
+		if c.fresh.Load() {
+			c.s.fresh.end(c)
+		}
 		if c.quit || c.killed.Load() {
 			c.markGone() // tracking redirected here is broken from now
 			c.flush()

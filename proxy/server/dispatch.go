@@ -209,6 +209,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		return
 	}
 	if c.fwd != nil {
+		if c.s.fresh.n.Load() != 0 && !c.fresh.Load() && (cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") {
+			c.awaitFresh()
+		}
 		c.s.stats.commands.Add(1)
 		// The front keeps MULTI's queue: note whether it holds a write,
 		// for CLIENT PAUSE WRITE to hold its EXEC (mayWrite).
@@ -224,6 +227,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	}
 	if c.awaitIfWaking(cmd, args) {
 		start = time.Now() // the wait is not the command's time
+	} else if c.s.fresh.n.Load() != 0 && !c.fresh.Load() && c.group == nil &&
+		(cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") && c.awaitFresh() {
+		start = time.Now()
 	}
 	c.callCounted(cmd, h, args, start)
 }

@@ -41,6 +41,8 @@ const RedisVersion = "7.0.15"
 // Server serves the RESP protocol on one or more listeners.
 type Server struct {
 	cfg *config.Config
+	// fresh are the connections just accepted (awaitFresh).
+	fresh freshClients
 	// table holds every command's handler; read-only once serving.
 	table    *Table
 	engine   *tiering.Engine
@@ -544,6 +546,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		s.clients[c.id] = c
 		s.wg.Add(1)
 		s.mu.Unlock()
+		s.fresh.add(c)
 		s.stats.connections.Add(1)
 		go func() {
 			defer s.wg.Done()
