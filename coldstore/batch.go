@@ -69,6 +69,9 @@ func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {
 	if b.b == nil {
 		return b.s.NewIter(lower, upper)
 	}
+	if err := b.s.waitApplied(); err != nil {
+		return nil, err
+	}
 	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: batch iterator: %w", err)
@@ -155,38 +158,65 @@ func (b *Batch) DeleteRange(start, end []byte) error {
 // Wait covers every write committed before it (the WAL is sequential), so a
 // connection waits once per pipeline and concurrent connections share
 // syncs.
-type Pending struct{ s *Store }
+type Pending struct {
+	s *Store
+	n uint64 // the batch's place in the commit queue
+}
 
-// Wait blocks until every write committed so far is durable. It is a no-op
-// for the zero Pending.
+// Wait blocks until the write, and every write committed before it, is
+// applied and durable. It is a no-op for the zero Pending.
 func (p Pending) Wait() error {
 	if p.s == nil {
 		return nil
 	}
-	return p.s.SyncWAL()
+	if err := p.s.q.waitFor(p.n); err != nil {
+		return err
+	}
+	return p.s.syncWAL()
 }
 
-// Commit applies the batch; its writes are visible when Commit returns.
-// Under FsyncAlways the returned Pending must be waited on before the write
-// is acknowledged; under the other policies it is zero. The Batch is empty
-// and reusable afterwards, whatever the outcome.
-func (b *Batch) Commit() (Pending, error) {
+// Enqueue commits the batch: it takes its place in the store's commit
+// order now (the caller holds the engine's lock, whose order is the
+// writes' order), and is applied to Pebble by the next Drain, which the
+// caller runs after releasing its lock; every read of the store waits for
+// it meanwhile (see commitq.go). Under FsyncAlways the returned Pending
+// must be waited on before the write is acknowledged; under the other
+// policies it is zero. The Batch is empty and reusable afterwards,
+// whatever the outcome.
+func (b *Batch) Enqueue() (Pending, error) {
 	pb := b.b
 	b.b = nil
 	if pb == nil {
 		return Pending{}, nil
 	}
-	defer pb.Close()
 	if pb.Empty() {
+		pb.Close()
 		return Pending{}, nil
 	}
-	if err := pb.Commit(pebble.NoSync); err != nil {
-		return Pending{}, fmt.Errorf("coldstore: commit: %w", err)
+	n, err := b.s.q.enqueue(pb)
+	if err != nil {
+		pb.Close()
+		return Pending{}, err
 	}
 	if b.s.FsyncPolicy() == FsyncAlways {
-		return Pending{s: b.s}, nil
+		return Pending{s: b.s, n: n}, nil
 	}
 	return Pending{}, nil
+}
+
+// Commit is Enqueue followed by the batch's application: its writes are
+// visible when Commit returns. For writers outside the engine's lock
+// (staged writes).
+func (b *Batch) Commit() (Pending, error) {
+	pb := b.b
+	if pb == nil || pb.Empty() {
+		return b.Enqueue()
+	}
+	p, err := b.Enqueue()
+	if err != nil {
+		return p, err
+	}
+	return p, b.s.waitApplied()
 }
 
 // Abort discards the batch's writes.

@@ -19,6 +19,8 @@ type Snapshot struct {
 // NewSnapshot takes a snapshot of the committed data (a batch's uncommitted
 // writes are not in it).
 func (s *Store) NewSnapshot() *Snapshot {
+	// A failed application is reported by the snapshot's reads.
+	_ = s.waitApplied()
 	return &Snapshot{s: s, snap: s.db.NewSnapshot()}
 }
 

@@ -98,6 +98,10 @@ type Store struct {
 	iterSteps atomic.Int64 // records visited by iterators
 	readLat   readLatency  // point lookups' durations (see ReadLatency)
 
+	// q orders the engine's committed batches until they are applied
+	// (commitq.go).
+	q commitQueue
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -142,6 +146,8 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("coldstore: open %s: %w", opts.Dir, err)
 	}
 	s := &Store{db: db, opts: opts, logger: opts.Logger, stop: make(chan struct{})}
+	s.q.cond.L = &s.q.mu
+	s.q.apply = applyGroup
 	s.fsync.Store(int32(opts.Fsync))
 	if err := s.checkFormat(); err != nil {
 		db.Close()
@@ -255,8 +261,16 @@ func (s *Store) walSyncer() {
 	}
 }
 
-// SyncWAL makes every write applied so far durable.
+// SyncWAL makes every write committed so far durable.
 func (s *Store) SyncWAL() error {
+	if err := s.waitApplied(); err != nil {
+		return err
+	}
+	return s.syncWAL()
+}
+
+// syncWAL makes every write applied so far durable.
+func (s *Store) syncWAL() error {
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("coldstore: sync wal: %w", err)
 	}
@@ -284,6 +298,9 @@ func (s *Store) Close() error {
 // committed, so comparing them tells whether anything was written between
 // two such calls (see tiering's key counts).
 func (s *Store) SetSync(key, value []byte) (uint64, error) {
+	if err := s.waitApplied(); err != nil {
+		return 0, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := b.Set(key, value, nil); err != nil {
@@ -298,6 +315,9 @@ func (s *Store) SetSync(key, value []byte) (uint64, error) {
 // DeleteSync durably deletes keys in one batch and returns the sequence
 // number Pebble gave its first record.
 func (s *Store) DeleteSync(keys ...[]byte) (uint64, error) {
+	if err := s.waitApplied(); err != nil {
+		return 0, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, k := range keys {
@@ -324,6 +344,9 @@ type getter interface {
 
 // getInto is a point lookup for a key that probably exists: Pebble's Get.
 func (s *Store) getInto(g getter, key, buf []byte) ([]byte, bool, error) {
+	if err := s.waitApplied(); err != nil {
+		return buf[:0], false, err
+	}
 	var start time.Time
 	timed := sampled(s.gets.Add(1))
 	if timed {
@@ -355,6 +378,9 @@ var probeOpts = pebble.IterOptions{UseL6Filters: true}
 // (an iterator is set up), so it is only for likely misses: loading 200,000
 // new fields into a cold hash went from 5.7 s to 1.3 s in the store.
 func (s *Store) probeInto(g getter, key, buf []byte) ([]byte, bool, error) {
+	if err := s.waitApplied(); err != nil {
+		return buf[:0], false, err
+	}
 	if sampled(s.gets.Add(1)) {
 		start := time.Now()
 		defer func() { s.readLat.observe(time.Since(start)) }()
@@ -384,6 +410,9 @@ func (s *Store) probeInto(g getter, key, buf []byte) ([]byte, bool, error) {
 
 // NewIter returns an iterator over [lower, upper) that sees committed data.
 func (s *Store) NewIter(lower, upper []byte) (*Iter, error) {
+	if err := s.waitApplied(); err != nil {
+		return nil, err
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: iterator: %w", err)
@@ -400,6 +429,9 @@ func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }
 // Flush writes the memtable to an sstable (used by SAVE so that the data
 // no longer depends on WAL replay).
 func (s *Store) Flush() error {
+	if err := s.waitApplied(); err != nil {
+		return err
+	}
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("coldstore: flush: %w", err)
 	}
@@ -409,6 +441,9 @@ func (s *Store) Flush() error {
 // Compact compacts the whole key space (used after bulk reclamation in tests
 // and by DEBUG-style maintenance).
 func (s *Store) Compact() error {
+	if err := s.waitApplied(); err != nil {
+		return err
+	}
 	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 		return fmt.Errorf("coldstore: compact: %w", err)
 	}

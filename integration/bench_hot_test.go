@@ -24,8 +24,9 @@ import (
 )
 
 const (
-	hotSection   = "Hot path, embedded"
-	proxySection = "Proxy overhead, upstream mode"
+	hotSection    = "Hot path, embedded"
+	proxySection  = "Proxy overhead, upstream mode"
+	alwaysSection = "Hot path, appendfsync always"
 	// hotList is the list redis-benchmark's LPUSH, RPOP and LRANGE_100 use.
 	hotList = "mylist"
 )
@@ -131,9 +132,12 @@ type benchSection struct {
 }
 
 // TestBenchHotPath measures redis-benchmark's standard operations against
-// redis-server and embedded Spillway with the dataset in its hot tier
-// (SPILLWAY_BENCH_FULL=1 adds redis-server with AOF, Spillway with the
-// string keys cold, and HGET and SISMEMBER rows).
+// redis-server with the same durability as Spillway's default (AOF,
+// appendfsync everysec), the reference of the issue's goal, and embedded
+// Spillway with the dataset in its hot tier; then the write operations
+// with appendfsync always on both (group commit). SPILLWAY_BENCH_FULL=1
+// adds redis-server without persistence, Spillway with the string keys
+// cold, and HGET and SISMEMBER rows.
 func TestBenchHotPath(t *testing.T) {
 	needBench(t)
 	began := time.Now()
@@ -142,56 +146,97 @@ func TestBenchHotPath(t *testing.T) {
 	if err := writeDataset(dataset); err != nil {
 		t.Fatal(err)
 	}
-	redis := harness.StartRedis(t)
+	aof := startAOFRedis(t, "everysec")
 	spw := harness.StartSpillway(t, "", "--maxmemory", "512mb")
-	loads := []*harness.Server{redis, spw}
-	var aof, loader *harness.Server
+	loads := []*harness.Server{aof, spw}
+	var redis, loader *harness.Server
 	coldDir := t.TempDir()
 	if full {
-		aof = harness.StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec")
-		if r := aof.Conn(t).Do("CONFIG", "GET", "appendonly"); len(r.Elems) != 2 || r.Elems[1].Str != "yes" {
-			t.Fatalf("redis+aof: CONFIG GET appendonly = %s", r.String())
-		}
+		redis = harness.StartRedis(t)
 		// Loaded with a budget that holds the dataset (loading under a
 		// tiny one is much slower), then restarted with the tiny one: after
 		// a restart every key is cold.
 		loader = harness.StartSpillway(t, coldDir, "--maxmemory", "512mb")
-		loads = append(loads, aof, loader)
+		loads = append(loads, redis, loader)
 	}
 	if err := preloadDataset(loads, dataset); err != nil {
 		t.Fatal(err)
 	}
 
-	self := func(name string, s *harness.Server, ref, sizeOf, desc string) sectionTarget {
-		return sectionTarget{benchTarget: benchTarget{name, s.Addr(), desc}, ref: ref, sizeOf: sizeOf,
-			ctl: s.Addr(), counted: s.Addr()}
-	}
 	// -n is calibrated on spillway, the one the target is about, and reused
 	// for the references, whose runs are then shorter when they are faster.
 	tgs := []sectionTarget{
-		self("redis", redis, "", "spillway", "`redis-server --save '' --appendonly no`"),
-		self("spillway", spw, "redis", "", "`spillway --maxmemory 512mb` (default appendfsync everysec): "+
+		selfTarget("redis+aof", aof, "", "spillway", "`redis-server --appendonly yes --appendfsync everysec` (the reference: Spillway's default durability)"),
+		selfTarget("spillway", spw, "redis+aof", "", "`spillway --maxmemory 512mb` (default appendfsync everysec): "+
 			"the dataset fits its hot tier"),
 	}
 	tgs[1].spw = spw
 	cmds := append(slices.Clone(hotCommands), hotScriptCommands...)
-	ratios := [][2]string{{"spillway", "redis"}}
+	ratios := [][2]string{{"spillway", "redis+aof"}}
 	if full {
 		loader.Term()
 		cold := harness.StartSpillway(t, coldDir, "--maxmemory", "4mb", "--promote-min-hits", "1000000")
-		c := self("spw-cold", cold, "redis", "", "`spillway --maxmemory 4mb --promote-min-hits 1000000`, "+
+		c := selfTarget("spw-cold", cold, "redis", "", "`spillway --maxmemory 4mb --promote-min-hits 1000000`, "+
 			"restarted after the load: strings read from disk (string rows only)")
 		c.spw = cold
-		tgs = append(tgs, self("redis+aof", aof, "redis", "spillway", "`redis-server --appendonly yes --appendfsync everysec`"), c)
+		tgs = append(tgs, selfTarget("redis", redis, "", "spillway", "`redis-server --save '' --appendonly no`"), c)
 		cmds = append(cmds, hotFullCommands...)
-		ratios = append(ratios, [2]string{"spillway", "redis+aof"}, [2]string{"spw-cold", "redis"})
+		ratios = append(ratios, [2]string{"spillway", "redis"}, [2]string{"spw-cold", "redis"})
 	}
 	t.Logf("dataset loaded in %v", time.Since(began).Round(time.Millisecond))
 	sec := &benchSection{
 		title: hotSection, targets: tgs, cmds: cmds, ratios: ratios, began: began,
-		goal: sectionGoal{"spillway", "redis", 1.0, 0.8},
+		goal: sectionGoal{"spillway", "redis+aof", 1.0, 0.8},
 	}
 	runSection(t, sec)
+	benchAlways(t, dataset)
+}
+
+// alwaysCommands are the rows of the appendfsync always section: writes,
+// each acknowledged only once durable.
+var alwaysCommands = []benchCmd{hotCommands[0], hotCommands[3], hotCommands[4], hotCommands[7]}
+
+// benchAlways measures SET, INCR, LPUSH and HSET with appendfsync always on
+// redis-server and on Spillway: both fsync before they reply, so with 50
+// clients the rate is how many writes one fsync covers (group commit).
+func benchAlways(t *testing.T, dataset string) {
+	began := time.Now()
+	aof := startAOFRedis(t, "always")
+	spw := harness.StartSpillway(t, "", "--maxmemory", "512mb", "--appendfsync", "always")
+	if err := preloadDataset([]*harness.Server{aof, spw}, dataset); err != nil {
+		t.Fatal(err)
+	}
+	tgs := []sectionTarget{
+		selfTarget("redis+always", aof, "", "spillway", "`redis-server --appendonly yes --appendfsync always`"),
+		selfTarget("spillway", spw, "redis+always", "", "`spillway --maxmemory 512mb --appendfsync always`"),
+	}
+	tgs[1].spw = spw
+	runSection(t, &benchSection{
+		title: alwaysSection, targets: tgs, cmds: alwaysCommands, began: began,
+		ratios: [][2]string{{"spillway", "redis+always"}},
+		goal:   sectionGoal{"spillway", "redis+always", 0.5, 0.5},
+	})
+}
+
+// startAOFRedis starts redis-server with an append-only file and the given
+// appendfsync policy, and checks that it took them.
+func startAOFRedis(t *testing.T, fsync string) *harness.Server {
+	t.Helper()
+	s := harness.StartRedis(t, "--appendonly", "yes", "--appendfsync", fsync)
+	c := s.Conn(t)
+	defer c.Close()
+	for param, want := range map[string]string{"appendonly": "yes", "appendfsync": fsync} {
+		if r := c.Do("CONFIG", "GET", param); len(r.Elems) != 2 || r.Elems[1].Str != want {
+			t.Fatalf("redis %s: CONFIG GET %s = %s", fsync, param, r.String())
+		}
+	}
+	return s
+}
+
+// selfTarget is a section target that is its own control and count.
+func selfTarget(name string, s *harness.Server, ref, sizeOf, desc string) sectionTarget {
+	return sectionTarget{benchTarget: benchTarget{name, s.Addr(), desc}, ref: ref, sizeOf: sizeOf,
+		ctl: s.Addr(), counted: s.Addr()}
 }
 
 // TestBenchProxy measures the same operations against redis-server

@@ -3,6 +3,7 @@ package tiering
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spillway/spillway/coldstore"
@@ -108,4 +109,26 @@ func BenchmarkGetMiss(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchGets(b, e, benchKeys(100000)[50000:], 1, false)
+}
+
+// BenchmarkSetHotParallel measures SETs of hot keys from concurrent
+// clients through Update, as the server runs them: the engine's lock
+// serialises the transactions, and their store writes are applied to
+// Pebble after it is released (coldstore/commitq.go).
+func BenchmarkSetHotParallel(b *testing.B) {
+	e := benchEngine(b, 256<<20)
+	keys := benchKeys(200000)
+	val := make([]byte, 512)
+	b.ReportAllocs()
+	b.SetParallelism(25)
+	b.ResetTimer()
+	var seq atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			k := keys[int(seq.Add(7919))%len(keys)]
+			if _, err := e.Update(func(tx *Tx) error { return tx.SetString(0, k, val, 0) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

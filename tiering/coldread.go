@@ -14,10 +14,11 @@ import (
 //  1. under the lock, GetOrProbe answers from the hot tier, or returns a
 //     ColdProbe when only the store knows the key;
 //  2. without the lock, Engine.ReadCold reads the key's committed meta
-//     record: every transaction commits to the store atomically before it
-//     releases the lock (write-through), so the store alone holds a
-//     consistent current state of every key, and this read is a
-//     linearizable read of the key at the moment it runs;
+//     record: every transaction queues its batch in the store's commit
+//     order before it releases the lock (write-through), and a read of the
+//     store first waits for the batches queued before it, so the store
+//     alone holds a consistent current state of every key, and this read
+//     is a linearizable read of the key at the moment it runs;
 //  3. under the lock again, Tx.FinishGet accounts the read and promotes
 //     the key when the policy admits it and nothing has been written since
 //     step 1 (otherwise the value read may be older than the current one,

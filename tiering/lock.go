@@ -28,7 +28,13 @@ func (e *Engine) Update(fn func(tx *Tx) error) (coldstore.Pending, error) {
 		tx.abort()
 		return coldstore.Pending{}, err
 	}
-	return tx.commit()
+	p, err := tx.commit()
+	if err != nil {
+		return p, err
+	}
+	// The lock is released: apply the batch (and any queued meanwhile)
+	// to the store outside it (coldstore/commitq.go).
+	return p, e.cold.Drain()
 }
 
 // View runs fn in a transaction that is aborted when fn returns: for reads

@@ -96,10 +96,13 @@ func (tx *Tx) addExps(pdb uint8, n int64) {
 	tx.expDelta[pdb] += n
 }
 
-// commit applies the transaction's writes atomically and releases the lock.
-// The returned Pending must be waited on before the writes are acknowledged
-// (it is a no-op unless appendfsync is always). On error nothing was written
-// and the hot tier is rebuilt from the cold store on demand.
+// commit queues the transaction's writes in the store's commit order
+// (coldstore's Batch.Enqueue: atomically, as one batch) and releases the
+// lock; Update then applies them outside it (Store.Drain), and every read
+// of the store waits for them meanwhile. The returned Pending must be
+// waited on before the writes are acknowledged (it is a no-op unless
+// appendfsync is always). On error nothing was written and the hot tier is
+// rebuilt from the cold store on demand.
 func (tx *Tx) commit() (coldstore.Pending, error) {
 	e := tx.e
 	defer e.mu.Unlock()
@@ -107,7 +110,7 @@ func (tx *Tx) commit() (coldstore.Pending, error) {
 	if !tx.batch.Empty() {
 		e.writes++
 	}
-	p, err := tx.batch.Commit()
+	p, err := tx.batch.Enqueue()
 	if err != nil {
 		// The hot copies may hold writes the store refused: drop them all so
 		// that the cold store, which is unchanged, is the only authority.

@@ -1,0 +1,166 @@
+package coldstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// TestEnqueueOrderAndVisibility enqueues batches from concurrent writers
+// under one mutex (the engine's lock) and drains them after it, as the
+// engine does: the store must hold the last write of a key overwritten by
+// every batch, each batch's own key, and a read made between Enqueue and
+// Drain must already see the batch.
+func TestEnqueueOrderAndVisibility(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	const writers, each = 8, 300
+	var mu sync.Mutex // the engine's lock
+	b := s.NewBatch() // one batch, reused under mu, as the engine's Tx
+	seq := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				mu.Lock()
+				seq++
+				v := []byte(strconv.Itoa(seq))
+				own := []byte(fmt.Sprintf("w%d:%d", w, i))
+				err := b.Set([]byte("shared"), v)
+				if err == nil {
+					err = b.Set(own, v)
+				}
+				if err == nil {
+					_, err = b.Enqueue()
+				}
+				mu.Unlock()
+				if err == nil && i%7 == 0 {
+					// Read before draining: the read waits for the batch.
+					var got []byte
+					var found bool
+					got, found, err = s.Get(own, nil)
+					if err == nil && (!found || !bytes.Equal(got, v)) {
+						err = fmt.Errorf("%s read before Drain: %q found=%v, want %q", own, got, found, v)
+					}
+				}
+				if err == nil {
+					err = s.Drain()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, found, err := s.Get([]byte("shared"), nil)
+	if err != nil || !found || string(got) != strconv.Itoa(writers*each) {
+		t.Fatalf("shared = %q (found %v, err %v), want the last write %d", got, found, err, writers*each)
+	}
+	for w := range writers {
+		for i := range each {
+			if _, found, err := s.Get([]byte(fmt.Sprintf("w%d:%d", w, i)), nil); err != nil || !found {
+				t.Fatalf("w%d:%d missing (err %v)", w, i, err)
+			}
+		}
+	}
+	if q, a := s.q.queued.Load(), s.q.applied.Load(); q != a || q != writers*each {
+		t.Fatalf("queued %d applied %d, want both %d", q, a, writers*each)
+	}
+}
+
+// TestEnqueuedSurvivesClose checks that batches enqueued and never
+// drained are applied and made durable by Close, and that under
+// FsyncAlways a Pending's Wait applies its batch.
+func TestEnqueuedSurvivesClose(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, FsyncAlways)
+	b := s.NewBatch()
+	if err := b.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Enqueue()
+	if err != nil || p.IsZero() {
+		t.Fatalf("Enqueue under always: pending zero=%v, err %v", p.IsZero(), err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if s.q.applied.Load() != 1 {
+		t.Fatalf("Wait returned with the batch not applied")
+	}
+	if err := b.Set([]byte("b"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	s = openStore(t, dir, FsyncEverySec)
+	defer closeStore(t, s)
+	for _, k := range []string{"a", "b"} {
+		if _, found, err := s.Get([]byte(k), nil); err != nil || !found {
+			t.Fatalf("%s lost across Close (err %v)", k, err)
+		}
+	}
+}
+
+// TestApplyFailureIsSticky makes the application of a batch fail: the
+// writer that drains gets the error, and so does every later commit and
+// read, and nothing queued after the failure reaches Pebble.
+func TestApplyFailureIsSticky(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer s.Close()
+	b := s.NewBatch()
+	if err := b.Set([]byte("before"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b)
+	boom := errors.New("disk on fire")
+	s.q.mu.Lock()
+	s.q.apply = func(bs []*pebble.Batch) error {
+		for _, pb := range bs {
+			pb.Close()
+		}
+		return boom
+	}
+	s.q.mu.Unlock()
+	if err := b.Set([]byte("lost"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(); err != nil {
+		t.Fatalf("Enqueue before the failure: %v", err)
+	}
+	if err := s.Drain(); !errors.Is(err, boom) {
+		t.Fatalf("Drain = %v, want the apply error", err)
+	}
+	if err := b.Set([]byte("after"), []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(); !errors.Is(err, boom) {
+		t.Fatalf("Enqueue after the failure = %v, want the sticky error", err)
+	}
+	if _, _, err := s.Get([]byte("before"), nil); !errors.Is(err, boom) {
+		t.Fatalf("Get after the failure = %v, want the sticky error", err)
+	}
+	if err := s.SyncWAL(); !errors.Is(err, boom) {
+		t.Fatalf("SyncWAL after the failure = %v, want the sticky error", err)
+	}
+	if _, closer, err := s.db.Get([]byte("lost")); err == nil {
+		closer.Close()
+		t.Fatalf("the failed batch reached Pebble")
+	}
+}
