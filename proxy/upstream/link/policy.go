@@ -203,6 +203,8 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 			pc.c.SendArgs([][]byte{[]byte("HSCAN"), k, []byte(from), []byte("COUNT"), []byte(count)})
 		case codec.TypeSet:
 			pc.c.SendArgs([][]byte{[]byte("SSCAN"), k, []byte(from), []byte("COUNT"), []byte(count)})
+		case codec.TypeStream:
+			pc.c.SendArgs([][]byte{[]byte("DUMP"), k})
 		default:
 			return nil, fmt.Errorf("upstream: cannot read a chunk of type %d", q.Type)
 		}
@@ -226,6 +228,12 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 			err = p.err
 		case codec.TypeList, codec.TypeZSet:
 			out[i].Items, err = ParseBulks(r)
+		case codec.TypeStream:
+			p := replyParser{b: r}
+			payload := p.bulk()
+			if err = p.err; err == nil && payload != nil {
+				out[i].Stream, err = decodeStreamPayload(q.Key, payload)
+			}
 		default: // hash, set
 			out[i].Cursor, out[i].Items, err = ParseScan(r)
 		}
