@@ -294,6 +294,12 @@ func (c *client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
+	if c.f.fence.n.Load() != 0 && cmd.Is(cmdtable.FlagWrite) && !cmd.Is(cmdtable.FlagBlocking) {
+		// Another client's blocking command is on its way upstream: a
+		// write it may concern follows it (fence.go).
+		c.flushForwards()
+		c.keyBuf = c.f.fence.waitFor(c.DB(), cmd, args, c.keyBuf, c.Block)
+	}
 	if c.asking {
 		if c.asking = false; c.f.local[cmd] == nil && c.pinned == nil && !cmd.Is(cmdtable.FlagBlocking) && !c.f.scripts[cmd] {
 			c.upAskingForward(cmd, args)

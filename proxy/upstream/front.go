@@ -75,6 +75,10 @@ type Front struct {
 	// upstream knows it (CLIENT TRACKING ... REDIRECT).
 	passAddrs sync.Map
 
+	// fence orders writes after the blocking commands that reached the
+	// front before them (fence.go).
+	fence blockFence
+
 	// blocked maps the id of each client blocked upstream (upBlocking)
 	// to the connection it waits on, for CLIENT UNBLOCK.
 	blockedMu sync.Mutex

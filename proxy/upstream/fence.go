@@ -1,0 +1,133 @@
+package upstream
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+)
+
+// The blocking fence. Redis runs commands in the order their bytes reach
+// it: an XREADGROUP BLOCK sent, then another client's DEL of the stream,
+// blocks first and is woken by the DEL with an error; an XREAD BLOCK ...
+// $ sent before a DEL and an XADD blocks first and gets the XADD's entry.
+// In upstream mode a blocking command travels further than a write: it
+// waits for a dedicated connection (dialed if none is idle), for the
+// other clients' earlier input (AwaitOthers), and then blockSettle, while
+// a write goes straight onto a shared connection. Without an order of its
+// own the write overtakes it: the XREADGROUP then answers NOGROUP, and the
+// XREAD waits for ever (its $ now names the XADD's entry).
+//
+// So a blocking command holds a fence on its keys from the moment the
+// front gets it until it has reached the upstream (blockSettle after it
+// was sent), and a write command naming one of those keys (or naming no
+// key: FLUSHALL, FLUSHDB, SWAPDB) that the front gets meanwhile waits for
+// it, at most fenceWaitMax. With no blocking command on its way a write
+// pays one atomic load.
+
+// fenceWaitMax bounds a write's wait for the blocking commands ahead of
+// it: beyond AwaitOthers' own bound (50 ms) plus a dial and blockSettle.
+const fenceWaitMax = 200 * time.Millisecond
+
+// blockFence is the set of blocking commands on their way upstream.
+type blockFence struct {
+	n  atomic.Int32 // len(on), read without the lock
+	mu sync.Mutex
+	on []*fenceEntry
+}
+
+// fenceEntry is one blocking command on its way: its database and keys
+// (copied), and done, closed when it has reached the upstream.
+type fenceEntry struct {
+	db   int
+	keys [][]byte
+	done chan struct{}
+}
+
+// enter records a blocking command of database db with the keys at
+// positions pos of args; leave must follow.
+func (f *blockFence) enter(db int, args [][]byte, pos []int) *fenceEntry {
+	e := &fenceEntry{db: db, done: make(chan struct{}), keys: make([][]byte, len(pos))}
+	for i, p := range pos {
+		e.keys[i] = bytes.Clone(args[p])
+	}
+	f.mu.Lock()
+	f.on = append(f.on, e)
+	f.n.Store(int32(len(f.on)))
+	f.mu.Unlock()
+	return e
+}
+
+// leave removes e: its command has reached the upstream (or failed).
+// Calling it again does nothing.
+func (f *blockFence) leave(e *fenceEntry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, o := range f.on {
+		if o == e {
+			f.on = append(f.on[:i], f.on[i+1:]...)
+			f.n.Store(int32(len(f.on)))
+			close(e.done)
+			return
+		}
+	}
+}
+
+// waitFor makes a write command (database db) wait until the blocking
+// commands on its way that it concerns have reached the upstream, at
+// most fenceWaitMax in all. keyBuf is scratch space for key positions.
+// block marks the waiting client blocked (server.Conn.Block): a blocking
+// command ahead of it, waiting for the other clients' earlier input
+// (AwaitOthers), must not take it for a client with input of its own to
+// run first, or the two would wait for each other until AwaitOthers'
+// bound and then race.
+func (f *blockFence) waitFor(db int, cmd *cmdtable.Command, args [][]byte, keyBuf []int,
+	block func() (<-chan struct{}, func(bool))) []int {
+	if f.n.Load() == 0 {
+		return keyBuf
+	}
+	pos, _ := cmd.KeyPositions(args, keyBuf[:0])
+	var ahead []*fenceEntry
+	f.mu.Lock()
+	for _, e := range f.on {
+		// A write naming no key (FLUSHALL, FLUSHDB, SWAPDB) waits for all.
+		if len(pos) == 0 || e.db == db && e.names(args, pos) {
+			ahead = append(ahead, e)
+		}
+	}
+	f.mu.Unlock()
+	if len(ahead) == 0 {
+		return pos
+	}
+	gone, unblock := block()
+	t := time.NewTimer(fenceWaitMax)
+	defer t.Stop()
+	disconnected := false
+wait:
+	for _, e := range ahead {
+		select {
+		case <-e.done:
+		case <-t.C:
+			break wait
+		case <-gone:
+			disconnected = true
+			break wait
+		}
+	}
+	unblock(disconnected)
+	return pos
+}
+
+// names reports whether one of args' keys at pos is one of e's.
+func (e *fenceEntry) names(args [][]byte, pos []int) bool {
+	for _, p := range pos {
+		for _, k := range e.keys {
+			if bytes.Equal(args[p], k) {
+				return true
+			}
+		}
+	}
+	return false
+}
