@@ -294,7 +294,12 @@ func (c *client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
-	if c.f.fence.n.Load() != 0 && cmd.Is(cmdtable.FlagWrite) && !cmd.Is(cmdtable.FlagBlocking) {
+	if c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] && c.f.fence.recent() {
+		// A blocking command read meanwhile goes first (fence.go).
+		c.flushForwards()
+		c.AwaitOthers()
+	}
+	if c.f.fence.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || c.f.orderWrites[cmd]) && !cmd.Is(cmdtable.FlagBlocking) {
 		// Another client's blocking command is on its way upstream: a
 		// write it may concern follows it (fence.go).
 		c.flushForwards()

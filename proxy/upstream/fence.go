@@ -27,15 +27,30 @@ import (
 // it, at most fenceWaitMax. With no blocking command on its way a write
 // pays one atomic load.
 
+// A write Spillway reads before the blocking command (their goroutines
+// race: the later bytes can be read first) would still go first. The
+// writes that end what a blocked reader waits for (deleting, overwriting,
+// flushing or swapping keys, and EXEC, which may do any of those) also
+// wait, while blocking commands are in use (one arrived in the last
+// orderWindow), until the other clients have run the input they had
+// (Conn.AwaitOthers): a blocking command read meanwhile enters the fence,
+// and the write then waits for it there.
+var orderWriteNames = []string{"del", "unlink", "set", "flushall", "flushdb", "swapdb", "exec"}
+
+// orderWindow is how long after a blocking command orderWriteNames wait
+// for the other clients' input.
+const orderWindow = time.Second
+
 // fenceWaitMax bounds a write's wait for the blocking commands ahead of
 // it: beyond AwaitOthers' own bound (50 ms) plus a dial and blockSettle.
 const fenceWaitMax = 200 * time.Millisecond
 
 // blockFence is the set of blocking commands on their way upstream.
 type blockFence struct {
-	n  atomic.Int32 // len(on), read without the lock
-	mu sync.Mutex
-	on []*fenceEntry
+	n    atomic.Int32 // len(on), read without the lock
+	last atomic.Int64 // when the last blocking command entered (unix ns)
+	mu   sync.Mutex
+	on   []*fenceEntry
 }
 
 // fenceEntry is one blocking command on its way: its database and keys
@@ -49,6 +64,7 @@ type fenceEntry struct {
 // enter records a blocking command of database db with the keys at
 // positions pos of args; leave must follow.
 func (f *blockFence) enter(db int, args [][]byte, pos []int) *fenceEntry {
+	f.last.Store(time.Now().UnixNano())
 	e := &fenceEntry{db: db, done: make(chan struct{}), keys: make([][]byte, len(pos))}
 	for i, p := range pos {
 		e.keys[i] = bytes.Clone(args[p])
@@ -118,6 +134,13 @@ wait:
 	}
 	unblock(disconnected)
 	return pos
+}
+
+// recent reports whether a blocking command arrived in the last
+// orderWindow.
+func (f *blockFence) recent() bool {
+	l := f.last.Load()
+	return l != 0 && time.Now().UnixNano()-l < int64(orderWindow)
 }
 
 // names reports whether one of args' keys at pos is one of e's.
