@@ -394,3 +394,67 @@ func TestUpstreamStreamDemotedByBudget(t *testing.T) {
 		t.Fatalf("INFO tiering counts no demotion: %v", st)
 	}
 }
+
+// TestUpstreamStreamBlockThenWrite: as in Redis, a blocking stream read
+// sent on one connection just before another client's DEL, SET or
+// FLUSHALL of the stream (sent without waiting) blocks first and is then
+// woken with Redis's error; an XREAD BLOCK ... $ sent before a DEL and an
+// XADD gets the XADD's entry (it waited for ever when the DEL and XADD
+// overtook it). The suite's stream-cgroups tests, on fresh connections,
+// for a stream clients block on (one did in the last second: the first
+// blocking command ever on a key still races a write sent right after).
+func TestUpstreamStreamBlockThenWrite(t *testing.T) {
+	p := startUpstreamPair(t, "64mb")
+	r := harness.MustDial(t, p.spw.Addr())
+	if res := r.Do("XREAD", "BLOCK", "5", "STREAMS", "s", "$"); !res.Null {
+		t.Fatalf("XREAD BLOCK 5 of a missing stream: %s", res.String())
+	}
+	type round struct {
+		block  []string
+		writes [][]string
+		want   string // the blocked client's reply, or its error's start
+	}
+	rounds := []round{
+		{[]string{"XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">"},
+			[][]string{{"DEL", "s"}}, "UNBLOCKED the stream key no longer exists"},
+		{[]string{"XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">"},
+			[][]string{{"SET", "s", "v"}}, "UNBLOCKED the stream key no longer exists"},
+		{[]string{"XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">"},
+			[][]string{{"FLUSHALL"}}, "UNBLOCKED the stream key no longer exists"},
+		{[]string{"XREAD", "BLOCK", "0", "STREAMS", "s", "$"},
+			[][]string{{"DEL", "s"}, {"XADD", "s", "667", "f", "v"}}, "667-0"},
+	}
+	for i := range 40 {
+		rd := rounds[i%len(rounds)]
+		for _, cmd := range [][]string{{"DEL", "s"}, {"XADD", "s", "666", "f", "v"}, {"XGROUP", "CREATE", "s", "g", "$"}} {
+			if res := r.Do(cmd...); res.IsError() {
+				t.Fatalf("%v: %s", cmd, res.String())
+			}
+		}
+		b := harness.MustDial(t, p.spw.Addr())
+		b.Timeout = 20 * time.Second
+		if res := b.Do("PING"); res.Str != "PONG" { // accepted, as the suite's SELECT makes sure
+			t.Fatalf("PING: %s", res.String())
+		}
+		if err := b.Send(rd.block...); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range rd.writes {
+			if res := r.Do(w...); res.IsError() {
+				t.Fatalf("%v: %s", w, res.String())
+			}
+		}
+		got := b.Read()
+		text := got.Str
+		if len(got.Elems) == 1 && len(got.Elems[0].Elems) == 2 && len(got.Elems[0].Elems[1].Elems) > 0 {
+			text = got.Elems[0].Elems[1].Elems[0].Elems[0].Str // the first entry's ID
+		}
+		if !strings.HasPrefix(text, rd.want) {
+			t.Fatalf("round %d: %v then %v: got %s, want %s", i, rd.block, rd.writes, got.String(), rd.want)
+		}
+		b.Close()
+	}
+}

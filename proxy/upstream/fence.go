@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
 )
 
@@ -28,18 +29,30 @@ import (
 // pays one atomic load.
 
 // A write Spillway reads before the blocking command (their goroutines
-// race: the later bytes can be read first) would still go first. The
+// race: the later bytes can be read first) would still go first. So the
 // writes that end what a blocked reader waits for (deleting, overwriting,
 // flushing or swapping keys, and EXEC, which may do any of those) also
-// wait, while blocking commands are in use (one arrived in the last
-// orderWindow), until the other clients have run the input they had
+// wait until the other clients have run the input they had
 // (Conn.AwaitOthers): a blocking command read meanwhile enters the fence,
-// and the write then waits for it there.
+// and the write then waits for it there. They do so only for a key a
+// blocking command named in the last orderWindow (EXEC: one of the keys
+// it queued; FLUSHALL, FLUSHDB, SWAPDB: any blocking command in that
+// window), as AwaitOthers costs a look at every client: the first
+// blocking command ever on a key still races a write sent right after it.
 var orderWriteNames = []string{"del", "unlink", "set", "flushall", "flushdb", "swapdb", "exec"}
 
-// orderWindow is how long after a blocking command orderWriteNames wait
-// for the other clients' input.
+// orderWindow is how long after a blocking command on a key
+// orderWriteNames of that key wait for the other clients' input.
 const orderWindow = time.Second
+
+// recentMax bounds the keys remembered as recently blocked on.
+const recentMax = 4096
+
+// recentKey is a key blocked on recently: database and key hash.
+type recentKey struct {
+	db int
+	h  uint64
+}
 
 // fenceWaitMax bounds a write's wait for the blocking commands ahead of
 // it: beyond AwaitOthers' own bound (50 ms) plus a dial and blockSettle.
@@ -51,6 +64,9 @@ type blockFence struct {
 	last atomic.Int64 // when the last blocking command entered (unix ns)
 	mu   sync.Mutex
 	on   []*fenceEntry
+	// recentKeys maps the keys of the blocking commands of the last
+	// orderWindow (at least) to when they arrived (unix ns).
+	recentKeys map[recentKey]int64
 }
 
 // fenceEntry is one blocking command on its way: its database and keys
@@ -64,12 +80,19 @@ type fenceEntry struct {
 // enter records a blocking command of database db with the keys at
 // positions pos of args; leave must follow.
 func (f *blockFence) enter(db int, args [][]byte, pos []int) *fenceEntry {
-	f.last.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	f.last.Store(now)
 	e := &fenceEntry{db: db, done: make(chan struct{}), keys: make([][]byte, len(pos))}
 	for i, p := range pos {
 		e.keys[i] = bytes.Clone(args[p])
 	}
 	f.mu.Lock()
+	if f.recentKeys == nil || len(f.recentKeys) >= recentMax {
+		f.pruneRecent(now)
+	}
+	for _, k := range e.keys {
+		f.recentKeys[recentKey{db, codec.KeyHash(k)}] = now
+	}
 	f.on = append(f.on, e)
 	f.n.Store(int32(len(f.on)))
 	f.mu.Unlock()
@@ -136,11 +159,60 @@ wait:
 	return pos
 }
 
+// pruneRecent drops the keys blocked on before the last orderWindow (all
+// of them if that is not enough). The caller holds mu.
+func (f *blockFence) pruneRecent(now int64) {
+	if f.recentKeys == nil {
+		f.recentKeys = map[recentKey]int64{}
+		return
+	}
+	for k, at := range f.recentKeys {
+		if now-at >= int64(orderWindow) {
+			delete(f.recentKeys, k)
+		}
+	}
+	if len(f.recentKeys) >= recentMax {
+		clear(f.recentKeys)
+	}
+}
+
 // recent reports whether a blocking command arrived in the last
 // orderWindow.
 func (f *blockFence) recent() bool {
 	l := f.last.Load()
 	return l != 0 && time.Now().UnixNano()-l < int64(orderWindow)
+}
+
+// blockedRecently reports whether a write of database db must wait for
+// the other clients' input (see orderWriteNames): it names, at positions
+// pos of args, a key a blocking command named in the last orderWindow, or
+// one of queued does (EXEC's), or it names none and is not EXEC (FLUSHALL,
+// FLUSHDB, SWAPDB) while any blocking command arrived in that window.
+func (f *blockFence) blockedRecently(db int, args [][]byte, pos []int, exec bool, queued []protectedKey) bool {
+	if !f.recent() {
+		return false
+	}
+	if len(pos) == 0 && !exec {
+		return true
+	}
+	now := time.Now().UnixNano()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	hit := func(k recentKey) bool {
+		at, ok := f.recentKeys[k]
+		return ok && now-at < int64(orderWindow)
+	}
+	for _, p := range pos {
+		if hit(recentKey{db, codec.KeyHash(args[p])}) {
+			return true
+		}
+	}
+	for _, q := range queued {
+		if hit(recentKey{q.db, q.h}) {
+			return true
+		}
+	}
+	return false
 }
 
 // names reports whether one of args' keys at pos is one of e's.

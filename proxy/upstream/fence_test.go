@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
 )
 
@@ -102,5 +103,44 @@ func TestBlockFence(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a write waited at the fence beyond its bound")
+	}
+}
+
+// TestBlockedRecently: the writes of orderWriteNames wait for the other
+// clients' input only for a key a blocking command named in the last
+// orderWindow (EXEC: a key it queued), or, naming no key, after any
+// blocking command in that window; never before any blocking command.
+func TestBlockedRecently(t *testing.T) {
+	var f blockFence
+	del := argv("DEL", "s", "x")
+	if f.blockedRecently(0, del, []int{1, 2}, false, nil) || f.blockedRecently(0, argv("FLUSHALL"), nil, false, nil) {
+		t.Fatal("a write waits before any blocking command")
+	}
+	xread := argv("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+	f.leave(f.enter(3, xread, []int{4}))
+	for _, c := range []struct {
+		db     int
+		args   [][]byte
+		pos    []int
+		exec   bool
+		queued []protectedKey
+		want   bool
+	}{
+		{3, del, []int{1, 2}, false, nil, true},
+		{3, argv("DEL", "x"), []int{1}, false, nil, false},
+		{0, del, []int{1, 2}, false, nil, false}, // another database
+		{3, argv("FLUSHALL"), nil, false, nil, true},
+		{3, argv("EXEC"), nil, true, nil, false},
+		{3, argv("EXEC"), nil, true, []protectedKey{{3, codec.KeyHash([]byte("x"))}}, false},
+		{3, argv("EXEC"), nil, true, []protectedKey{{3, codec.KeyHash([]byte("s"))}}, true},
+	} {
+		if got := f.blockedRecently(c.db, c.args, c.pos, c.exec, c.queued); got != c.want {
+			t.Errorf("%q (db %d, queued %v): waits %v, want %v", c.args, c.db, c.queued, got, c.want)
+		}
+	}
+	// Past the window, nothing waits.
+	f.last.Store(time.Now().Add(-2 * orderWindow).UnixNano())
+	if f.blockedRecently(3, del, []int{1, 2}, false, nil) {
+		t.Fatal("a write waits for a blocking command older than orderWindow")
 	}
 }
