@@ -294,7 +294,7 @@ func (c *client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
-	if c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] {
+	if c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] && c.f.fence.recent() {
 		// A blocking command read meanwhile goes first (fence.go).
 		keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
 		c.keyBuf = keys

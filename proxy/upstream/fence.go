@@ -65,7 +65,9 @@ type blockFence struct {
 	mu   sync.Mutex
 	on   []*fenceEntry
 	// recentKeys maps the keys of the blocking commands of the last
-	// orderWindow (at least) to when they arrived (unix ns).
+	// orderWindow (at least) to when they arrived (unix ns); rmu guards
+	// it (writes read it, blocking commands write it).
+	rmu        sync.RWMutex
 	recentKeys map[recentKey]int64
 }
 
@@ -86,13 +88,15 @@ func (f *blockFence) enter(db int, args [][]byte, pos []int) *fenceEntry {
 	for i, p := range pos {
 		e.keys[i] = bytes.Clone(args[p])
 	}
-	f.mu.Lock()
+	f.rmu.Lock()
 	if f.recentKeys == nil || len(f.recentKeys) >= recentMax {
 		f.pruneRecent(now)
 	}
 	for _, k := range e.keys {
 		f.recentKeys[recentKey{db, codec.KeyHash(k)}] = now
 	}
+	f.rmu.Unlock()
+	f.mu.Lock()
 	f.on = append(f.on, e)
 	f.n.Store(int32(len(f.on)))
 	f.mu.Unlock()
@@ -160,7 +164,7 @@ wait:
 }
 
 // pruneRecent drops the keys blocked on before the last orderWindow (all
-// of them if that is not enough). The caller holds mu.
+// of them if that is not enough). The caller holds rmu.
 func (f *blockFence) pruneRecent(now int64) {
 	if f.recentKeys == nil {
 		f.recentKeys = map[recentKey]int64{}
@@ -196,8 +200,8 @@ func (f *blockFence) blockedRecently(db int, args [][]byte, pos []int, exec bool
 		return true
 	}
 	now := time.Now().UnixNano()
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.rmu.RLock()
+	defer f.rmu.RUnlock()
 	hit := func(k recentKey) bool {
 		at, ok := f.recentKeys[k]
 		return ok && now-at < int64(orderWindow)
