@@ -305,7 +305,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 		}
 		if c.f.fence.blockedRecently(c.DB(), args, keys, exec, queued) {
 			c.flushForwards()
-			c.AwaitOthers()
+			c.awaitOthersLong()
 		}
 	}
 	if c.f.fence.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || c.f.orderWrites[cmd]) && !cmd.Is(cmdtable.FlagBlocking) {

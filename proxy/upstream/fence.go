@@ -45,6 +45,17 @@ var orderWriteNames = []string{"del", "unlink", "set", "flushall", "flushdb", "s
 // orderWriteNames of that key wait for the other clients' input.
 const orderWindow = time.Second
 
+// orderRounds is how many times a write of orderWriteNames waits for the
+// other clients' input (AwaitOthers, bounded at 50 ms each) while they
+// stay busy and no blocking command has entered the fence: on a machine
+// so loaded that a client's goroutine waits for a CPU longer than 50 ms,
+// one bound is not enough for the blocking command sent first to be read.
+const orderRounds = 4
+
+// awaitLongMin is how long an AwaitOthers that ended at its bound took at
+// least (orderWaitMax, 50 ms, less a margin).
+const awaitLongMin = 40 * time.Millisecond
+
 // recentMax bounds the keys remembered as recently blocked on.
 const recentMax = 4096
 
@@ -229,4 +240,17 @@ func (e *fenceEntry) names(args [][]byte, pos []int) bool {
 		}
 	}
 	return false
+}
+
+// awaitOthersLong waits for the other clients' input (Conn.AwaitOthers)
+// up to orderRounds times while each wait ends at its bound and no
+// blocking command has entered the fence meanwhile.
+func (c *client) awaitOthersLong() {
+	for range orderRounds {
+		began := time.Now()
+		c.AwaitOthers()
+		if time.Since(began) < awaitLongMin || c.f.fence.n.Load() != 0 {
+			return
+		}
+	}
 }
