@@ -26,7 +26,8 @@ import (
 // was sent), and a write command naming one of those keys (or naming no
 // key: FLUSHALL, FLUSHDB, SWAPDB) that the front gets meanwhile waits for
 // it, at most fenceWaitMax. With no blocking command on its way a write
-// pays one atomic load.
+// pays one atomic load (and, below, one more; and once a blocking command
+// has run, a map lookup per command).
 
 // A write Spillway reads before the blocking command (their goroutines
 // race: the later bytes can be read first) would still go first. So the
