@@ -31,7 +31,7 @@ if [ ! -x "$SPILLWAY_BIN" ]; then
 fi
 export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
-run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart)$'
+run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|StreamTenMillion)$'
 timeout=20m
 if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
   echo "== In-process micro-benchmarks =="

@@ -467,6 +467,37 @@ func StreamModel(v *rdb.Stream, groupsOnly bool) (*stream.Stream, error) {
 	return l.Done(live, nil)
 }
 
+// StreamValue is StreamModel's inverse: the value DUMP writes for m (its
+// nodes with their live entries, its meta fields, groups, consumers and
+// pending entries), for proxy/rdb's Dump.Stream. A cold model's entries
+// are read from the store; a read error is m's (m.Err).
+func StreamValue(m *stream.Stream) *rdb.Stream {
+	v := &rdb.Stream{Length: uint64(m.Len()), Last: rdbID(m.Last), First: rdbID(m.First),
+		MaxDeleted: rdbID(m.MaxDeleted), EntriesAdded: m.EntriesAdded}
+	for _, n := range m.NodeList() {
+		rn := rdb.StreamNode{Master: rdbID(n.Master), Fields: n.Fields}
+		m.Range(n.Master, n.Last, false, func(e *stream.Entry) bool {
+			rn.Entries = append(rn.Entries, rdb.StreamEntry{ID: rdbID(e.ID), Fields: e.Fields})
+			return true
+		})
+		v.Nodes = append(v.Nodes, rn)
+	}
+	for _, g := range m.Groups() {
+		rg := rdb.StreamGroup{Name: g.Name, LastID: rdbID(g.LastID), EntriesRead: g.EntriesRead}
+		index := make(map[*stream.Consumer]int, len(g.Consumers()))
+		for i, c := range g.Consumers() {
+			index[c] = i
+			rg.Consumers = append(rg.Consumers, rdb.StreamConsumer{Name: c.Name, SeenTime: c.SeenTime})
+		}
+		for _, p := range g.PEL() {
+			rg.PEL = append(rg.PEL, rdb.StreamNACK{ID: rdbID(p.ID), DeliveryTime: p.DeliveryTime,
+				DeliveryCount: uint64(p.DeliveryCount), Consumer: index[p.Consumer]})
+		}
+		v.Groups = append(v.Groups, rg)
+	}
+	return v
+}
+
 // restoreStream stores v (validated: rdb.DecodeValue, or loadStream's
 // checks) as key (database db), which must not exist, in one
 // transaction. The caller closes the stream.

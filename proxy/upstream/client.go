@@ -294,6 +294,26 @@ func (c *client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
+	if c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] && c.f.fence.recent() {
+		// A blocking command read meanwhile goes first (fence.go).
+		keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
+		c.keyBuf = keys
+		var queued []protectedKey
+		exec := cmd.Name == "exec"
+		if exec {
+			queued = c.protected
+		}
+		if c.f.fence.blockedRecently(c.DB(), args, keys, exec, queued) {
+			c.flushForwards()
+			c.awaitOthersLong()
+		}
+	}
+	if c.f.fence.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || c.f.orderWrites[cmd]) && !cmd.Is(cmdtable.FlagBlocking) {
+		// Another client's blocking command is on its way upstream: a
+		// write it may concern follows it (fence.go).
+		c.flushForwards()
+		c.keyBuf = c.f.fence.waitFor(c.DB(), cmd, args, c.keyBuf, c.Block)
+	}
 	if c.asking {
 		if c.asking = false; c.f.local[cmd] == nil && c.pinned == nil && !cmd.Is(cmdtable.FlagBlocking) && !c.f.scripts[cmd] {
 			c.upAskingForward(cmd, args)

@@ -75,6 +75,13 @@ type Front struct {
 	// upstream knows it (CLIENT TRACKING ... REDIRECT).
 	passAddrs sync.Map
 
+	// fence orders writes after the blocking commands that reached the
+	// front before them; orderWrites are the writes that also wait for
+	// the other clients' input while blocking commands are in use
+	// (fence.go).
+	fence       blockFence
+	orderWrites map[*cmdtable.Command]bool
+
 	// blocked maps the id of each client blocked upstream (upBlocking)
 	// to the connection it waits on, for CLIENT UNBLOCK.
 	blockedMu sync.Mutex
@@ -128,6 +135,10 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f.scripts = map[*cmdtable.Command]bool{}
 	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
 		f.scripts[cmdtable.LookupFullName([]byte(name))] = true
+	}
+	f.orderWrites = map[*cmdtable.Command]bool{}
+	for _, name := range orderWriteNames {
+		f.orderWrites[cmdtable.LookupFullName([]byte(name))] = true
 	}
 	n := f.engine.Databases()
 	if opts.Target.DB >= n {

@@ -95,11 +95,17 @@ const blockSettle = 300 * time.Microsecond
 // blocked has its upstream connection closed, so the upstream stops
 // waiting for it too.
 func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
+	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
+	c.keyBuf = keys
+	var fence *fenceEntry
+	if cmd.Is(cmdtable.FlagBlocking) {
+		// Writes the front gets from now on wait until it is upstream.
+		fence = c.f.fence.enter(c.DB(), args, keys)
+		defer c.f.fence.leave(fence)
+	}
 	// The batch before it runs first, and leaves the gate: waiting for a
 	// demotion (prepareKeys) while holding it would deadlock the demoter.
 	c.flushForwards()
-	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
-	c.keyBuf = keys
 	n := len(c.protected)
 	defer func() {
 		for _, p := range c.protected[n:] {
@@ -120,7 +126,9 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		own = true
 	}
 	if cmd.Is(cmdtable.FlagBlocking) {
-		c.AwaitOthers() // BRPOPLPUSH sent earlier elsewhere blocks first
+		// BRPOPLPUSH sent earlier elsewhere blocks first. (A write waiting
+		// for this command at the fence shows as blocked: not waited for.)
+		c.AwaitOthers()
 	}
 	c.f.setBlocked(c.ID(), conn)
 	defer c.f.setBlocked(c.ID(), nil)
@@ -134,6 +142,7 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		// is marked blocked (Block): give the upstream time to read it
 		// first, as it reads sockets ready at once in any order.
 		time.Sleep(blockSettle)
+		c.f.fence.leave(fence)
 	}
 	type result struct {
 		r   []byte

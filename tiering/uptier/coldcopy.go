@@ -5,6 +5,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/tiering"
+	"github.com/spillway/spillway/tiering/stream"
 )
 
 // The cold store in upstream mode is the tiering engine with no hot tier:
@@ -63,6 +64,10 @@ type Value struct {
 	// Skiplist says the upstream held a sorted set in its skiplist
 	// encoding (OBJECT ENCODING), the one that keeps -0 scores.
 	Skiplist bool
+	// Stream is a stream whole (entries, Redis's nodes, meta fields,
+	// groups, consumers, pending entries), as decoded from the upstream's
+	// DUMP payload; Import writes its records.
+	Stream *stream.Stream
 }
 
 // Import writes values as cold copies in one store transaction, replacing
@@ -134,6 +139,21 @@ func importOne(tx *tiering.Tx, db int, v *Value) error {
 			}
 		}
 		if err := z.Close(); err != nil {
+			return err
+		}
+	case codec.TypeStream:
+		if v.Stream == nil {
+			return fmt.Errorf("stream without a model")
+		}
+		if _, err := tx.Delete(db, v.Key); err != nil {
+			return err
+		}
+		s, err := tx.OpenStream(db, v.Key, true)
+		if err != nil {
+			return err
+		}
+		s.Replace(v.Stream)
+		if err := s.Close(); err != nil {
 			return err
 		}
 	default:

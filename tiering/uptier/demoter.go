@@ -360,8 +360,8 @@ func (d *Demoter) round() error {
 }
 
 // noteStuck records that the upstream is over budget with nothing left to
-// demote (a budget below what the upstream needs empty, or only streams):
-// writers are not throttled then, and the log says so once.
+// demote (a budget below what the upstream needs empty, or only module
+// values): writers are not throttled then, and the log says so once.
 func (d *Demoter) noteStuck(used, budget int64) {
 	if !d.stuck.Swap(true) {
 		d.opts.Logger.Warn("upstream over budget with nothing left to demote; is maxmemory below what the upstream uses empty?",
@@ -452,7 +452,7 @@ func (d *Demoter) rank(c Conn, keys [][]byte) ([][]byte, error) {
 
 // Demote moves keys of db to the cold store, as the type comment says, and
 // returns how many moved. Keys protected or already moving are skipped;
-// keys of types the cold store does not hold (streams, modules) stay.
+// keys of types the cold store does not hold (modules) stay.
 func (d *Demoter) Demote(db int, keys [][]byte) (int, error) {
 	if len(keys) > 1 && d.opts.Cluster != nil && d.opts.Cluster() {
 		return d.demoteBySlot(db, keys)

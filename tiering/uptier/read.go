@@ -11,7 +11,9 @@ import (
 // big structures in chunks of chunkSize elements.
 
 // read WATCHes keys and reads each whole; a nil Value is a key that cannot
-// be demoted (gone, or a type the cold store does not hold).
+// be demoted (gone, or a type the cold store does not hold). A stream is
+// read in one request, its DUMP payload (decoded by the Conn): its groups,
+// consumers and pending entries are not listed by any chunked read.
 func (d *Demoter) read(c Conn, keys [][]byte) ([]*Value, error) {
 	infos, err := c.WatchDescribe(keys)
 	if err != nil {
@@ -67,7 +69,13 @@ func (d *Demoter) read(c Conn, keys [][]byte) ([]*Value, error) {
 		open = still
 	}
 	for i, v := range vals {
-		if v != nil && v.Type != codec.TypeString && len(v.Elems)+len(v.Members) == 0 {
+		switch {
+		case v == nil || v.Type == codec.TypeString:
+		case v.Type == codec.TypeStream:
+			if v.Stream == nil {
+				vals[i] = nil // gone meanwhile, or a stream the upstream cannot take back
+			}
+		case len(v.Elems)+len(v.Members) == 0:
 			vals[i] = nil // emptied meanwhile; EXEC will notice
 		}
 	}
@@ -75,7 +83,7 @@ func (d *Demoter) read(c Conn, keys [][]byte) ([]*Value, error) {
 }
 
 // TypeByName returns the type TYPE names, or codec.TypeNone for a type the
-// cold store does not hold (streams, modules) or a missing key.
+// cold store does not hold (modules) or a missing key.
 func TypeByName(s string) codec.Type {
 	switch s {
 	case "string":
@@ -88,6 +96,8 @@ func TypeByName(s string) codec.Type {
 		return codec.TypeList
 	case "zset":
 		return codec.TypeZSet
+	case "stream":
+		return codec.TypeStream
 	}
 	return codec.TypeNone
 }
@@ -101,6 +111,9 @@ func takeChunk(v *Value, r *ChunkReply, at uint64, seen *map[string]bool) (more 
 		if v.Str == nil {
 			v.Str = []byte{}
 		}
+		return false, 0, nil
+	case codec.TypeStream:
+		v.Stream = r.Stream // whole in one reply (DUMP)
 		return false, 0, nil
 	case codec.TypeList:
 		items := r.Items

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/tiering/stream"
 )
 
 // ErrUnavailable is wrapped by the errors of a Conn whose connection to
@@ -85,7 +86,8 @@ type KeyInfo struct {
 // Chunk asks for part of a key's value: a string whole (GET); Count list
 // elements (LRANGE) or sorted set members with their scores (ZRANGE
 // WITHSCORES) from index From; about Count hash fields and values (HSCAN)
-// or set members (SSCAN) from cursor From.
+// or set members (SSCAN) from cursor From; a stream whole (DUMP, From and
+// Count unused).
 type Chunk struct {
 	Key   []byte
 	Type  codec.Type
@@ -95,9 +97,13 @@ type Chunk struct {
 
 // ChunkReply is a chunk read: Str for a string (nil for a nil reply);
 // Items for the others (a sorted set's members and scores alternate, as do
-// a hash's fields and values); Cursor the next SCAN cursor (hash, set).
+// a hash's fields and values); Cursor the next SCAN cursor (hash, set);
+// Stream a stream's model, decoded from its DUMP payload (nil when the key
+// is gone, or when the upstream's payload is of a kind it would not take
+// back by RESTORE: the stream then stays upstream).
 type ChunkReply struct {
 	Str    []byte
 	Items  [][]byte
 	Cursor uint64
+	Stream *stream.Stream
 }

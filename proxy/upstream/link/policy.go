@@ -187,7 +187,14 @@ func (pc policyConn) WatchDescribe(keys [][]byte) ([]uptier.KeyInfo, error) {
 }
 
 func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error) {
-	for _, q := range reqs {
+	tooBig, err := pc.bigStreams(reqs)
+	if err != nil {
+		return nil, err
+	}
+	for i, q := range reqs {
+		if tooBig != nil && tooBig[i] {
+			continue
+		}
 		k := q.Key
 		from := strconv.FormatUint(q.From, 10)
 		to := strconv.FormatUint(q.From+uint64(q.Count)-1, 10)
@@ -203,6 +210,8 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 			pc.c.SendArgs([][]byte{[]byte("HSCAN"), k, []byte(from), []byte("COUNT"), []byte(count)})
 		case codec.TypeSet:
 			pc.c.SendArgs([][]byte{[]byte("SSCAN"), k, []byte(from), []byte("COUNT"), []byte(count)})
+		case codec.TypeStream:
+			pc.c.SendArgs([][]byte{[]byte("DUMP"), k})
 		default:
 			return nil, fmt.Errorf("upstream: cannot read a chunk of type %d", q.Type)
 		}
@@ -212,6 +221,9 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 	}
 	out := make([]uptier.ChunkReply, len(reqs))
 	for i, q := range reqs {
+		if tooBig != nil && tooBig[i] {
+			continue // no model: the stream stays upstream
+		}
 		r, err := pc.read()
 		if err != nil {
 			return nil, err
@@ -226,6 +238,12 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 			err = p.err
 		case codec.TypeList, codec.TypeZSet:
 			out[i].Items, err = ParseBulks(r)
+		case codec.TypeStream:
+			p := replyParser{b: r}
+			payload := p.bulk()
+			if err = p.err; err == nil && payload != nil {
+				out[i].Stream, err = decodeStreamPayload(q.Key, payload)
+			}
 		default: // hash, set
 			out[i].Cursor, out[i].Items, err = ParseScan(r)
 		}
@@ -234,6 +252,45 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 		}
 	}
 	return out, nil
+}
+
+// MaxStreamDemotion bounds the streams the demoter moves, by the
+// upstream's MEMORY USAGE: a stream moves whole, one DUMP and later one
+// RESTORE, and a payload past Redis's 512 MB bulk limit could not come
+// back. A bigger stream stays upstream. A variable for tests.
+var MaxStreamDemotion int64 = 256 << 20
+
+// bigStreams reports which stream requests of reqs name a stream over
+// MaxStreamDemotion (MEMORY USAGE, one round trip, only when reqs hold a
+// stream); nil when none does.
+func (pc policyConn) bigStreams(reqs []uptier.Chunk) ([]bool, error) {
+	n := 0
+	for _, q := range reqs {
+		if q.Type == codec.TypeStream {
+			pc.c.SendArgs([][]byte{[]byte("MEMORY"), []byte("USAGE"), q.Key})
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if err := pc.flush(); err != nil {
+		return nil, err
+	}
+	big := make([]bool, len(reqs))
+	for i, q := range reqs {
+		if q.Type != codec.TypeStream {
+			continue
+		}
+		r, err := pc.read()
+		if err != nil {
+			return nil, err
+		}
+		if used, ok := IntReply(r); ok && used > MaxStreamDemotion {
+			big[i] = true
+		}
+	}
+	return big, nil
 }
 
 func (pc policyConn) Unwatch() { pc.c.Do("UNWATCH") }
