@@ -17,15 +17,16 @@ import (
 // bench's; 4.7 bits of entropy a byte: 0.59x at best, and Snappy, like
 // Redis's LZF, finds nothing to compress):
 //
-//	go test -run '^$' -bench 'BenchmarkCompression(Write/rand|Get)' -benchtime 1x|200000x ./coldstore/
+//	go test -run '^$' -bench 'BenchmarkCompression(Write/rand|Get|Scan)' -benchtime 1x|200000x|50000x ./coldstore/
 //
-//	                     sst/values  write CPU ms/MB  Get CPU µs (96 MB)  (320 MB)
-//	Snappy 16 KB          1.02        14-19           8.3-9.9             12.6
-//	zstd1 16 KB, all      0.61        29-34           15-16
-//	zstd3 16 KB, all      0.62        45-48           17.8-18
-//	zstd1 16 KB, L5-L6    0.61        28-32           15-17               21.1
-//	zstd1 8 KB, L5-L6     0.62        -               -                   17.4
-//	zstd1 4 KB, L5-L6     0.63        31-37           9.7-11.6            13.5
+//	                    sst/values  write CPU   Get CPU µs         Scan CPU µs
+//	                                ms/MB       96 MB    320 MB    96 MB
+//	Snappy 16 KB         1.02       14-19       8.3-9.9  12.6      26.6
+//	zstd1 16 KB, all     0.61       29-34       15-16
+//	zstd3 16 KB, all     0.62       45-48       17.8-18
+//	zstd1 16 KB, L5-L6   0.61       28-32       15-17    21.1      37.8
+//	zstd1 8 KB, L5-L6    0.62                            17.4      44.6
+//	zstd1 4 KB, L5-L6    0.63       31-37       9.7-11.6 13.5      52.4
 //
 // Write CPU is the process's CPU time per MB of values written (one commit
 // each, in random key order as Spillway's hashed meta keys), flushes and
@@ -33,7 +34,11 @@ import (
 // which on such data are otherwise copies. A cold read decompresses one data
 // block, so zstd's cost there scales with the block: at 4 KB it is near
 // Snappy's (whose blocks of random letters are stored raw), at 16 KB 1.7x.
-// Below 4 KB the index grows past what a small block cache keeps. Pure-Go
+// A scan (20 values of 1 KB from a random key, as promoting a cold hash of
+// 20 fields) decompresses every byte it reads, and pays per block besides:
+// 4 KB blocks cost it twice Snappy's CPU, 16 KB 1.4x. Point lookups (GET,
+// HGET, SISMEMBER, ZSCORE of cold keys) are the commoner cold read, hence
+// 4 KB. Below 4 KB the index outgrows a small block cache. Pure-Go
 // zstd (klauspost, build tag pebblegozstd) did not compress these blocks by
 // the 12% Pebble requires (0.97-1.02x); MinLZ needs a newer table format
 // and, like Snappy, has no entropy coder.
