@@ -21,7 +21,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/spillway/spillway/codec"
 )
@@ -72,6 +71,10 @@ type Options struct {
 	MemTableBytes int64
 	Fsync         Fsync
 	Logger        *slog.Logger
+
+	// compression overrides defaultCompressionPlan (tests and benchmarks
+	// compare plans).
+	compression compressionPlan
 }
 
 // memTableCount is how many memtables Pebble may hold (one mutable, one
@@ -135,11 +138,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		po.Levels[i].BlockSize = 16 << 10
-		// Snappy: cheap to decompress on the cold-read path. (Zstd, through
-		// cgo, cost a third of the CPU of a write-heavy load in profiles.)
-		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
 	}
+	plan := opts.compression
+	if plan == nil {
+		plan = defaultCompressionPlan
+	}
+	applyCompressionPlan(po, plan)
 	po.EnsureDefaults()
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
