@@ -1,6 +1,8 @@
 package coldstore
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
 )
@@ -95,4 +97,36 @@ func applyCompressionPlan(po *pebble.Options, plan compressionPlan) {
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return p }
 		po.Levels[i].BlockSize = size
 	}
+}
+
+// Compression is the codec of the store's bottom levels (the
+// cold-compression setting); the levels above always use Snappy.
+type Compression int
+
+const (
+	// CompressZstd is zstd level 1 in 4 KB blocks on L5-L6
+	// (defaultCompressionPlan).
+	CompressZstd Compression = iota
+	// CompressSnappy is Snappy in 16 KB blocks on every level (the plan
+	// before zstd): cheaper to write and to scan, larger on disk.
+	CompressSnappy
+)
+
+// ParseCompression parses cold-compression's words, "zstd" and "snappy".
+func ParseCompression(s string) (Compression, error) {
+	switch s {
+	case "zstd":
+		return CompressZstd, nil
+	case "snappy":
+		return CompressSnappy, nil
+	}
+	return 0, fmt.Errorf("coldstore: unknown compression %q", s)
+}
+
+// plan is c's compression plan.
+func (c Compression) plan() compressionPlan {
+	if c == CompressSnappy {
+		return uniformPlan(sstable.SnappyCompression, 16<<10)
+	}
+	return defaultCompressionPlan
 }

@@ -8,14 +8,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/spillway/spillway/codec"
 )
-
-// snappyPlan is the plan of stores written before the per-level plan:
-// Snappy at every level, 16 KB blocks.
-var snappyPlan = uniformPlan(sstable.SnappyCompression, 16<<10)
 
 // tableCompressions returns, per level, the compression profile names of
 // the store's sstables (as recorded in each table's properties).
@@ -63,7 +58,8 @@ func TestSnappyStoreOpensWithCurrentPlan(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, CacheBytes: 1 << 20, MemTableBytes: 1 << 20, Logger: quietLogger, compression: snappyPlan})
+	// cold-compression snappy is that plan.
+	s, err := Open(Options{Dir: dir, CacheBytes: 1 << 20, MemTableBytes: 1 << 20, Logger: quietLogger, Compression: CompressSnappy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +137,17 @@ func TestDefaultCompressionPlan(t *testing.T) {
 	want := "L0:Snappy/16k L1:Snappy/16k L2:Snappy/16k L3:Snappy/16k L4:Snappy/16k L5:ZSTD1/4k L6:ZSTD1/4k"
 	if s := strings.Join(got, " "); s != want {
 		t.Errorf("plan = %s, want %s", s, want)
+	}
+}
+
+// TestParseCompression: cold-compression's words, and nothing else.
+func TestParseCompression(t *testing.T) {
+	for word, want := range map[string]Compression{"zstd": CompressZstd, "snappy": CompressSnappy} {
+		if got, err := ParseCompression(word); err != nil || got != want {
+			t.Errorf("ParseCompression(%q) = %v, %v; want %v", word, got, err, want)
+		}
+	}
+	if _, err := ParseCompression("lz4"); err == nil {
+		t.Error("ParseCompression(lz4) accepted")
 	}
 }

@@ -71,6 +71,8 @@ type Options struct {
 	MemTableBytes int64
 	Fsync         Fsync
 	Logger        *slog.Logger
+	// Compression is the bottom levels' codec (cold-compression).
+	Compression Compression
 
 	// compression overrides defaultCompressionPlan (tests and benchmarks
 	// compare plans).
@@ -141,7 +143,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	plan := opts.compression
 	if plan == nil {
-		plan = defaultCompressionPlan
+		plan = opts.Compression.plan()
 	}
 	applyCompressionPlan(po, plan)
 	po.EnsureDefaults()

@@ -156,12 +156,17 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	compression, err := coldstore.ParseCompression(cfg.ColdCompression())
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	cold, err := coldstore.Open(coldstore.Options{
 		Dir:           dir,
 		CacheBytes:    b.cache,
 		MemTableBytes: b.memtable,
 		Fsync:         fsync,
+		Compression:   compression,
 		Logger:        log,
 	})
 	if err != nil {

@@ -142,6 +142,11 @@ func (c *Config) BlockCache() int64 {
 // ExpireSweepKeysPerTick bounds the expired cold keys removed per sweeper tick.
 func (c *Config) ExpireSweepKeysPerTick() int { return int(c.load(idxExpireSweepKeysPerTick).n) }
 
+// ColdCompression is cold-compression: "zstd" or "snappy".
+func (c *Config) ColdCompression() string {
+	return keyed[idxColdCompression].enum[c.load(idxColdCompression).n]
+}
+
 // MetricsAddr is the Prometheus endpoint's listen address, "" when
 // metrics-port is 0.
 func (c *Config) MetricsAddr() string {

@@ -62,6 +62,7 @@ const (
 	idxColdReadMaxBytes
 	idxBlockCache
 	idxExpireSweepKeysPerTick
+	idxColdCompression
 	idxMetricsPort
 	idxMetricsBind
 	// Redis-compatible settings.
@@ -238,6 +239,11 @@ var keyed = [numKeyed]*setting{
 		"Cold store block cache size (0: maxmemory/8; 64mb in upstream mode).").own(),
 	idxExpireSweepKeysPerTick: intSetting("expire-sweep-keys-per-tick", 1, maxInt32, "1000",
 		"Expired cold keys removed per sweeper tick, at most.").own(),
+	idxColdCompression: enumSetting("cold-compression", []string{"zstd", "snappy"}, "zstd",
+		"Block compression of the cold store's bottom levels (most of its data): `zstd` (level 1, 4 KB "+
+			"blocks: about 0.6x the size of random-letter values) or `snappy` (cheaper to write and scan, "+
+			"compresses less). The levels above always use Snappy. Read at start; tables written before "+
+			"take the new codec as compactions rewrite them.").withMut(immutable).own(),
 	idxMetricsPort: intSetting("metrics-port", 0, 65535, "0",
 		"Port of the Prometheus endpoint (`/metrics` over HTTP) on metrics-bind; 0: none. CONFIG SET "+
 			"starts, moves (the new address is bound before the old one is closed) or stops it.").own(),
