@@ -9,10 +9,13 @@
 #
 # Quick sections (integration/bench_*_test.go):
 #   TestBenchHotPath   redis-benchmark's standard ops, embedded, vs redis-server
+#                      with AOF everysec, then writes with appendfsync always
 #   TestBenchProxy     the same ops through twemproxy and upstream mode
 #   TestBenchColdReads uniform and Zipfian reads of a dataset 10x the budget
 #   TestBenchMemory    RSS at 1x/5x/20x the budget, disk vs RDB
 #   TestBenchRestart   time to first command with millions of cold keys
+#   TestBenchStreams   XADD, XRANGE and a consumer group (XREADGROUP + XACK)
+#   TestBenchStreamTenMillion  a 10,000,000-entry stream under maxmemory 64mb
 # bench-full adds larger sizes and every other section (bulk load, lists,
 # queue, sorted sets, cold hashes and sets) and the in-process
 # micro-benchmarks.
@@ -31,7 +34,7 @@ if [ ! -x "$SPILLWAY_BIN" ]; then
 fi
 export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
-run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|StreamTenMillion)$'
+run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|Streams|StreamTenMillion)$'
 timeout=20m
 if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
   echo "== In-process micro-benchmarks =="
