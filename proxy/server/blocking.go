@@ -446,12 +446,18 @@ func (c *Client) inputPending(ticket, id int64) bool {
 // connections in order and sends on them in order expects.
 const orderTie = int64(2 * time.Millisecond)
 
-// goesFirst reports whether the client with ticket t1 and id id1 goes
-// before the one with t2 and id2 among clients waiting for each other's
-// input. Three clients within orderTie of each other can make a cycle;
-// the waits are bounded (orderWaitMax), so a cycle costs time, never a
-// hang.
+// goesFirst reports whether the client with ticket t1 and rank id1
+// (orderID) goes before the one with t2 and id2 among clients waiting for
+// each other's input. A fresh client goes before one that is not whatever
+// the times: its goroutine may read its command late on a loaded machine,
+// and a command it sent after the other's, with no reply in between, is
+// concurrent with it (either order is Redis's for some arrival). Three
+// clients within orderTie of each other can make a cycle; the waits are
+// bounded (orderWaitMax), so a cycle costs time, never a hang.
 func goesFirst(t1, id1, t2, id2 int64) bool {
+	if f1, f2 := id1 < 0, id2 < 0; f1 != f2 {
+		return f1
+	}
 	if d := t1 - t2; d > orderTie || d < -orderTie {
 		return t1 < t2
 	}
@@ -484,12 +490,18 @@ func (c *Client) awaitOthers() {
 	}
 }
 
-// freshWindow is how long after its connection a client that has not
-// finished a command yet counts as fresh (see awaitFresh).
+// freshWindow is how long after its connection a client counts as fresh
+// (see awaitFresh), until it has run freshCommands commands.
 const freshWindow = time.Second
 
+// freshCommands is how many commands a client runs fresh: a test's or an
+// application's new connection often sends one command first (Redis's
+// deferring clients a PING or SELECT, a pool AUTH or HELLO) and then the
+// one that races an older connection's.
+const freshCommands = 2
+
 // freshClients are the connections accepted in the last freshWindow that
-// have not finished their first command.
+// have not finished freshCommands commands.
 type freshClients struct {
 	n    atomic.Int32 // len(list): the writers' one-load test
 	mu   sync.Mutex
@@ -498,6 +510,7 @@ type freshClients struct {
 
 // add registers c, just accepted.
 func (f *freshClients) add(c *Client) {
+	c.freshLeft = freshCommands
 	c.fresh.Store(true)
 	f.mu.Lock()
 	f.list = append(f.list, c)
@@ -505,7 +518,7 @@ func (f *freshClients) add(c *Client) {
 	f.mu.Unlock()
 }
 
-// end takes c out (its first command is done, or it is gone); a no-op
+// end takes c out (its first commands are done, or it is gone); a no-op
 // for a client no longer fresh.
 func (f *freshClients) end(c *Client) {
 	if !c.fresh.Swap(false) {
@@ -544,31 +557,35 @@ func (f *freshClients) snapshot(buf []*Client) []*Client {
 }
 
 // orderID is c's rank among clients whose commands were read within
-// orderTie of each other: a client running its first command ranks before
-// every other (a connection opened and used at once, as Redis's tests'
-// deferring clients are, sent its command before an older connection's
-// next one), then clients rank by id.
+// orderTie of each other: a fresh client (connected less than
+// freshWindow ago, running one of its first freshCommands commands) ranks
+// before every other (a connection opened and used at once, as Redis's
+// tests' deferring clients are, sent its command before an older
+// connection's next one), then clients rank by id.
 func (c *Client) orderID() int64 {
 	if c.fresh.Load() {
-		return c.id - 1<<62
+		return c.id - 1<<62 // negative: see goesFirst
 	}
 	return c.id
 }
 
-// awaitFresh waits, before a write command, until the connections opened
-// in the last freshWindow have run the input they have sent (see
-// inputPending): a client that connects and sends a blocking read just
-// before another client deletes or overwrites the key (Redis's
-// XREADGROUP BLOCK then DEL, SET, FLUSHALL, SWAPDB) then blocks first and
-// is unblocked by the write, as in Redis's single thread, instead of
-// finding the key already gone. Bounded by orderWaitMax; with no fresh
-// connection it costs one atomic load (the caller's).
+// awaitFresh waits, before a write command, until the fresh connections
+// (opened in the last freshWindow, within their first freshCommands
+// commands) have run the input they have sent (see inputPending): a
+// client that connects and sends a blocking read just before another
+// client deletes or overwrites the key (Redis's XREADGROUP BLOCK then DEL,
+// SET, FLUSHALL, SWAPDB) then blocks first and is unblocked by the write,
+// as in Redis's single thread, instead of finding the key already gone. A
+// fresh writer waits only for fresh clients connected before it. Bounded
+// by orderWaitMax; with no fresh connection it costs one atomic load (the
+// caller's).
 func (c *Client) awaitFresh() bool {
 	var buf [8]*Client
 	fresh := c.s.fresh.snapshot(buf[:0])
 	if len(fresh) == 0 {
 		return false
 	}
+	self := c.fresh.Load()
 	ticket := c.src.await()
 	defer c.src.done()
 	waited := false
@@ -576,7 +593,10 @@ func (c *Client) awaitFresh() bool {
 	for {
 		busy := false
 		for _, o := range fresh {
-			if o != c && o.fresh.Load() && o.inputPending(ticket, c.orderID()) {
+			if o == c || self && o.id > c.id {
+				continue
+			}
+			if o.fresh.Load() && o.inputPending(ticket, c.orderID()) {
 				busy = true
 				break
 			}

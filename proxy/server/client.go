@@ -147,7 +147,10 @@ type Client struct {
 	lastIO   atomic.Int64 // unix ms of the last command
 	killed   atomic.Bool
 	blocked  atomic.Bool // waiting in a blocking pop or for a pause to end
-	fresh    atomic.Bool // accepted lately, first command not done (freshClients)
+	fresh    atomic.Bool // accepted lately, its first commands not done (freshClients)
+	// freshLeft counts the commands left before a fresh client is not
+	// (the client's goroutine only).
+	freshLeft int
 	// monitoring: the client is in MONITOR mode (monitor.go).
 	monitoring atomic.Bool
 	dbShown    atomic.Int32
@@ -248,7 +251,9 @@ func (c *Client) serve() {
 		}
 		c.execute(args)
 		if c.fresh.Load() {
-			c.s.fresh.end(c)
+			if c.freshLeft--; c.freshLeft <= 0 {
+				c.s.fresh.end(c)
+			}
 		}
 		if c.quit || c.killed.Load() {
 			c.markGone() // tracking redirected here is broken from now

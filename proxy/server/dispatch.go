@@ -209,7 +209,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		return
 	}
 	if c.fwd != nil {
-		if c.s.fresh.n.Load() != 0 && !c.fresh.Load() && (cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") {
+		if c.s.fresh.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") {
 			c.awaitFresh()
 		}
 		c.s.stats.commands.Add(1)
@@ -227,7 +227,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	}
 	if c.awaitIfWaking(cmd, args) {
 		start = time.Now() // the wait is not the command's time
-	} else if c.s.fresh.n.Load() != 0 && !c.fresh.Load() && c.group == nil &&
+	} else if c.s.fresh.n.Load() != 0 && c.group == nil &&
 		(cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") && c.awaitFresh() {
 		start = time.Now()
 	}
