@@ -115,6 +115,8 @@ type Engine struct {
 	// (read-held by each; the reclaimer only try-locks it): their marked
 	// versions must not be reclaimed before they are installed.
 	reclaimGate sync.RWMutex
+	// zbounds: how far cold sorted sets are known consumed (zset.go).
+	zbounds zsetBounds
 
 	Stats Stats
 	// observer is told of key modifications (observe.go).
