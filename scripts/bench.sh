@@ -13,6 +13,8 @@
 #   TestBenchColdReads uniform and Zipfian reads of a dataset 10x the budget
 #   TestBenchMemory    RSS at 1x/5x/20x the budget, disk vs RDB
 #   TestBenchRestart   time to first command with millions of cold keys
+#   TestBenchConsume   cold sorted sets, lists, sets, streams and expiring
+#                      keys popped down: first vs last 10% of the pops
 # bench-full adds larger sizes and every other section (bulk load, lists,
 # queue, sorted sets, cold hashes and sets) and the in-process
 # micro-benchmarks.
@@ -31,7 +33,7 @@ if [ ! -x "$SPILLWAY_BIN" ]; then
 fi
 export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
-run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart)$'
+run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|Consume)$'
 timeout=20m
 if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
   echo "== In-process micro-benchmarks =="

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/spillway/spillway/codec"
 )
 
 // Structures consumed at one end (queues) must not slow down with the
@@ -258,5 +260,53 @@ func TestConsumedListPopsCostTheSame(t *testing.T) {
 				return l.Close()
 			})
 		})
+	}
+}
+
+// TestConsumedSetPopsCostTheSame: SPOP of a cold set draws from a random
+// point of the member order; the members popped before must not be
+// stepped over again.
+func TestConsumedSetPopsCostTheSame(t *testing.T) {
+	v := newEnv(t, consumeOpts())
+	for lo := 0; lo < consumeN; lo += 1000 {
+		v.do(func(tx *Tx) error {
+			c, err := tx.OpenColl(0, []byte("s"), codec.TypeSet, true)
+			if err != nil {
+				return err
+			}
+			for i := lo; i < min(lo+1000, consumeN); i++ {
+				if _, err := c.Set([]byte(zsetMember(i)), nil); err != nil {
+					return err
+				}
+			}
+			return c.Close()
+		})
+	}
+	seen := make(map[string]bool, consumeN)
+	checkConsumeCost(t, v, "SPOP", consumeN, func(int) {
+		v.do(func(tx *Tx) error {
+			c, err := tx.OpenColl(0, []byte("s"), codec.TypeSet, false)
+			if err != nil || c == nil {
+				return errors.Join(err, errors.New("set gone"))
+			}
+			if c.Resident() {
+				return errors.New("set is hot")
+			}
+			var got []byte
+			if err := c.Random(1, true, func(f, _ []byte) { got = append([]byte(nil), f...) }); err != nil {
+				return err
+			}
+			if seen[string(got)] {
+				return fmt.Errorf("SPOP: %q popped twice", got)
+			}
+			seen[string(got)] = true
+			if ok, err := c.Del(got); err != nil || !ok {
+				return errors.Join(err, fmt.Errorf("SREM %q: %v", got, ok))
+			}
+			return c.Close()
+		})
+	})
+	if len(seen) != consumeN {
+		t.Fatalf("%d members popped, want %d", len(seen), consumeN)
 	}
 }

@@ -117,6 +117,8 @@ type Engine struct {
 	reclaimGate sync.RWMutex
 	// zbounds: how far cold sorted sets are known consumed (zset.go).
 	zbounds zsetBounds
+	// collHoles: the consumed parts of cold hashes and sets (coll.go).
+	collHoles collHoles
 
 	Stats Stats
 	// observer is told of key modifications (observe.go).
