@@ -462,11 +462,8 @@ const maxZBounds = 1024
 type zbound struct {
 	lo []byte // no live record sorts before lo (nil: nothing known)
 	hi []byte // no live record sorts at or after hi (nil: nothing known)
-	// seq, when not 0, is the transaction whose own removals the bounds
-	// count on: they hold only if it committed, which probe (a record it
-	// deleted) tells: absent from the committed store iff it did.
-	seq   uint64
-	probe []byte
+	// claim: the transaction whose own removals the bounds count on.
+	claim pendingClaim
 }
 
 // hasBound reports whether z's index has bounds (one map lookup).
@@ -480,13 +477,9 @@ func (z *ZSet) bound() *zbound {
 	if b == nil {
 		return nil
 	}
-	if b.seq != 0 && b.seq != z.tx.TxID() {
-		_, found, err := z.tx.e.cold.Get(b.probe, nil)
-		if err != nil || found { // it aborted (or we cannot tell)
-			delete(bs.m, z.e.Version)
-			return nil
-		}
-		b.seq, b.probe = 0, nil
+	if !b.claim.settle(z.tx) { // it aborted (or we cannot tell)
+		delete(bs.m, z.e.Version)
+		return nil
 	}
 	return b
 }
@@ -495,7 +488,7 @@ func (z *ZSet) bound() *zbound {
 // recorded: it sees the committed store (nothing written yet), or writes
 // of the one transaction the bounds already depend on.
 func (z *ZSet) learnable(b *zbound) bool {
-	return z.tx.batch.Empty() || b != nil && b.seq == z.tx.TxID()
+	return z.tx.batch.Empty() || b != nil && b.claim.seq == z.tx.TxID()
 }
 
 // learnLo records that first is the least live index record of z.
@@ -541,8 +534,8 @@ func (z *ZSet) boundRemoved(k []byte) {
 		b.hi = b.hi[:len(k)]
 		moved = true
 	}
-	if moved && b.seq == 0 {
-		b.seq, b.probe = z.tx.TxID(), append(b.probe[:0], k...)
+	if moved {
+		b.claim.dependOn(z.tx, k)
 	}
 }
 
