@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/spillway/spillway/codec"
 )
@@ -308,5 +309,72 @@ func TestConsumedSetPopsCostTheSame(t *testing.T) {
 	})
 	if len(seen) != consumeN {
 		t.Fatalf("%d members popped, want %d", len(seen), consumeN)
+	}
+}
+
+// TestSweepsOfLaterWavesCostTheSame: the expiry sweeper deletes index
+// entries in time order; a wave of keys expiring after a wave already
+// swept must not step over the first wave's tombstones.
+func TestSweepsOfLaterWavesCostTheSame(t *testing.T) {
+	v := newEnv(t, consumeOpts())
+	v.e.SetExpiryPaused(true) // the test sweeps
+	const n, step = consumeN, 100
+	var at int64
+	sweepWave := func(wave int) (first, last int64) {
+		at = v.now() + 30
+		v.do(func(tx *Tx) error {
+			for i := range n {
+				if err := tx.SetString(0, []byte(fmt.Sprintf("w%d:%s", wave, zsetMember(i))), []byte("v"), at); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for v.now() <= at {
+			time.Sleep(5 * time.Millisecond)
+		}
+		swept := 0
+		for swept < n {
+			var got int
+			p := v.pointsOf(func() {
+				var err error
+				if got, err = v.e.SweepExpired(step); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if got != step {
+				t.Fatalf("wave %d: a sweep after %d removed %d, want %d", wave, swept, got, step)
+			}
+			swept += got
+			switch {
+			case swept <= n/10:
+				first += p
+			case swept > n-n/10:
+				last += p
+			}
+		}
+		if keys, _ := v.sizes(0); keys != 0 {
+			t.Fatalf("wave %d: %d keys left", wave, keys)
+		}
+		return first, last
+	}
+	first, _ := sweepWave(1)
+	_, last := sweepWave(2)
+	t.Logf("sweeper: %d keys a wave: iterator points %.2f a key for the first tenth of wave 1, %.2f for the last tenth of wave 2",
+		n, float64(first)/(n/10), float64(last)/(n/10))
+	if float64(last) > maxCostRatio*float64(max(first, n/10)) {
+		t.Errorf("the last %d keys of wave 2 cost %d iterator points, the first %d of wave 1 %d: over %.2fx", n/10, last, n/10, first, maxCostRatio)
+	}
+	// An expiry written below the floor (due before the second wave) is
+	// swept.
+	v.set(0, "early", "v", at-5)
+	if keys, _ := v.sizes(0); keys != 1 {
+		t.Fatalf("%d keys stored, want the early one", keys)
+	}
+	if _, err := v.e.SweepExpired(step); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := v.sizes(0); keys != 0 {
+		t.Fatalf("a key due before the floor was not swept: %v", v.keys(0))
 	}
 }

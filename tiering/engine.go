@@ -119,6 +119,8 @@ type Engine struct {
 	zbounds zsetBounds
 	// collHoles: the consumed parts of cold hashes and sets (coll.go).
 	collHoles collHoles
+	// expiryFloor: how far the expiry index is known swept (sweep.go).
+	expiryFloor expiryFloor
 
 	Stats Stats
 	// observer is told of key modifications (observe.go).
