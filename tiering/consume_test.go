@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/tiering/stream"
 )
 
 // Structures consumed at one end (queues) must not slow down with the
@@ -377,4 +378,68 @@ func TestSweepsOfLaterWavesCostTheSame(t *testing.T) {
 	if keys, _ := v.sizes(0); keys != 0 {
 		t.Fatalf("a key due before the floor was not swept: %v", v.keys(0))
 	}
+}
+
+// TestConsumedStreamPopsCostTheSame: XDEL of the oldest entry and XTRIM
+// MINID of one entry at a time, on a cold stream: finding the new first
+// entry (and first node) must not walk over the entries deleted before.
+func TestConsumedStreamPopsCostTheSame(t *testing.T) {
+	v := newEnv(t, consumeOpts())
+	id := func(i int) stream.ID { return stream.ID{Ms: uint64(i + 1), Seq: 1} }
+	withStream := func(key string, f func(x *Stream) error) {
+		t.Helper()
+		v.do(func(tx *Tx) error {
+			x, err := tx.OpenStream(0, []byte(key), true)
+			if err != nil {
+				return err
+			}
+			if err := f(x); err != nil {
+				return err
+			}
+			return x.Close()
+		})
+	}
+	for _, key := range []string{"xdel", "xtrim"} {
+		for lo := 0; lo < consumeN; lo += 1000 {
+			withStream(key, func(x *Stream) error {
+				for i := lo; i < lo+1000; i++ {
+					x.Append(id(i), [][]byte{[]byte("f"), []byte(zsetMember(i))}, 100, 4096) // Redis's node limits
+				}
+				return nil
+			})
+		}
+		// Each XADD rewrote its node's record: flushed, the memtable's
+		// versions of them are gone and the walks count the pops' work.
+		if err := v.s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		withStream(key, func(x *Stream) error {
+			if !x.Cold() || x.Len() != consumeN {
+				return fmt.Errorf("%s: cold %v, %d entries, want cold and %d", key, x.Cold(), x.Len(), consumeN)
+			}
+			return nil
+		})
+	}
+	checkConsumeCost(t, v, "XDEL of the oldest", consumeN, func(i int) {
+		withStream("xdel", func(x *Stream) error {
+			if !x.Delete(id(i)) {
+				return fmt.Errorf("XDEL %v: not there", id(i))
+			}
+			if x.Len() > 0 && x.First != id(i+1) {
+				return fmt.Errorf("after XDEL %v: first %v, want %v", id(i), x.First, id(i+1))
+			}
+			return nil
+		})
+	})
+	checkConsumeCost(t, v, "XTRIM MINID", consumeN, func(i int) {
+		withStream("xtrim", func(x *Stream) error {
+			if n := x.Trim(stream.TrimArgs{Strategy: stream.TrimMinID, MinID: id(i + 1)}); n != 1 {
+				return fmt.Errorf("XTRIM MINID %v: %d trimmed, want 1", id(i+1), n)
+			}
+			if x.Len() > 0 && x.First != id(i+1) {
+				return fmt.Errorf("after XTRIM MINID %v: first %v", id(i+1), x.First)
+			}
+			return nil
+		})
+	})
 }
