@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs `make bench` (quick: about 10 minutes on 2 cores) or, with
+# Runs `make bench` (quick: about 20 minutes on 2 cores) or, with
 # SPILLWAY_BENCH_FULL=1, `make bench-full`. Each section starts its own
 # references on loopback (redis-server, twemproxy) beside bin/spillway,
 # measures alternately, prints Markdown tables with each figure beside its
@@ -34,7 +34,7 @@ fi
 export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
 run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|Consume)$'
-timeout=20m
+timeout=40m
 if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
   echo "== In-process micro-benchmarks =="
   "$GO" test -run '^$' -bench . -benchtime 300ms ./codec/ ./proxy/... ./tiering/...
