@@ -1,9 +1,11 @@
 package tiering
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -442,4 +444,54 @@ func TestConsumedStreamPopsCostTheSame(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestHoleSetAgainstModel drives a holeSet with random adds and cuts over
+// one-byte keys and checks it against a model (the covered keys; a hole
+// is a maximal run of them, since touching holes merge) and its own
+// invariants: sorted, disjoint, never touching.
+func TestHoleSetAgainstModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const u = 40
+	key := func(p int) []byte { return []byte{byte(p)} }
+	for round := range 200 {
+		var h holeSet
+		var covered [u + 1]bool
+		for op := range 60 {
+			if r.IntN(3) > 0 {
+				s := r.IntN(u)
+				e := s + 1 + r.IntN(u-s)
+				h.add(key(s), key(e), true)
+				for p := s; p < e; p++ {
+					covered[p] = true
+				}
+			} else {
+				k := r.IntN(u)
+				h.cut(key(k))
+				if covered[k] {
+					lo, hi := k, k
+					for lo > 0 && covered[lo-1] {
+						lo--
+					}
+					for hi < u && covered[hi] {
+						hi++
+					}
+					for p := lo; p < hi; p++ {
+						covered[p] = false
+					}
+				}
+			}
+			for i := range h.holes {
+				x := h.holes[i]
+				if bytes.Compare(x.start, x.end) >= 0 || i > 0 && bytes.Compare(h.holes[i-1].end, x.start) >= 0 {
+					t.Fatalf("round %d op %d: holes %q not sorted, disjoint and apart", round, op, h.holes)
+				}
+			}
+			for p := range u {
+				if got := h.find(key(p)) >= 0; got != covered[p] {
+					t.Fatalf("round %d op %d: key %d in a hole %v, model %v (holes %q)", round, op, p, got, covered[p], h.holes)
+				}
+			}
+		}
+	}
 }
