@@ -76,7 +76,7 @@ func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: batch iterator: %w", err)
 	}
-	return &Iter{Iterator: it, steps: &b.s.iterSteps}, nil
+	return &Iter{Iterator: it, steps: &b.s.iterSteps, points: &b.s.iterPoints}, nil
 }
 
 // PutMeta writes key's meta record.

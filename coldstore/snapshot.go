@@ -30,7 +30,7 @@ func (sn *Snapshot) NewIter(lower, upper []byte) (*Iter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: snapshot iterator: %w", err)
 	}
-	return &Iter{Iterator: it, steps: &sn.s.iterSteps}, nil
+	return &Iter{Iterator: it, steps: &sn.s.iterSteps, points: &sn.s.iterPoints}, nil
 }
 
 // Get reads one record of the snapshot into buf.

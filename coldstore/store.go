@@ -99,9 +99,10 @@ type Store struct {
 
 	garbageSeq atomic.Uint64
 
-	gets      atomic.Int64 // point lookups (see ReadStats)
-	iterSteps atomic.Int64 // records visited by iterators
-	readLat   readLatency  // point lookups' durations (see ReadLatency)
+	gets       atomic.Int64 // point lookups (see ReadStats)
+	iterSteps  atomic.Int64 // records visited by iterators
+	iterPoints atomic.Int64 // internal points visited by closed iterators
+	readLat    readLatency  // point lookups' durations (see ReadLatency)
 
 	// q orders the engine's committed batches until they are applied
 	// (commitq.go).
@@ -423,7 +424,7 @@ func (s *Store) NewIter(lower, upper []byte) (*Iter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: iterator: %w", err)
 	}
-	return &Iter{Iterator: it, steps: &s.iterSteps}, nil
+	return &Iter{Iterator: it, steps: &s.iterSteps, points: &s.iterPoints}, nil
 }
 
 // DiskUsage estimates the bytes the store occupies on disk.

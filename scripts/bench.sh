@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs `make bench` (quick: about 10 minutes on 2 cores) or, with
+# Runs `make bench` (quick: about 20 minutes on 2 cores) or, with
 # SPILLWAY_BENCH_FULL=1, `make bench-full`. Each section starts its own
 # references on loopback (redis-server, twemproxy) beside bin/spillway,
 # measures alternately, prints Markdown tables with each figure beside its
@@ -16,6 +16,8 @@
 #   TestBenchRestart   time to first command with millions of cold keys
 #   TestBenchStreams   XADD, XRANGE and a consumer group (XREADGROUP + XACK)
 #   TestBenchStreamTenMillion  a 10,000,000-entry stream under maxmemory 64mb
+#   TestBenchConsume   cold sorted sets, lists, sets, streams and expiring
+#                      keys popped down: first vs last 10% of the pops
 # bench-full adds larger sizes and every other section (bulk load, lists,
 # queue, sorted sets, cold hashes and sets) and the in-process
 # micro-benchmarks.
@@ -34,8 +36,8 @@ if [ ! -x "$SPILLWAY_BIN" ]; then
 fi
 export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
-run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|Streams|StreamTenMillion)$'
-timeout=20m
+run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|Streams|StreamTenMillion|Consume)$'
+timeout=50m
 if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
   echo "== In-process micro-benchmarks =="
   "$GO" test -run '^$' -bench . -benchtime 300ms ./codec/ ./proxy/... ./tiering/...

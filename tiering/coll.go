@@ -1,9 +1,11 @@
 package tiering
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"unsafe"
 
 	"github.com/spillway/spillway/codec"
@@ -198,6 +200,9 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 	if c.fk, err = putField(c.tx.batch, c.fk, c.pdb, c.key, e.Version, field, val); err != nil {
 		return false, err
 	}
+	if created && c.hasHoles() {
+		c.fieldWritten(c.fk)
+	}
 	return created, nil
 }
 
@@ -236,6 +241,9 @@ func (c *Coll) Del(field []byte) (bool, error) {
 	c.dirty = true
 	if err := c.tx.batch.Delete(c.fieldKey(field)); err != nil {
 		return false, err
+	}
+	if c.hasHoles() {
+		c.fieldDeleted(c.fk)
 	}
 	return true, nil
 }
@@ -390,7 +398,8 @@ func (c *Coll) Random(n int64, distinct bool, fn func(field, val []byte)) error 
 	if n <= 0 || c.e.Count == 0 {
 		return nil
 	}
-	if distinct && n >= c.e.Count {
+	all := distinct && n >= c.e.Count
+	if all && (c.e.resident() || c.created) {
 		return c.Each(func(f, v []byte) bool { fn(f, v); return true })
 	}
 	if c.e.resident() {
@@ -401,12 +410,13 @@ func (c *Coll) Random(n int64, distinct bool, fn func(field, val []byte)) error 
 		return err
 	}
 	defer it.Close()
+	w := c.holeWalker(it, lo)
 	seek := func() (bool, error) {
 		k := codec.AppendFieldHashKey(nil, c.pdb, c.key, c.e.Version, rand.Uint32())
-		if it.SeekGE(k) {
-			return true, nil
+		if all { // every field, in hash order (as Each), past the holes
+			k, n = lo, c.e.Count
 		}
-		return it.First(), it.Error()
+		return w.seek(k, !all), it.Error()
 	}
 	emit := func() error {
 		_, field, val, err := fieldOf(it, len(lo))
@@ -427,12 +437,12 @@ func (c *Coll) Random(n int64, distinct bool, fn func(field, val []byte)) error 
 		if err := emit(); err != nil {
 			return err
 		}
-		if distinct {
-			if valid = it.Next(); !valid {
-				valid = it.First()
-			}
+		switch {
+		case i+1 == n: // done: no step past the last one
+		case distinct:
+			valid = w.next()
 			err = it.Error()
-		} else {
+		default:
 			valid, err = seek()
 		}
 	}
@@ -539,4 +549,170 @@ func (tx *Tx) duplicate(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte
 		err = werr
 	}
 	return ne, err
+}
+
+// A set popped by SPOP (or a hash drawn from and deleted) loses members at
+// random points of its field order, and each leaves a Pebble tombstone
+// until compaction drops it: a later draw that seeks a random point steps
+// over every tombstone between it and the next live member, so with most
+// of the set popped each draw would cost O(members popped). collHoles
+// remembers, per cold structure drawn from, the ranges of its field
+// records known to hold no live record (the holes the pops left), so a
+// draw seeks past them. The holes are hints kept in memory only, like
+// the sorted sets' bounds (zsetBounds): a restart forgets them, and holes
+// that might be wrong are dropped, never used.
+type collHoles struct {
+	m map[uint64]*holeSet // by version: versions are never reused
+}
+
+// maxHoleSets caps how many structures have holes (past it they are all
+// forgotten); maxHoles caps the holes of one: past it a draw that lands
+// outside every hole starts from the end of the hole before it instead,
+// so that its pop grows a hole rather than making a new one.
+const (
+	maxHoleSets = 256
+	maxHoles    = 1024
+)
+
+// holes returns the holes of c's records, nil if none are known (or they
+// rested on a transaction that did not commit); with create, an empty set
+// of holes is made if there is none.
+func (c *Coll) holes(create bool) *holeSet {
+	hs := &c.tx.e.collHoles
+	h := hs.m[c.e.Version]
+	if h != nil && !h.claim.settle(c.tx) {
+		delete(hs.m, c.e.Version)
+		h = nil
+	}
+	if h == nil && create {
+		if hs.m == nil || len(hs.m) >= maxHoleSets {
+			hs.m = make(map[uint64]*holeSet)
+		}
+		h = &holeSet{}
+		hs.m[c.e.Version] = h
+	}
+	return h
+}
+
+// learnable reports whether what an iterator of c sees may be recorded
+// (see ZSet.learnable).
+func (c *Coll) learnable(h *holeSet) bool {
+	return c.tx.batch.Empty() || h != nil && h.claim.seq == c.tx.TxID()
+}
+
+// hasHoles reports whether c's records have known holes (one map lookup).
+func (c *Coll) hasHoles() bool { return c.tx.e.collHoles.m[c.e.Version] != nil }
+
+// fieldWritten keeps c's holes right after field record k was written.
+func (c *Coll) fieldWritten(k []byte) {
+	if h := c.holes(false); h != nil {
+		h.cut(k)
+	}
+}
+
+// fieldDeleted keeps c's holes right after field record k was deleted:
+// a hole touching k grows over it, for as long as this transaction
+// commits.
+func (c *Coll) fieldDeleted(k []byte) {
+	h := c.holes(false)
+	if h == nil {
+		return
+	}
+	n := len(h.holes)
+	h.add(k, append(bytes.Clone(k), 0), false)
+	if len(h.holes) != n || h.find(k) >= 0 {
+		h.claim.dependOn(c.tx, k)
+	}
+}
+
+// holeWalker positions an iterator of c's field records on live records
+// only, seeking past the known holes, and records the holes it finds
+// (the ranges between where it was sent and where it landed).
+type holeWalker struct {
+	c      *Coll
+	it     *coldstore.Iter
+	lo, hi []byte // the records' bounds: [lo, hi)
+	h      *holeSet
+	learn  bool
+}
+
+func (c *Coll) holeWalker(it *coldstore.Iter, lo []byte) *holeWalker {
+	if c.e.Type == codec.TypeZSet {
+		// A sorted set's member records, drawn by ZRANDMEMBER: its writes
+		// do not keep holes (it is not popped at random).
+		return &holeWalker{c: c, it: it, lo: lo, hi: codec.PrefixEnd(lo)}
+	}
+	h := c.holes(c.tx.batch.Empty())
+	return &holeWalker{c: c, it: it, lo: lo, hi: codec.PrefixEnd(lo), h: h, learn: c.learnable(h)}
+}
+
+// seek moves to the first live record at or after k, wrapping around to
+// the first record; it reports false if there is none. k is a random
+// point when draw is set: with maxHoles holes, it moves to the hole before
+// it (so that no new hole is made).
+func (w *holeWalker) seek(k []byte, draw bool) bool {
+	if w.h == nil {
+		if w.it.SeekGE(k) {
+			return true
+		}
+		return w.it.First()
+	}
+	if draw && w.learn && len(w.h.holes) >= maxHoles && w.h.find(k) < 0 {
+		// No new holes: start from the end of the hole before k.
+		k = w.h.holes[w.h.before(k)].start
+	}
+	if w.from(k) {
+		return true
+	}
+	return w.from(w.lo)
+}
+
+// from moves to the first live record at or after k, without wrapping,
+// and records the hole from k (or from the hole k is in) to it. Each seek
+// is bounded above by the next known hole, so that it never steps over the
+// tombstones of one: when the gap before that hole holds nothing live,
+// the walk goes on from the hole's end.
+func (w *holeWalker) from(k []byte) bool {
+	start := k
+	if i := w.h.find(k); i >= 0 {
+		start, k = w.h.holes[i].start, w.h.holes[i].end
+	}
+	for {
+		upper, last := w.hi, true
+		j := sort.Search(len(w.h.holes), func(j int) bool { return bytes.Compare(w.h.holes[j].start, k) > 0 })
+		if j < len(w.h.holes) {
+			upper, last = w.h.holes[j].start, false
+		}
+		w.it.SetBounds(w.lo, upper)
+		if w.it.SeekGE(k) {
+			if w.learn {
+				w.h.add(start, w.it.Key(), false)
+			}
+			return true
+		}
+		if w.it.Error() != nil {
+			return false
+		}
+		if w.learn {
+			w.h.add(start, upper, false) // nothing live in [start, upper)
+		}
+		if last {
+			return false
+		}
+		if !w.learn {
+			start = k
+		}
+		k = w.h.holes[w.h.find(upper)].end
+	}
+}
+
+// next moves to the live record after the current one, wrapping around.
+func (w *holeWalker) next() bool {
+	if w.h == nil {
+		if w.it.Next() {
+			return true
+		}
+		return w.it.First()
+	}
+	return w.seek(append(bytes.Clone(w.it.Key()), 0), false)
 }

@@ -115,6 +115,12 @@ type Engine struct {
 	// (read-held by each; the reclaimer only try-locks it): their marked
 	// versions must not be reclaimed before they are installed.
 	reclaimGate sync.RWMutex
+	// zbounds: how far cold sorted sets are known consumed (zset.go).
+	zbounds zsetBounds
+	// collHoles: the consumed parts of cold hashes and sets (coll.go).
+	collHoles collHoles
+	// expiryFloor: how far the expiry index is known swept (sweep.go).
+	expiryFloor expiryFloor
 
 	Stats Stats
 	// observer is told of key modifications (observe.go).

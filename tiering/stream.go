@@ -64,6 +64,11 @@ type streamJournal struct {
 	kb, vb  []byte
 	dirty   bool
 	err     error
+	// first is the model's first entry ID (nil until the model is bound):
+	// no live entry is below it, so walks from the start of the entries
+	// and nodes begin there, past the tombstones of the entries deleted
+	// before (XDEL, XTRIM of the oldest).
+	first *stream.ID
 }
 
 func (j *streamJournal) set(k, v []byte) {
@@ -82,6 +87,9 @@ func (j *streamJournal) del(k []byte) {
 
 // Range reads entries from the store (stream.Store).
 func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.Entry) bool) error {
+	if j.first != nil && stream.Less(start, *j.first) {
+		start = *j.first
+	}
 	lo := codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamEntry, start)
 	var hi []byte
 	if next, ok := stream.Incr(end); ok {
@@ -143,7 +151,18 @@ func (j *streamJournal) EachNode(fn func(n *stream.Node) bool) error {
 		return err
 	}
 	defer it.Close()
-	for valid := it.First(); valid; valid = it.Next() {
+	valid := false
+	if j.first != nil && !stream.IsZero(*j.first) {
+		// From the node holding the first entry: every node before it is
+		// deleted (a node goes when its last live entry does).
+		if next, ok := stream.Incr(*j.first); ok {
+			valid = it.SeekLT(codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamNode, next))
+		}
+	}
+	if !valid {
+		valid = it.First()
+	}
+	for ; valid; valid = it.Next() {
 		n, err := j.nodeAt(it)
 		if err != nil {
 			return err
@@ -320,6 +339,7 @@ func (tx *Tx) OpenStream(db int, key []byte, create bool) (*Stream, error) {
 		}
 	}
 	x.Stream = st.mem
+	x.jv.first = &st.mem.First
 	return x, nil
 }
 

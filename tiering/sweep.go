@@ -1,6 +1,8 @@
 package tiering
 
 import (
+	"bytes"
+	"math"
 	"time"
 
 	"github.com/spillway/spillway/codec"
@@ -83,7 +85,8 @@ func (e *Engine) sweep(limit int) (n int, held time.Duration, err error) {
 // aborts it on an error), returning the sync to wait for.
 func (e *Engine) sweepTx(tx *Tx, limit int) (int, coldstore.Pending, error) {
 	var none coldstore.Pending
-	refs, malformed, err := e.dueExpiries(tx.now, limit)
+	floor := e.expiryFloor.get(tx)
+	refs, malformed, last, err := e.dueExpiries(floor, tx.now, limit)
 	if err != nil {
 		tx.abort()
 		return 0, none, err
@@ -114,6 +117,11 @@ func (e *Engine) sweepTx(tx *Tx, limit int) (int, coldstore.Pending, error) {
 			return 0, none, err
 		}
 	}
+	if last != nil {
+		// Every entry before last, and last, is deleted: the next sweep
+		// starts after it, if this transaction commits.
+		e.expiryFloor.advance(tx, last)
+	}
 	p, err := tx.commit()
 	if err != nil {
 		return 0, none, err
@@ -121,19 +129,76 @@ func (e *Engine) sweepTx(tx *Tx, limit int) (int, coldstore.Pending, error) {
 	return len(refs) + len(malformed), p, nil
 }
 
-// dueExpiries lists up to limit expiry index entries due before now, and
-// the raw keys of malformed entries in that range (to be deleted).
-func (e *Engine) dueExpiries(now int64, limit int) ([]expiryRef, [][]byte, error) {
+// expiryFloor is how far the expiry index is known consumed: the sweeper
+// deletes the entries due in index order, and each deletion leaves a
+// Pebble tombstone until compaction drops it, so a sweep walking from the
+// index's start would step over every entry swept before (a wave of
+// expired keys would slow every later sweep, under the engine lock).
+// The sweeper walks from the floor instead. It is a hint kept in memory,
+// under the engine lock: a restart forgets it (the first sweep walks from
+// the start), an expiry written below it lowers it (Tx.moveExpiry calls
+// expiryWritten), and one that rests on a sweep that did not commit is
+// dropped.
+type expiryFloor struct {
+	key   []byte // no live index entry sorts before key (nil: unknown)
+	at    int64  // key's time: writes due later cannot be below it
+	claim pendingClaim
+}
+
+// get returns the floor (nil if none is known) for tx.
+func (f *expiryFloor) get(tx *Tx) []byte {
+	if f.key != nil && !f.claim.settle(tx) {
+		f.key, f.claim = nil, pendingClaim{}
+	}
+	return f.key
+}
+
+// advance moves the floor past last, the last index entry tx deleted
+// (every entry before it is deleted too).
+func (f *expiryFloor) advance(tx *Tx, last []byte) {
+	f.key = append(append(f.key[:0], last...), 0)
+	at, _, _, err := codec.ParseExpiryKey(last)
+	if err != nil { // a malformed entry: compare every write with the key
+		at = math.MaxInt64
+	}
+	f.at = at
+	f.claim.dependOn(tx, last)
+}
+
+// expiryWritten lowers the floor below an index entry written at at for
+// (pdb, key). It costs one comparison when the entry is above the floor.
+func (e *Engine) expiryWritten(at int64, pdb uint8, key []byte) {
+	f := &e.expiryFloor
+	if f.key == nil || at > f.at {
+		return
+	}
+	if k := codec.AppendExpiryKey(nil, at, pdb, key); bytes.Compare(k, f.key) < 0 {
+		f.key, f.at = k, at // a weaker claim: it holds whatever happens
+	}
+}
+
+// dueExpiries lists up to limit expiry index entries due before now, from
+// floor (nil: the index's start), the raw keys of malformed entries in
+// that range (to be deleted), and the last entry's key (nil if none).
+func (e *Engine) dueExpiries(floor []byte, now int64, limit int) ([]expiryRef, [][]byte, []byte, error) {
 	lo := []byte{codec.NSExpiry}
 	hi := codec.AppendExpiryKey(nil, now, 0, nil) // every entry with at < now
+	if floor != nil {
+		if bytes.Compare(floor, hi) >= 0 {
+			return nil, nil, nil, nil
+		}
+		lo = floor
+	}
 	it, err := e.cold.NewIter(lo, hi)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer it.Close()
 	var refs []expiryRef
 	var malformed [][]byte
+	var last []byte
 	for valid := it.First(); valid && len(refs)+len(malformed) < limit; valid = it.Next() {
+		last = append(last[:0], it.Key()...)
 		at, db, key, err := codec.ParseExpiryKey(it.Key())
 		if err != nil {
 			e.opts.Logger.Warn("dropping malformed expiry index entry", "err", err)
@@ -142,7 +207,10 @@ func (e *Engine) dueExpiries(now int64, limit int) ([]expiryRef, [][]byte, error
 		}
 		refs = append(refs, expiryRef{at: at, db: db, key: append([]byte(nil), key...)})
 	}
-	return refs, malformed, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, nil, nil, err
+	}
+	return refs, malformed, last, nil
 }
 
 // reclaimInterval is how often stale versions are reclaimed.

@@ -500,6 +500,7 @@ func (tx *Tx) moveExpiry(pdb uint8, key []byte, old *Entry, at int64) error {
 		if err := tx.batch.PutExpiry(at, pdb, key); err != nil {
 			return err
 		}
+		tx.e.expiryWritten(at, pdb, key) // the sweeper's floor (sweep.go)
 		tx.addExps(pdb, 1)
 	}
 	return nil

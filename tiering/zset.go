@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 
@@ -242,6 +243,9 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 		if err := b.Delete(k); err != nil {
 			return err
 		}
+		if z.hasBound() {
+			z.boundRemoved(k)
+		}
 	} else {
 		e.Count++
 		e.Bytes += zsetRecordBytes(member)
@@ -249,6 +253,13 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 	var err error
 	if z.kb, z.vb, err = putZSetMember(b, z.kb, z.vb, z.pdb, z.key, e.Version, member, score); err != nil {
 		return err
+	}
+	if z.hasBound() {
+		k, err := z.scoreKey(score, member)
+		if err != nil {
+			return err
+		}
+		z.boundAdded(k)
 	}
 	if m := e.zset; m != nil {
 		if found {
@@ -331,6 +342,9 @@ func (z *ZSet) remKnown(member []byte, score float64) error {
 	}
 	if err := z.tx.batch.Delete(k); err != nil {
 		return err
+	}
+	if z.hasBound() {
+		z.boundRemoved(k)
 	}
 	if err := z.tx.batch.Delete(z.memberKey(member)); err != nil {
 		return err
@@ -422,4 +436,121 @@ func (tx *Tx) duplicateZSet(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 		err = werr
 	}
 	return ne, err
+}
+
+// A sorted set used as a queue (ZPOPMIN, ZRANGEBYSCORE -inf +inf LIMIT 0 1
+// then ZREM) is consumed at one end of its score index. Each removal
+// leaves a Pebble tombstone there until compaction drops it, and a walk
+// that starts at that end steps over all of them: with nothing else, the
+// k-th pop from a cold set costs O(k). zsetBounds remembers, per cold
+// sorted set walked from an end, how much of each end is known to hold no
+// live index record, so such walks seek past the consumed prefix (or
+// suffix) and every pop costs O(1) records. The bounds are hints kept in
+// memory only: the store is the authority, a restart forgets them (the
+// first walk from an end then learns them again), and a bound that might
+// be wrong is dropped, never used.
+type zsetBounds struct {
+	m map[uint64]*zbound // by version: versions are never reused
+}
+
+// maxZBounds caps how many sorted sets have bounds; past it they are all
+// forgotten (a queue relearns its bound at its next pop).
+const maxZBounds = 1024
+
+// zbound is what is known of one version's score index. Keys are whole
+// score-index keys.
+type zbound struct {
+	lo []byte // no live record sorts before lo (nil: nothing known)
+	hi []byte // no live record sorts at or after hi (nil: nothing known)
+	// claim: the transaction whose own removals the bounds count on.
+	claim pendingClaim
+}
+
+// hasBound reports whether z's index has bounds (one map lookup).
+func (z *ZSet) hasBound() bool { return z.tx.e.zbounds.m[z.e.Version] != nil }
+
+// bound returns the bounds of z's score index (nil if none are known),
+// first checking that the transaction they depend on committed.
+func (z *ZSet) bound() *zbound {
+	bs := &z.tx.e.zbounds
+	b := bs.m[z.e.Version]
+	if b == nil {
+		return nil
+	}
+	if !b.claim.settle(z.tx) { // it aborted (or we cannot tell)
+		delete(bs.m, z.e.Version)
+		return nil
+	}
+	return b
+}
+
+// learnable reports whether what a walk of z's index sees may be
+// recorded: it sees the committed store (nothing written yet), or writes
+// of the one transaction the bounds already depend on.
+func (z *ZSet) learnable(b *zbound) bool {
+	return z.tx.batch.Empty() || b != nil && b.claim.seq == z.tx.TxID()
+}
+
+// learnLo records that first is the least live index record of z.
+func (z *ZSet) learnLo(b *zbound, first []byte) {
+	if b == nil {
+		b = z.newBound()
+	}
+	b.lo = append(b.lo[:0], first...)
+}
+
+// learnHi records that last is the greatest live index record of z.
+func (z *ZSet) learnHi(b *zbound, last []byte) {
+	if b == nil {
+		b = z.newBound()
+	}
+	b.hi = append(append(b.hi[:0], last...), 0)
+}
+
+func (z *ZSet) newBound() *zbound {
+	bs := &z.tx.e.zbounds
+	if bs.m == nil || len(bs.m) >= maxZBounds {
+		bs.m = make(map[uint64]*zbound)
+	}
+	b := &zbound{}
+	bs.m[z.e.Version] = b
+	return b
+}
+
+// boundRemoved keeps the bounds right after index record k was deleted:
+// an end that stood at k moves past it, for as long as this transaction
+// commits.
+func (z *ZSet) boundRemoved(k []byte) {
+	b := z.bound()
+	if b == nil {
+		return
+	}
+	moved := false
+	if bytes.Equal(b.lo, k) {
+		b.lo = append(b.lo, 0)
+		moved = true
+	}
+	if len(b.hi) == len(k)+1 && b.hi[len(k)] == 0 && bytes.Equal(b.hi[:len(k)], k) {
+		b.hi = b.hi[:len(k)]
+		moved = true
+	}
+	if moved {
+		b.claim.dependOn(z.tx, k)
+	}
+}
+
+// boundAdded keeps the bounds right after index record k was written:
+// an end beyond k moves back to it (which holds whatever happens to the
+// transaction).
+func (z *ZSet) boundAdded(k []byte) {
+	b := z.bound()
+	if b == nil {
+		return
+	}
+	if b.lo != nil && bytes.Compare(k, b.lo) < 0 {
+		b.lo = append(b.lo[:0], k...)
+	}
+	if b.hi != nil && bytes.Compare(k, b.hi) >= 0 {
+		b.hi = append(append(b.hi[:0], k...), 0)
+	}
 }

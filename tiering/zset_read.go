@@ -1,6 +1,8 @@
 package tiering
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -283,6 +285,19 @@ func (z *ZSet) scanIndex(seek []byte, rev bool, fn func(member []byte, score flo
 		return err
 	}
 	defer it.Close()
+	// A walk from an end (or from inside the part of it known to be
+	// consumed) starts past the consumed part, and records where the first
+	// live record was (see zsetBounds).
+	b := z.bound()
+	fromEnd := seek == nil || atIndexEnd(seek, len(lo), rev)
+	switch {
+	case b == nil:
+	case !rev && b.lo != nil && (fromEnd || bytes.Compare(seek, b.lo) <= 0):
+		seek, fromEnd = b.lo, true
+	case rev && b.hi != nil && (fromEnd || bytes.Compare(seek, b.hi) >= 0):
+		seek, fromEnd = b.hi, true
+	}
+	learn := fromEnd && z.learnable(b)
 	var valid bool
 	switch {
 	case seek == nil && rev:
@@ -293,6 +308,13 @@ func (z *ZSet) scanIndex(seek []byte, rev bool, fn func(member []byte, score flo
 		valid = it.SeekLT(seek)
 	default:
 		valid = it.SeekGE(seek)
+	}
+	if valid && learn {
+		if rev {
+			z.learnHi(b, it.Key())
+		} else {
+			z.learnLo(b, it.Key())
+		}
 	}
 	for ; valid; valid = step(it, rev) {
 		score, member, err := codec.ParseScoreRest(it.Key()[len(lo):])
@@ -307,6 +329,30 @@ func (z *ZSet) scanIndex(seek []byte, rev bool, fn func(member []byte, score flo
 		}
 	}
 	return it.Error()
+}
+
+// atIndexEnd reports whether seek, a score-index key of prefix length
+// prefixLen, is at the end a walk starts from: forward, no record sorts
+// before it (the -inf score with no member); backward (rev), none at or
+// after it (past every +inf member).
+func atIndexEnd(seek []byte, prefixLen int, rev bool) bool {
+	rest := seek[prefixLen:]
+	if !rev {
+		return len(rest) == 8 && binary.BigEndian.Uint64(rest) == negInfScore
+	}
+	// PrefixEnd of the +inf score: its last byte incremented.
+	return len(rest) == 8 && binary.BigEndian.Uint64(rest) == posInfScore+1
+}
+
+// negInfScore and posInfScore are the index encodings of -inf and +inf.
+var negInfScore, posInfScore = mustEncodeScore(math.Inf(-1)), mustEncodeScore(math.Inf(1))
+
+func mustEncodeScore(f float64) uint64 {
+	u, err := codec.EncodeScore(f)
+	if err != nil {
+		panic(err)
+	}
+	return u
 }
 
 func step(it *coldstore.Iter, rev bool) bool {

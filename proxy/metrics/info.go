@@ -88,6 +88,7 @@ var tieringFields = map[string]tieringMetric{
 	"reclaimed_versions":      {"reclaimed_versions_total", true, "Old versions of rewritten cold keys reclaimed (embedded mode)."},
 	"cold_store_gets":         {"cold_store_gets_total", true, "Point reads of the cold store."},
 	"cold_store_iter_steps":   {"cold_store_iter_steps_total", true, "Records visited by cold store iterators."},
+	"cold_store_iter_points":  {"cold_store_iter_points_total", true, "Internal points (records and tombstones) cold store iterators stepped over."},
 	"upstream_reconnects":     {"upstream_reconnects_total", true, "Reconnections of the shared upstream connections (upstream mode)."},
 	"upstream_used_memory":    {"upstream_used_memory_bytes", false, "The upstream's used_memory as the demoter last read it (upstream mode)."},
 	"upstream_pipeline_depth": {"upstream_pipeline_depth", false, "Requests sent or queued on the shared upstream connections awaiting replies (upstream mode)."},

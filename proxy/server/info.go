@@ -678,6 +678,7 @@ func (s *Server) infoTiering(sb *strings.Builder) {
 	rs := e.Cold().ReadStats()
 	InfoField(sb, "cold_store_gets", rs.Gets)
 	InfoField(sb, "cold_store_iter_steps", rs.IterSteps)
+	InfoField(sb, "cold_store_iter_points", rs.IterPoints)
 }
 
 // configValue returns a setting's value as CONFIG GET reports it.
