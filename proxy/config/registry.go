@@ -243,7 +243,8 @@ var keyed = [numKeyed]*setting{
 		"Block compression of the cold store's bottom levels (most of its data): `zstd` (level 1, 4 KB "+
 			"blocks: about 0.6x the size of random-letter values) or `snappy` (cheaper to write and scan, "+
 			"compresses less). The levels above always use Snappy. Read at start; tables written before "+
-			"take the new codec as compactions rewrite them.").withMut(immutable).own(),
+			"take the new codec as compactions rewrite them (CONFIG SET stores the value for the next "+
+			"start, as block-cache).").own(),
 	idxMetricsPort: intSetting("metrics-port", 0, 65535, "0",
 		"Port of the Prometheus endpoint (`/metrics` over HTTP) on metrics-bind; 0: none. CONFIG SET "+
 			"starts, moves (the new address is bound before the old one is closed) or stops it.").own(),
