@@ -145,11 +145,7 @@ func benchWrite(b *testing.B, plan compressionPlan, random bool) {
 	var ratio float64
 	for range b.N {
 		dir := b.TempDir()
-		s, err := Open(Options{Dir: dir, CacheBytes: 4 << 20, MemTableBytes: 2 << 20,
-			Fsync: FsyncNo, Logger: quietLogger, compression: plan})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := openPlanStore(b, dir, plan)
 		c0 := cpuTime()
 		benchLoad(b, s, benchValues, random)
 		cpu += cpuTime() - c0
@@ -169,12 +165,7 @@ func benchWrite(b *testing.B, plan compressionPlan, random bool) {
 func BenchmarkCompressionGet(b *testing.B) {
 	for _, p := range benchPlans {
 		b.Run(p.name, func(b *testing.B) {
-			dir := b.TempDir()
-			s, err := Open(Options{Dir: dir, CacheBytes: 4 << 20, MemTableBytes: 2 << 20,
-				Fsync: FsyncNo, Logger: quietLogger, compression: p.plan})
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := openPlanStore(b, b.TempDir(), p.plan)
 			defer s.Close()
 			n := getValues(b)
 			benchLoad(b, s, n, true)
@@ -184,6 +175,7 @@ func BenchmarkCompressionGet(b *testing.B) {
 			c0 := cpuTime()
 			for range b.N {
 				var found bool
+				var err error
 				if buf, found, err = s.Get(benchKey(r.IntN(n)), buf); err != nil || !found {
 					b.Fatalf("get: found %v, %v", found, err)
 				}
@@ -200,11 +192,7 @@ func BenchmarkCompressionGet(b *testing.B) {
 func BenchmarkCompressionScan(b *testing.B) {
 	for _, p := range benchPlans {
 		b.Run(p.name, func(b *testing.B) {
-			s, err := Open(Options{Dir: b.TempDir(), CacheBytes: 4 << 20, MemTableBytes: 2 << 20,
-				Fsync: FsyncNo, Logger: quietLogger, compression: p.plan})
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := openPlanStore(b, b.TempDir(), p.plan)
 			defer s.Close()
 			n := getValues(b)
 			benchLoad(b, s, n, true)
@@ -230,4 +218,16 @@ func BenchmarkCompressionScan(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// openPlanStore opens a benchmark store in dir (4 MB block cache, 2 MB
+// memtables, no fsync) whose tables are written with plan.
+func openPlanStore(b *testing.B, dir string, plan compressionPlan) *Store {
+	b.Helper()
+	s, err := Open(Options{Dir: dir, CacheBytes: 4 << 20, MemTableBytes: 2 << 20,
+		Fsync: FsyncNo, Logger: quietLogger, compression: plan})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

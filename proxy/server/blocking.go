@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -525,14 +526,17 @@ func (f *freshClients) end(c *Client) {
 		return
 	}
 	f.mu.Lock()
-	for i, o := range f.list {
-		if o == c {
-			f.list = append(f.list[:i], f.list[i+1:]...)
-			break
-		}
-	}
+	f.list = withoutClient(f.list, c)
 	f.n.Store(int32(len(f.list)))
 	f.mu.Unlock()
+}
+
+// withoutClient removes c's first occurrence from list, in place.
+func withoutClient(list []*Client, c *Client) []*Client {
+	if i := slices.Index(list, c); i >= 0 {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
 }
 
 // snapshot appends the fresh clients to buf, first ending those past

@@ -50,12 +50,7 @@ func (c *Client) stopMonitor() {
 	}
 	s := c.s
 	s.monitorMu.Lock()
-	for i, m := range s.monitors {
-		if m == c {
-			s.monitors = append(s.monitors[:i], s.monitors[i+1:]...)
-			break
-		}
-	}
+	s.monitors = withoutClient(s.monitors, c)
 	s.nMonitors.Store(int32(len(s.monitors)))
 	s.monitorMu.Unlock()
 	c.monitoring.Store(false)
