@@ -51,7 +51,7 @@ func TestConsumedStructuresSurviveRestart(t *testing.T) {
 	}
 
 	lo, hi := 0, restartZSetN-1 // cz holds member(lo..hi)
-	popped := map[string]bool{}    // members SPOP returned from cs
+	popped := map[string]bool{} // members SPOP returned from cs
 	pops := func(round int) {
 		t.Helper()
 		for range 300 {
