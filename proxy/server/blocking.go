@@ -407,7 +407,9 @@ const (
 )
 
 // inputPending reports whether the client has sent commands it has not
-// run yet, for a client waiting with ticket: it is not waiting for input
+// run yet, for a client waiting with ticket and rank id (a fresh
+// client's is negative: it does not wait for a writer deferring to fresh
+// clients, awaitFresh): it is not waiting for input
 // (it is running what it read), or its socket holds input it has not
 // read. A client waiting for others itself (ticket) counts if it goes
 // first (goesFirst against ticket and id, the waiting client's), not
@@ -415,7 +417,7 @@ const (
 // pipe in a test) report false.
 func (c *Client) inputPending(ticket, id int64) bool {
 	s := c.src
-	if s.rc == nil || c.blocked.Load() || c.killed.Load() {
+	if s.rc == nil || c.blocked.Load() || c.killed.Load() || id < 0 && c.deferring.Load() {
 		return false
 	}
 	if t := s.ticket.Load(); t != 0 {
@@ -449,21 +451,29 @@ const orderTie = int64(2 * time.Millisecond)
 
 // goesFirst reports whether the client with ticket t1 and rank id1
 // (orderID) goes before the one with t2 and id2 among clients waiting for
-// each other's input. A fresh client goes before one that is not whatever
-// the times: its goroutine may read its command late on a loaded machine,
-// and a command it sent after the other's, with no reply in between, is
-// concurrent with it (either order is Redis's for some arrival). Three
-// clients within orderTie of each other can make a cycle; the waits are
-// bounded (orderWaitMax), so a cycle costs time, never a hang.
+// each other's input: the one read first, unless they were read within
+// orderTie of each other (then the one connected first: freshness does
+// not count here; a client connected later and read within the tie, as a
+// test's second blocked client sent just after the first, goes second).
+// Three clients within orderTie of each other can make a cycle; the waits
+// are bounded (orderWaitMax), so a cycle costs time, never a hang.
 func goesFirst(t1, id1, t2, id2 int64) bool {
-	if f1, f2 := id1 < 0, id2 < 0; f1 != f2 {
-		return f1
-	}
 	if d := t1 - t2; d > orderTie || d < -orderTie {
 		return t1 < t2
 	}
-	return id1 < id2
+	return clientID(id1) < clientID(id2)
 }
+
+// clientID is the client id of a rank (orderID).
+func clientID(rank int64) int64 {
+	if rank < 0 {
+		return rank + freshRank
+	}
+	return rank
+}
+
+// freshRank offsets a fresh client's rank below every other (orderID).
+const freshRank = 1 << 62
 
 // awaitOthers waits, before c blocks, until no other client has input it
 // has not run (see inputPending), so that a blocking command sent earlier
@@ -560,15 +570,13 @@ func (f *freshClients) snapshot(buf []*Client) []*Client {
 	return buf
 }
 
-// orderID is c's rank among clients whose commands were read within
-// orderTie of each other: a fresh client (connected less than
-// freshWindow ago, running one of its first freshCommands commands) ranks
-// before every other (a connection opened and used at once, as Redis's
-// tests' deferring clients are, sent its command before an older
-// connection's next one), then clients rank by id.
+// orderID is c's rank among clients waiting for each other's input: its
+// id, made negative (less freshRank) while c is fresh, which tells
+// inputPending that the asker is fresh (it does not wait for a writer
+// deferring to fresh clients); goesFirst compares the ids (clientID).
 func (c *Client) orderID() int64 {
 	if c.fresh.Load() {
-		return c.id - 1<<62 // negative: see goesFirst
+		return c.id - freshRank
 	}
 	return c.id
 }
@@ -590,8 +598,12 @@ func (c *Client) awaitFresh() bool {
 		return false
 	}
 	self := c.fresh.Load()
-	ticket := c.src.await()
+	c.src.await() // older clients waiting for input order against it
 	defer c.src.done()
+	// Fresh clients about to block do not wait for this one (see
+	// inputPending): it waits for them.
+	c.deferring.Store(true)
+	defer c.deferring.Store(false)
 	waited := false
 	var deadline time.Time
 	for {
@@ -600,7 +612,9 @@ func (c *Client) awaitFresh() bool {
 			if o == c || self && o.id > c.id {
 				continue
 			}
-			if o.fresh.Load() && o.inputPending(ticket, c.orderID()) {
+			// A fresh client waiting for others goes first whatever its
+			// ticket (its goroutine may have read its command late).
+			if o.fresh.Load() && o.inputPending(math.MaxInt64, math.MaxInt64) {
 				busy = true
 				break
 			}

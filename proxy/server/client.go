@@ -151,6 +151,9 @@ type Client struct {
 	// freshLeft counts the commands left before a fresh client is not
 	// (the client's goroutine only).
 	freshLeft int
+	// deferring: the client waits for fresh clients before a write
+	// (awaitFresh).
+	deferring atomic.Bool
 	// monitoring: the client is in MONITOR mode (monitor.go).
 	monitoring atomic.Bool
 	dbShown    atomic.Int32

@@ -209,7 +209,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		return
 	}
 	if c.fwd != nil {
-		if c.s.fresh.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") {
+		if c.s.fresh.n.Load() != 0 && freshWrite(cmd) {
 			c.awaitFresh()
 		}
 		c.s.stats.commands.Add(1)
@@ -227,8 +227,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	}
 	if c.awaitIfWaking(cmd, args) {
 		start = time.Now() // the wait is not the command's time
-	} else if c.s.fresh.n.Load() != 0 && c.group == nil &&
-		(cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") && c.awaitFresh() {
+	} else if c.s.fresh.n.Load() != 0 && c.group == nil && freshWrite(cmd) && c.awaitFresh() {
 		start = time.Now()
 	}
 	c.callCounted(cmd, h, args, start)
@@ -442,3 +441,11 @@ func b2i(b bool) int64 {
 // bytesOfString returns s's bytes without copying; they must not be
 // modified.
 func bytesOfString(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// freshWrite reports whether cmd waits for fresh clients' input before it
+// runs (awaitFresh): a write or EXEC that does not block. A blocking
+// command waits for others itself when it is about to block (awaitOthers),
+// in the order the commands were read.
+func freshWrite(cmd *cmdtable.Command) bool {
+	return (cmd.Is(cmdtable.FlagWrite) || cmd.Name == "exec") && !cmd.Is(cmdtable.FlagBlocking)
+}
