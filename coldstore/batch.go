@@ -208,10 +208,6 @@ func (b *Batch) Enqueue() (Pending, error) {
 // visible when Commit returns. For writers outside the engine's lock
 // (staged writes).
 func (b *Batch) Commit() (Pending, error) {
-	pb := b.b
-	if pb == nil || pb.Empty() {
-		return b.Enqueue()
-	}
 	p, err := b.Enqueue()
 	if err != nil {
 		return p, err

@@ -194,7 +194,21 @@ func TestBenchHotPath(t *testing.T) {
 
 // alwaysCommands are the rows of the appendfsync always section: writes,
 // each acknowledged only once durable.
-var alwaysCommands = []benchCmd{hotCommands[0], hotCommands[3], hotCommands[4], hotCommands[7]}
+var alwaysCommands = hotRows("SET", "INCR", "LPUSH", "HSET")
+
+// hotRows returns hotCommands' rows with the given labels, in that order;
+// it panics on a label hotCommands lacks (a programming error).
+func hotRows(labels ...string) []benchCmd {
+	rows := make([]benchCmd, len(labels))
+	for i, l := range labels {
+		j := slices.IndexFunc(hotCommands, func(c benchCmd) bool { return c.label == l })
+		if j < 0 {
+			panic("bench: no hot-path row " + l)
+		}
+		rows[i] = hotCommands[j]
+	}
+	return rows
+}
 
 // benchAlways measures SET, INCR, LPUSH and HSET with appendfsync always on
 // redis-server and on Spillway: both fsync before they reply, so with 50
