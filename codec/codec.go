@@ -31,6 +31,8 @@ const (
 	TagStreamGroup    byte = 'g' // consumer group: name -> last ID, entries read
 	TagStreamConsumer byte = 'c' // consumer: grouplen | group | name -> seen time
 	TagStreamPending  byte = 'p' // pending entry: grouplen | group | ms | seq -> delivery
+	// consumer's pending index: grouplen | group | namelen | name | ms | seq -> empty
+	TagStreamConsumerPending byte = 'q'
 )
 
 // MaxKeyLen is the longest user key a data key can hold (its length is

@@ -124,7 +124,7 @@ func ParseDataKey(b []byte) (db uint8, key []byte, version uint64, tag byte, res
 		if _, _, err = ParseScoreRest(rest); err != nil {
 			return 0, nil, 0, 0, nil, err
 		}
-	case TagStreamEntry, TagStreamNode, TagStreamGroup, TagStreamConsumer, TagStreamPending:
+	case TagStreamEntry, TagStreamNode, TagStreamGroup, TagStreamConsumer, TagStreamPending, TagStreamConsumerPending:
 		if err = validStreamRest(tag, rest); err != nil {
 			return 0, nil, 0, 0, nil, err
 		}

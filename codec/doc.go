@@ -21,7 +21,7 @@
 //	score    'd' | db(1) | keylen(4) | key | version(8)     empty, or "-" if the score is -0
 //	           | 's' | score(8) | member...to end             (zset score index)
 //	stream   'd' | db(1) | keylen(4) | key | version(8)     (stream.go: entries by ID, listpack
-//	           | 'e'/'n'/'g'/'c'/'p' | ...                    nodes, groups, consumers, pending)
+//	           | 'e'/'n'/'g'/'c'/'p'/'q' | ...                nodes, groups, consumers, pending)
 //	expiry   'x' | expireAt(8) | db(1) | key...to end       empty
 //	garbage  'g' | seq(8)                                   db(1) | keylen(4) | key
 //	                                                          | version(8) | count(8)

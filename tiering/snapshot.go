@@ -391,10 +391,11 @@ func (k *SnapshotKeys) StreamGroups(fn func(name []byte, last codec.StreamID, en
 func (k *SnapshotKeys) StreamConsumers(group []byte, fn func(name []byte, seenTime int64) error) error {
 	lo := codec.AppendStreamInGroupPrefix(nil, k.pdb, k.key, k.meta.Version, codec.TagStreamConsumer, group)
 	return k.iterFrom(lo, codec.PrefixEnd(lo), len(lo), func(rest, val []byte) error {
-		if len(val) != 8 {
-			return fmt.Errorf("%w: stream %q: consumer record of %d bytes", ErrCorrupt, k.key, len(val))
+		seen, _, _, _, err := codec.ParseStreamConsumer(val)
+		if err != nil {
+			return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, k.key, err)
 		}
-		return fn(rest, int64(getU64(val)))
+		return fn(rest, seen)
 	})
 }
 
@@ -472,9 +473,10 @@ func (l *StreamLoad) Finish(tx *Tx, m codec.StreamMeta, g *stream.Stream) error 
 		for _, c := range grp.Consumers() {
 			j.PutConsumer(grp, c)
 		}
-		for _, n := range grp.PEL() {
+		g.EachPending(grp, nil, stream.ID{}, stream.MaxID, func(n *stream.NACK) bool {
 			j.PutPending(grp, n)
-		}
+			return true
+		})
 	}
 	if j.err != nil {
 		return j.err

@@ -228,10 +228,11 @@ func (j *streamJournal) PutNode(n *stream.Node) {
 // DelNode deletes a node's record.
 func (j *streamJournal) DelNode(master stream.ID) { j.del(j.idKey(codec.TagStreamNode, master)) }
 
-// PutGroup writes a group's record.
+// PutGroup writes a group's record, with its PEL counters.
 func (j *streamJournal) PutGroup(g *stream.Group) {
 	j.kb = codec.AppendStreamGroupKey(j.kb[:0], j.pdb, j.key, j.version, g.Name)
-	j.vb = codec.AppendStreamGroup(j.vb[:0], g.LastID, g.EntriesRead)
+	lo, hi := g.PendingBounds()
+	j.vb = codec.AppendStreamGroupPEL(j.vb[:0], g.LastID, g.EntriesRead, codec.StreamGroupPEL{Pending: g.PendingCount(), Min: lo, Max: hi})
 	j.set(j.kb, j.vb)
 }
 
@@ -239,7 +240,7 @@ func (j *streamJournal) PutGroup(g *stream.Group) {
 func (j *streamJournal) DelGroup(g *stream.Group) {
 	j.kb = codec.AppendStreamGroupKey(j.kb[:0], j.pdb, j.key, j.version, g.Name)
 	j.del(j.kb)
-	for _, tag := range []byte{codec.TagStreamConsumer, codec.TagStreamPending} {
+	for _, tag := range []byte{codec.TagStreamConsumer, codec.TagStreamPending, codec.TagStreamConsumerPending} {
 		lo := codec.AppendStreamInGroupPrefix(nil, j.pdb, j.key, j.version, tag, g.Name)
 		if j.err == nil {
 			j.err = j.tx.batch.DeleteRange(lo, codec.PrefixEnd(lo))
@@ -247,46 +248,112 @@ func (j *streamJournal) DelGroup(g *stream.Group) {
 	}
 }
 
-// PutConsumer writes a consumer's record.
+// PutConsumer writes a consumer's record, with its PEL counters.
 func (j *streamJournal) PutConsumer(g *stream.Group, c *stream.Consumer) {
 	j.kb = codec.AppendStreamConsumerKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
-	j.vb = append(j.vb[:0], 0, 0, 0, 0, 0, 0, 0, 0)
-	putU64(j.vb, uint64(c.SeenTime))
+	j.vb = codec.AppendStreamConsumer(j.vb[:0], c.SeenTime, c.PendingCount(), c.PendingMin())
 	j.set(j.kb, j.vb)
 }
 
-// DelConsumer deletes a consumer's record.
+// DelConsumer deletes a consumer's record and its pending index.
 func (j *streamJournal) DelConsumer(g *stream.Group, c *stream.Consumer) {
 	j.kb = codec.AppendStreamConsumerKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
 	j.del(j.kb)
+	lo := codec.AppendStreamConsumerPendingPrefix(nil, j.pdb, j.key, j.version, g.Name, c.Name)
+	if j.err == nil {
+		j.err = j.tx.batch.DeleteRange(lo, codec.PrefixEnd(lo))
+	}
 }
 
-// PutPending writes a pending entry's record.
+// PutPending writes a pending entry's record and its consumer's index
+// record.
 func (j *streamJournal) PutPending(g *stream.Group, n *stream.NACK) {
 	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, n.ID)
 	j.vb = codec.AppendStreamPending(j.vb[:0], n.DeliveryTime, n.DeliveryCount, n.Consumer.Name)
 	j.set(j.kb, j.vb)
+	j.kb = codec.AppendStreamConsumerPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, n.Consumer.Name, n.ID)
+	j.set(j.kb, nil)
 }
 
-// DelPending deletes a pending entry's record.
-func (j *streamJournal) DelPending(g *stream.Group, id stream.ID) {
+// DelPending deletes a pending entry's record and, with c, c's index
+// record for it.
+func (j *streamJournal) DelPending(g *stream.Group, id stream.ID, c *stream.Consumer) {
 	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, id)
 	j.del(j.kb)
-}
-
-func putU64(b []byte, v uint64) {
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(v)
-		v >>= 8
+	if c != nil {
+		j.kb = codec.AppendStreamConsumerPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name, id)
+		j.del(j.kb)
 	}
 }
 
-func getU64(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:8] {
-		v = v<<8 | uint64(c)
+// GetPending reads one pending entry (stream.Store).
+func (j *streamJournal) GetPending(g *stream.Group, id stream.ID) (int64, int64, []byte, bool, error) {
+	j.kb = codec.AppendStreamPendingKey(j.kb[:0], j.pdb, j.key, j.version, g.Name, id)
+	buf, found, err := j.tx.batch.GetData(j.kb, j.vb[:0])
+	j.vb = buf
+	if err != nil || !found {
+		return 0, 0, nil, false, err
 	}
-	return v
+	t, n, c, err := codec.ParseStreamPending(buf)
+	if err != nil {
+		return 0, 0, nil, false, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+	}
+	return t, n, c, true, nil
+}
+
+// RangePending walks a group's pending entries, or a consumer's through
+// its index (stream.Store).
+func (j *streamJournal) RangePending(g *stream.Group, c *stream.Consumer, start, end stream.ID, rev bool, fn func(id stream.ID, deliveryTime, deliveryCount int64, consumer []byte) bool) error {
+	var prefix []byte
+	if c == nil {
+		prefix = codec.AppendStreamInGroupPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamPending, g.Name)
+	} else {
+		prefix = codec.AppendStreamConsumerPendingPrefix(nil, j.pdb, j.key, j.version, g.Name, c.Name)
+	}
+	lo := codec.AppendStreamID(append([]byte(nil), prefix...), start)
+	var hi []byte
+	if next, ok := stream.Incr(end); ok {
+		hi = codec.AppendStreamID(append([]byte(nil), prefix...), next)
+	} else {
+		hi = codec.PrefixEnd(prefix)
+	}
+	it, err := j.tx.batch.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	first, step := it.First, it.Next
+	if rev {
+		first, step = it.Last, it.Prev
+	}
+	for valid := first(); valid; valid = step() {
+		k := it.Key()
+		id := codec.DecodeStreamID(k[len(k)-16:])
+		var t, n int64
+		var name []byte
+		if c == nil {
+			val, err := it.ValueAndErr()
+			if err == nil {
+				t, n, name, err = codec.ParseStreamPending(val)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+			}
+		} else {
+			var found bool
+			var err error
+			if t, n, name, found, err = j.GetPending(g, id); err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: stream %q: consumer %q's pending entry %v has no record", ErrCorrupt, j.key, c.Name, id)
+			}
+		}
+		if !fn(id, t, n, name) {
+			return nil
+		}
+	}
+	return it.Error()
 }
 
 // OpenStream opens key (database db) as a stream, loading it if it is
@@ -360,11 +427,20 @@ func (tx *Tx) loadStream(pdb uint8, key []byte, e *Entry, j *streamJournal, cold
 	}
 	l := stream.NewLoader(e.strm.meta, e.Count, e.Bytes, store)
 	for _, tag := range tags {
+		if tag == codec.TagStreamPending && cold && !l.Legacy() {
+			continue // read per record from the store
+		}
 		if err := tx.loadStreamTag(pdb, key, e.Version, tag, l); err != nil {
 			return nil, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, key, err)
 		}
 	}
-	return l.Done(e.Count, j)
+	m, err := l.Done(e.Count, j)
+	if err == nil && l.Legacy() {
+		// A store written before the PEL counters: rewrite the groups in
+		// the current form, in this command's batch.
+		m.RewritePEL()
+	}
+	return m, err
 }
 
 func (tx *Tx) loadStreamTag(pdb uint8, key []byte, version uint64, tag byte, l *stream.Loader) error {
@@ -394,13 +470,25 @@ func loadStreamRecord(tag byte, rest, val []byte, l *stream.Loader) error {
 		if err != nil {
 			return err
 		}
-		l.LoadGroup(rest, last, er)
+		p, counted, err := codec.ParseStreamGroupPEL(val)
+		if err != nil {
+			return err
+		}
+		if counted {
+			l.LoadGroupPEL(rest, last, er, p)
+		} else {
+			l.LoadGroup(rest, last, er)
+		}
 	case codec.TagStreamConsumer:
 		g, name, err := codec.ParseStreamInGroup(rest)
-		if err != nil || len(val) != 8 {
-			return fmt.Errorf("consumer record: %v", err)
+		if err != nil {
+			return fmt.Errorf("consumer record: %w", err)
 		}
-		return l.LoadConsumer(g, name, int64(getU64(val)))
+		seen, pending, lo, _, err := codec.ParseStreamConsumer(val)
+		if err != nil {
+			return err
+		}
+		return l.LoadConsumerPEL(g, name, seen, pending, lo)
 	case codec.TagStreamPending:
 		g, idb, err := codec.ParseStreamInGroup(rest)
 		if err != nil || len(idb) != 16 {

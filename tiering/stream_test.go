@@ -19,13 +19,20 @@ func renderStream(s *stream.Stream) string {
 		return true
 	})
 	for _, g := range s.Groups() {
-		fmt.Fprintf(&b, "group %s %v %d\n", g.Name, g.LastID, g.EntriesRead)
+		lo, hi := g.PendingBounds()
+		fmt.Fprintf(&b, "group %s %v %d pel %d %v..%v\n", g.Name, g.LastID, g.EntriesRead, g.PendingCount(), lo, hi)
 		for _, c := range g.Consumers() {
-			fmt.Fprintf(&b, "  consumer %s %d pel %d\n", c.Name, c.SeenTime, len(c.PEL()))
+			fmt.Fprintf(&b, "  consumer %s %d pel %d from %v:", c.Name, c.SeenTime, c.PendingCount(), c.PendingMin())
+			s.EachPending(g, c, stream.ID{}, stream.MaxID, func(n *stream.NACK) bool {
+				fmt.Fprintf(&b, " %v", n.ID)
+				return true
+			})
+			b.WriteString("\n")
 		}
-		for _, n := range g.PEL() {
+		s.EachPending(g, nil, stream.ID{}, stream.MaxID, func(n *stream.NACK) bool {
 			fmt.Fprintf(&b, "  pending %v %s %d %d\n", n.ID, n.Consumer.Name, n.DeliveryTime, n.DeliveryCount)
-		}
+			return true
+		})
 	}
 	return b.String()
 }
@@ -56,7 +63,7 @@ func fillStream(t *testing.T, v *env, db int, key string) {
 		for i := 6; i <= 12; i++ {
 			s.Deliver(g, a, stream.ID{Ms: uint64(i)}, 3000+int64(i), false)
 		}
-		s.Claim(g, g.Pending(stream.ID{Ms: 8}), c, 5000, 4)
+		s.Claim(g, s.Pending(g, stream.ID{Ms: 8}), c, 5000, 4)
 		s.Ack(g, stream.ID{Ms: 9})
 		return s.Close()
 	})
@@ -231,9 +238,10 @@ func TestStreamRandomColdMatchesHot(t *testing.T) {
 					if g == nil {
 						g = s.CreateGroup([]byte("g"), stream.ID{}, -1)
 					}
-					c := s.Consumer(g, []byte("c"), false, 0)
+					name := []byte{'c', byte('0' + arg%3)}
+					c := s.Consumer(g, name, false, 0)
 					if c == nil {
-						c = s.CreateConsumer(g, []byte("c"), 1)
+						c = s.CreateConsumer(g, name, 1)
 					}
 					var ids []stream.ID
 					s.Range(g.LastID, stream.MaxID, false, func(e *stream.Entry) bool {
@@ -243,8 +251,25 @@ func TestStreamRandomColdMatchesHot(t *testing.T) {
 					for _, id := range ids {
 						s.Deliver(g, c, id, int64(round), false)
 					}
-					if p := g.PEL(); len(p) > 0 {
-						s.Ack(g, p[0].ID)
+					// Acknowledge the lowest, the highest or one in the
+					// middle; claim one for c; now and then drop a consumer.
+					var pel []*stream.NACK
+					s.EachPending(g, nil, stream.ID{}, stream.MaxID, func(n *stream.NACK) bool {
+						pel = append(pel, n)
+						return true
+					})
+					if len(pel) > 0 {
+						s.Ack(g, pel[[]int{0, len(pel) - 1, len(pel) / 2}[arg%3]].ID)
+					}
+					if len(pel) > 2 {
+						if n := s.Pending(g, pel[1].ID); n != nil {
+							s.Claim(g, n, c, int64(round), n.DeliveryCount+1)
+						}
+					}
+					if arg%11 == 0 {
+						if d := s.Consumer(g, []byte("c1"), false, 0); d != nil {
+							s.DeleteConsumer(g, d)
+						}
 					}
 				})
 			}

@@ -489,10 +489,11 @@ func StreamValue(m *stream.Stream) *rdb.Stream {
 			index[c] = i
 			rg.Consumers = append(rg.Consumers, rdb.StreamConsumer{Name: c.Name, SeenTime: c.SeenTime})
 		}
-		for _, p := range g.PEL() {
+		m.EachPending(g, nil, stream.ID{}, stream.MaxID, func(p *stream.NACK) bool {
 			rg.PEL = append(rg.PEL, rdb.StreamNACK{ID: rdbID(p.ID), DeliveryTime: p.DeliveryTime,
 				DeliveryCount: uint64(p.DeliveryCount), Consumer: index[p.Consumer]})
-		}
+			return true
+		})
 		v.Groups = append(v.Groups, rg)
 	}
 	return v

@@ -54,50 +54,53 @@ func cmdXPending(x *server.Ctx, args [][]byte) error {
 		}
 		w := x.W
 		if justInfo {
-			pel := g.PEL()
+			// From the group's counters: no pending entry is read.
 			w.Array(4)
-			w.Int(int64(len(pel)))
-			if len(pel) == 0 {
+			w.Int(g.PendingCount())
+			if g.PendingCount() == 0 {
 				w.Null()
 				w.Null()
 				w.NullArray()
 				return nil
 			}
-			writeID(w, pel[0].ID)
-			writeID(w, pel[len(pel)-1].ID)
+			lo, hi := g.PendingBounds()
+			writeID(w, lo)
+			writeID(w, hi)
 			n := 0
 			for _, c := range g.Consumers() {
-				if len(c.PEL()) > 0 {
+				if c.PendingCount() > 0 {
 					n++
 				}
 			}
 			w.Array(n)
 			for _, c := range g.Consumers() {
-				if len(c.PEL()) > 0 {
+				if c.PendingCount() > 0 {
 					w.Array(2)
 					w.Bulk(c.Name)
-					w.BulkInt(int64(len(c.PEL())))
+					w.BulkInt(c.PendingCount())
 				}
 			}
 			return nil
 		}
-		pel := g.PEL()
+		var c *stream.Consumer
 		if consumer != nil {
-			c := s.Consumer(g, consumer, false, 0)
-			if c == nil {
+			if c = s.Consumer(g, consumer, false, 0); c == nil {
 				w.Array(0)
 				return nil
 			}
-			pel = c.PEL()
 		}
 		now := tx.Now()
 		var out []*stream.NACK
-		for i := stream.SeekPEL(pel, start); count > 0 && i < len(pel) && !stream.Less(end, pel[i].ID); i++ {
-			if minIdle != 0 && now-pel[i].DeliveryTime < minIdle {
-				continue
-			}
-			out = append(out, pel[i])
-			count--
+		if count > 0 {
+			s.EachPending(g, c, start, end, func(p *stream.NACK) bool {
+				if minIdle == 0 || now-p.DeliveryTime >= minIdle {
+					out = append(out, p)
+				}
+				return int64(len(out)) < count
+			})
+		}
+		if err := s.Err(); err != nil {
+			return err
 		}
 		w.Array(len(out))
 		for _, p := range out {
@@ -190,7 +193,7 @@ func cmdXClaim(x *server.Ctx, args [][]byte) error {
 		var claimed []*stream.NACK
 		var entries []*stream.Entry
 		for k, id := range ids {
-			n := g.Pending(id)
+			n := s.Pending(g, id)
 			e := s.Get(id)
 			if e == nil {
 				if n != nil {
@@ -297,10 +300,17 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 		var entries []*stream.Entry
 		var deleted []stream.ID
 		next := stream.ID{}
-		pel := g.PEL()
-		i := stream.SeekPEL(pel, start)
+		// The candidates, read once: at most attempts of them are
+		// examined, and the one after is the reply's next start.
+		var pel []*stream.NACK
+		s.EachPending(g, nil, start, stream.MaxID, func(n *stream.NACK) bool {
+			pel = append(pel, n)
+			return int64(len(pel)) <= attempts
+		})
+		i := 0
 		for ; attempts > 0 && count > 0 && i < len(pel); attempts-- {
 			n := pel[i]
+			i++
 			e := s.Get(n.ID)
 			if e == nil {
 				deleted = append(deleted, n.ID)
@@ -308,11 +318,9 @@ func cmdXAutoClaim(x *server.Ctx, args [][]byte) error {
 					x.Propagate(xclaimArgs(args[1], args[2], stream.AppendID(nil, n.ID), n, g)...)
 				}
 				s.Ack(g, n.ID)
-				pel = g.PEL()
 				count--
 				continue
 			}
-			i++
 			if minIdle != 0 && now-n.DeliveryTime < minIdle {
 				continue
 			}

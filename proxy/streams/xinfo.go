@@ -120,12 +120,9 @@ func writeFullGroup(w *resp.Writer, s *tiering.Stream, g *stream.Group, count in
 	w.BulkString("lag")
 	writeLag(w, s, g)
 	w.BulkString("pel-count")
-	w.Int(int64(len(g.PEL())))
+	w.Int(g.PendingCount())
 	w.BulkString("pending")
-	pel := g.PEL()
-	if count > 0 && int64(len(pel)) > count {
-		pel = pel[:count]
-	}
+	pel := firstPending(s, g, nil, count)
 	w.Array(len(pel))
 	for _, p := range pel {
 		w.Array(4)
@@ -143,12 +140,9 @@ func writeFullGroup(w *resp.Writer, s *tiering.Stream, g *stream.Group, count in
 		w.BulkString("seen-time")
 		w.Int(c.SeenTime)
 		w.BulkString("pel-count")
-		w.Int(int64(len(c.PEL())))
+		w.Int(c.PendingCount())
 		w.BulkString("pending")
-		cp := c.PEL()
-		if count > 0 && int64(len(cp)) > count {
-			cp = cp[:count]
-		}
+		cp := firstPending(s, g, c, count)
 		w.Array(len(cp))
 		for _, p := range cp {
 			w.Array(3)
@@ -157,6 +151,17 @@ func writeFullGroup(w *resp.Writer, s *tiering.Stream, g *stream.Group, count in
 			w.Int(p.DeliveryCount)
 		}
 	}
+}
+
+// firstPending returns the first count (0: all) pending entries of g, or
+// of its consumer c if c is not nil.
+func firstPending(s *tiering.Stream, g *stream.Group, c *stream.Consumer, count int64) []*stream.NACK {
+	var out []*stream.NACK
+	s.EachPending(g, c, stream.ID{}, stream.MaxID, func(p *stream.NACK) bool {
+		out = append(out, p)
+		return count <= 0 || int64(len(out)) < count
+	})
+	return out
 }
 
 // cmdXInfoGroups is XINFO GROUPS key.
@@ -175,7 +180,7 @@ func cmdXInfoGroups(x *server.Ctx, args [][]byte) error {
 			w.BulkString("consumers")
 			w.Int(int64(len(g.Consumers())))
 			w.BulkString("pending")
-			w.Int(int64(len(g.PEL())))
+			w.Int(g.PendingCount())
 			w.BulkString("last-delivered-id")
 			writeID(w, g.LastID)
 			w.BulkString("entries-read")
@@ -206,7 +211,7 @@ func cmdXInfoConsumers(x *server.Ctx, args [][]byte) error {
 			w.BulkString("name")
 			w.Bulk(c.Name)
 			w.BulkString("pending")
-			w.Int(int64(len(c.PEL())))
+			w.Int(c.PendingCount())
 			w.BulkString("idle")
 			w.Int(max(now-c.SeenTime, 0))
 		}

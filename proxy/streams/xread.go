@@ -283,10 +283,10 @@ func (op *readOp) deliver(w *resp.Writer, tx *tiering.Tx, s *tiering.Stream, g *
 	for _, e := range items {
 		if g != nil {
 			before := g.LastID
-			s.Deliver(g, c, e.ID, tx.Now(), op.noack)
+			n := s.Deliver(g, c, e.ID, tx.Now(), op.noack)
 			moved = moved || g.LastID != before
-			if prop != nil && !op.noack {
-				prop(xclaimArgs(key, op.group, stream.AppendID(nil, e.ID), g.Pending(e.ID), g)...)
+			if prop != nil && n != nil {
+				prop(xclaimArgs(key, op.group, stream.AppendID(nil, e.ID), n, g)...)
 			}
 		}
 		writeEntry(w, e)
@@ -300,14 +300,12 @@ func (op *readOp) deliver(w *resp.Writer, tx *tiering.Tx, s *tiering.Stream, g *
 // count, 0: all): each as its entry, or [id, nil] if the entry was
 // deleted, counting a delivery for each entry found.
 func writeHistory(w *resp.Writer, s *tiering.Stream, g *stream.Group, c *stream.Consumer, start stream.ID, count, now int64) {
-	pel := c.PEL()
-	i := stream.SeekPEL(pel, start)
-	n := len(pel) - i
-	if count > 0 && int64(n) > count {
-		n = int(count)
-	}
-	todo := append([]*stream.NACK(nil), pel[i:i+n]...)
-	w.Array(n)
+	var todo []*stream.NACK
+	s.EachPending(g, c, start, stream.MaxID, func(p *stream.NACK) bool {
+		todo = append(todo, p)
+		return count <= 0 || int64(len(todo)) < count
+	})
+	w.Array(len(todo))
 	for _, p := range todo {
 		e := s.Get(p.ID)
 		if e == nil {

@@ -1,24 +1,45 @@
 package stream
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
+
+// Consumer groups and their pending entries lists (PELs).
+//
+// A stream held whole keeps every PEL in memory (the group's and each
+// consumer's, in ID order). A cold stream keeps only its groups and
+// consumers with their counters: a pending entry is read from the Store
+// when a command needs it (Pending: a point read; EachPending: a seek in
+// ID order from the lowest ID still pending), so XACK costs a point read
+// and the deletes, whatever the PEL's size. Both keep the counters the
+// records persist (the group's count, lowest and highest ID; each
+// consumer's count and lowest ID), written with every change.
 
 // Group is a consumer group. EntriesRead is -1 when unknown.
 type Group struct {
 	Name        []byte
 	LastID      ID
 	EntriesRead int64
-	pel         []*NACK     // by ID
+	pel         []*NACK     // by ID; nil when the stream is cold
 	consumers   []*Consumer // by name
+	pending     int64
+	pelMin      ID // lowest pending ID (zero when none)
+	pelMax      ID // highest pending ID (zero when none)
 }
 
 // Consumer is a consumer of a group, with its own pending entries.
 type Consumer struct {
 	Name     []byte
 	SeenTime int64
-	pel      []*NACK // by ID
+	pel      []*NACK // by ID; nil when the stream is cold
+	pending  int64
+	pelMin   ID // lowest pending ID (zero when none)
 }
 
-// NACK is a pending (delivered, not acknowledged) entry.
+// NACK is a pending (delivered, not acknowledged) entry. Of a cold stream
+// it is a copy read from the store: change it only through the Stream's
+// methods, which write it back.
 type NACK struct {
 	ID            ID
 	DeliveryTime  int64
@@ -26,21 +47,25 @@ type NACK struct {
 	Consumer      *Consumer
 }
 
-// PEL returns the group's pending entries in ID order (do not modify).
-func (g *Group) PEL() []*NACK { return g.pel }
+// PendingCount is the number of the group's pending entries.
+func (g *Group) PendingCount() int64 { return g.pending }
+
+// PendingBounds returns the lowest and highest pending IDs (zero when
+// there are none).
+func (g *Group) PendingBounds() (lo, hi ID) { return g.pelMin, g.pelMax }
 
 // Consumers returns the group's consumers by name (do not modify).
 func (g *Group) Consumers() []*Consumer { return g.consumers }
 
-// PEL returns the consumer's pending entries in ID order (do not modify).
-func (c *Consumer) PEL() []*NACK { return c.pel }
+// PendingCount is the number of the consumer's pending entries.
+func (c *Consumer) PendingCount() int64 { return c.pending }
+
+// PendingMin is the consumer's lowest pending ID (zero when none).
+func (c *Consumer) PendingMin() ID { return c.pelMin }
 
 func searchPEL(pel []*NACK, id ID) int {
 	return sort.Search(len(pel), func(i int) bool { return !Less(pel[i].ID, id) })
 }
-
-// SeekPEL returns the position of the first entry of pel at or after id.
-func SeekPEL(pel []*NACK, id ID) int { return searchPEL(pel, id) }
 
 func insertPEL(pel []*NACK, n *NACK) []*NACK {
 	i := searchPEL(pel, n.ID)
@@ -60,12 +85,171 @@ func removePEL(pel []*NACK, id ID) []*NACK {
 	return pel
 }
 
-// Pending returns the group's pending entry for id, or nil.
-func (g *Group) Pending(id ID) *NACK {
-	if i := searchPEL(g.pel, id); i < len(g.pel) && g.pel[i].ID == id {
-		return g.pel[i]
+// consumerByName returns g's consumer named name, or nil.
+func (g *Group) consumerByName(name []byte) *Consumer {
+	if i := g.searchConsumer(name); i < len(g.consumers) && string(g.consumers[i].Name) == string(name) {
+		return g.consumers[i]
 	}
 	return nil
+}
+
+// Pending returns g's pending entry for id, or nil. Of a cold stream it
+// is one point read of the store (none when id is outside the PEL's
+// bounds).
+func (s *Stream) Pending(g *Group, id ID) *NACK {
+	if g.pending == 0 || Less(id, g.pelMin) || Less(g.pelMax, id) {
+		return nil
+	}
+	if s.store == nil {
+		if i := searchPEL(g.pel, id); i < len(g.pel) && g.pel[i].ID == id {
+			return g.pel[i]
+		}
+		return nil
+	}
+	dt, dc, name, found, err := s.store.GetPending(g, id)
+	if err != nil || !found {
+		s.fail(err)
+		return nil
+	}
+	c := g.consumerByName(name)
+	if c == nil {
+		s.fail(fmt.Errorf("stream: pending entry %v of group %q has no consumer %q", id, g.Name, name))
+		return nil
+	}
+	return &NACK{ID: id, DeliveryTime: dt, DeliveryCount: dc, Consumer: c}
+}
+
+// EachPending calls fn for g's pending entries from start to end
+// (inclusive) in ID order, or only consumer c's if c is not nil, until fn
+// returns false. fn must not change the group: collect, then change. Of a
+// cold stream it is a seek from the lowest ID still pending (start, if
+// above it), then one step per entry (and, for a consumer's, one point
+// read per entry).
+func (s *Stream) EachPending(g *Group, c *Consumer, start, end ID, fn func(n *NACK) bool) {
+	if g.pending == 0 || c != nil && c.pending == 0 {
+		return
+	}
+	if s.store == nil {
+		pel := g.pel
+		if c != nil {
+			pel = c.pel
+		}
+		for i := searchPEL(pel, start); i < len(pel) && !Less(end, pel[i].ID); i++ {
+			if !fn(pel[i]) {
+				return
+			}
+		}
+		return
+	}
+	lo := g.pelMin
+	if c != nil {
+		lo = c.pelMin
+	}
+	if Less(lo, start) {
+		lo = start
+	}
+	if Less(g.pelMax, end) {
+		end = g.pelMax
+	}
+	if Less(end, lo) {
+		return
+	}
+	s.fail(s.store.RangePending(g, c, lo, end, false, func(id ID, dt, dc int64, name []byte) bool {
+		owner := c
+		if owner == nil {
+			if owner = g.consumerByName(name); owner == nil {
+				s.fail(fmt.Errorf("stream: pending entry %v of group %q has no consumer %q", id, g.Name, name))
+				return false
+			}
+		}
+		return fn(&NACK{ID: id, DeliveryTime: dt, DeliveryCount: dc, Consumer: owner})
+	}))
+}
+
+// pelEdge returns the first pending ID of g (c's if c is not nil) from
+// 'from' onwards (rev: downwards), reading the store; ok false if none.
+func (s *Stream) pelEdge(g *Group, c *Consumer, from ID, rev bool) (id ID, ok bool) {
+	start, end := from, MaxID
+	if rev {
+		start, end = ID{}, from
+	}
+	s.fail(s.store.RangePending(g, c, start, end, rev, func(x ID, _, _ int64, _ []byte) bool {
+		id, ok = x, true
+		return false
+	}))
+	return id, ok
+}
+
+// addPending counts n in g's PEL.
+func (s *Stream) addPending(g *Group, n *NACK) {
+	if g.pending == 0 {
+		g.pelMin, g.pelMax = n.ID, n.ID
+	} else if Less(n.ID, g.pelMin) {
+		g.pelMin = n.ID
+	} else if Less(g.pelMax, n.ID) {
+		g.pelMax = n.ID
+	}
+	g.pending++
+	if s.store == nil {
+		g.pel = insertPEL(g.pel, n)
+		s.size += nackSize
+	}
+}
+
+// removePending takes id out of g's PEL counters (and memory), finding
+// the new lowest or highest ID when it was one of them.
+func (s *Stream) removePending(g *Group, id ID) {
+	g.pending--
+	if s.store == nil {
+		g.pel = removePEL(g.pel, id)
+		s.size -= nackSize
+	}
+	switch {
+	case g.pending <= 0:
+		g.pending, g.pelMin, g.pelMax = 0, ID{}, ID{}
+	case s.store == nil:
+		g.pelMin, g.pelMax = g.pel[0].ID, g.pel[len(g.pel)-1].ID
+	case id == g.pelMin:
+		next, _ := Incr(id)
+		if m, ok := s.pelEdge(g, nil, next, false); ok {
+			g.pelMin = m
+		}
+	case id == g.pelMax:
+		prev, _ := Decr(id)
+		if m, ok := s.pelEdge(g, nil, prev, true); ok {
+			g.pelMax = m
+		}
+	}
+}
+
+// addOwned counts n in c's PEL.
+func (s *Stream) addOwned(c *Consumer, n *NACK) {
+	if c.pending == 0 || Less(n.ID, c.pelMin) {
+		c.pelMin = n.ID
+	}
+	c.pending++
+	if s.store == nil {
+		c.pel = insertPEL(c.pel, n)
+	}
+}
+
+// removeOwned takes id out of c's PEL counters (and memory).
+func (s *Stream) removeOwned(g *Group, c *Consumer, id ID) {
+	c.pending--
+	if s.store == nil {
+		c.pel = removePEL(c.pel, id)
+	}
+	switch {
+	case c.pending <= 0:
+		c.pending, c.pelMin = 0, ID{}
+	case s.store == nil:
+		c.pelMin = c.pel[0].ID
+	case id == c.pelMin:
+		next, _ := Incr(id)
+		if m, ok := s.pelEdge(g, c, next, false); ok {
+			c.pelMin = m
+		}
+	}
 }
 
 // Groups returns the groups by name (do not modify).
@@ -133,12 +317,8 @@ func (g *Group) searchConsumer(name []byte) int {
 // Consumer returns the consumer named name, or nil. With touch its seen
 // time becomes now (Redis's lookups without SLC_NO_REFRESH).
 func (s *Stream) Consumer(g *Group, name []byte, touch bool, now int64) *Consumer {
-	i := g.searchConsumer(name)
-	if i == len(g.consumers) || string(g.consumers[i].Name) != string(name) {
-		return nil
-	}
-	c := g.consumers[i]
-	if touch && c.SeenTime != now {
+	c := g.consumerByName(name)
+	if c != nil && touch && c.SeenTime != now {
 		c.SeenTime = now
 		s.j.PutConsumer(g, c)
 	}
@@ -161,43 +341,55 @@ func (s *Stream) CreateConsumer(g *Group, name []byte, now int64) *Consumer {
 }
 
 // DeleteConsumer removes a consumer and its pending entries from the
-// group; it returns how many entries it had pending.
+// group; it returns how many entries it had pending. Of a cold stream it
+// reads the consumer's pending index (one step per entry).
 func (s *Stream) DeleteConsumer(g *Group, c *Consumer) int64 {
-	n := int64(len(c.pel))
-	for _, p := range c.pel {
-		g.pel = removePEL(g.pel, p.ID)
-		s.j.DelPending(g, p.ID)
+	n := c.pending
+	var ids []ID
+	s.EachPending(g, c, ID{}, MaxID, func(p *NACK) bool {
+		ids = append(ids, p.ID)
+		return true
+	})
+	for _, id := range ids {
+		s.j.DelPending(g, id, nil) // the consumer's index goes with it below
+		s.removePending(g, id)
 	}
-	s.size -= n*nackSize + consumerSize(c)
+	s.size -= consumerSize(c)
 	i := g.searchConsumer(c.Name)
 	copy(g.consumers[i:], g.consumers[i+1:])
 	g.consumers[len(g.consumers)-1] = nil
 	g.consumers = g.consumers[:len(g.consumers)-1]
 	s.j.DelConsumer(g, c)
+	if n > 0 {
+		s.j.PutGroup(g)
+	}
 	return n
 }
 
 // Ack removes id from the group's pending entries, reporting whether it
 // was pending.
 func (s *Stream) Ack(g *Group, id ID) bool {
-	n := g.Pending(id)
+	n := s.Pending(g, id)
 	if n == nil {
 		return false
 	}
-	g.pel = removePEL(g.pel, id)
-	if n.Consumer != nil {
-		n.Consumer.pel = removePEL(n.Consumer.pel, id)
+	s.j.DelPending(g, id, n.Consumer)
+	s.removePending(g, id)
+	if c := n.Consumer; c != nil {
+		s.removeOwned(g, c, id)
+		s.j.PutConsumer(g, c)
 	}
-	s.size -= nackSize
-	s.j.DelPending(g, id)
+	s.j.PutGroup(g)
 	return true
 }
 
 // Deliver records that entry id was delivered to consumer c of g at now,
 // as XREADGROUP with ">" does: the group's last ID and entries read
 // advance, and unless noack the entry becomes pending for c (taken from
-// another consumer if it was pending there).
-func (s *Stream) Deliver(g *Group, c *Consumer, id ID, now int64, noack bool) {
+// another consumer if it was pending there). It returns the pending
+// entry (nil under noack).
+func (s *Stream) Deliver(g *Group, c *Consumer, id ID, now int64, noack bool) *NACK {
+	putGroup := false
 	if Less(g.LastID, id) {
 		if g.EntriesRead != -1 && !s.HasTombstones(id) {
 			g.EntriesRead++
@@ -205,25 +397,43 @@ func (s *Stream) Deliver(g *Group, c *Consumer, id ID, now int64, noack bool) {
 			g.EntriesRead = s.EstimateDistance(id)
 		}
 		g.LastID = id
-		s.j.PutGroup(g)
+		putGroup = true
 	}
 	if noack {
-		return
-	}
-	if n := g.Pending(id); n != nil {
-		if n.Consumer != nil {
-			n.Consumer.pel = removePEL(n.Consumer.pel, id)
+		if putGroup {
+			s.j.PutGroup(g)
 		}
-		n.Consumer, n.DeliveryTime, n.DeliveryCount = c, now, 1
-		c.pel = insertPEL(c.pel, n)
-		s.j.PutPending(g, n)
-		return
+		return nil
 	}
-	n := &NACK{ID: id, DeliveryTime: now, DeliveryCount: 1, Consumer: c}
-	g.pel = insertPEL(g.pel, n)
-	c.pel = insertPEL(c.pel, n)
-	s.size += nackSize
+	n := s.Pending(g, id)
+	if n == nil {
+		n = &NACK{ID: id, Consumer: c}
+		s.addPending(g, n)
+		s.addOwned(c, n)
+		s.j.PutConsumer(g, c)
+		putGroup = true
+	} else if n.Consumer != c {
+		s.move(g, n, c)
+	}
+	n.DeliveryTime, n.DeliveryCount = now, 1
 	s.j.PutPending(g, n)
+	if putGroup {
+		s.j.PutGroup(g)
+	}
+	return n
+}
+
+// move gives pending entry n to consumer c (its record is written by the
+// caller).
+func (s *Stream) move(g *Group, n *NACK, c *Consumer) {
+	if old := n.Consumer; old != nil {
+		s.j.DelPending(g, n.ID, old)
+		s.removeOwned(g, old, n.ID)
+		s.j.PutConsumer(g, old)
+	}
+	n.Consumer = c
+	s.addOwned(c, n)
+	s.j.PutConsumer(g, c)
 }
 
 // Redelivered records that a consumer read pending entry n again from its
@@ -238,8 +448,8 @@ func (s *Stream) Redelivered(g *Group, n *NACK, now int64) {
 // FORCE); Claim must give it an owner in the same command.
 func (s *Stream) ForcePending(g *Group, id ID) *NACK {
 	n := &NACK{ID: id, DeliveryCount: 1}
-	g.pel = insertPEL(g.pel, n)
-	s.size += nackSize
+	s.addPending(g, n)
+	s.j.PutGroup(g)
 	return n
 }
 
@@ -247,11 +457,7 @@ func (s *Stream) ForcePending(g *Group, id ID) *NACK {
 // and count.
 func (s *Stream) Claim(g *Group, n *NACK, c *Consumer, deliveryTime, deliveryCount int64) {
 	if n.Consumer != c {
-		if n.Consumer != nil {
-			n.Consumer.pel = removePEL(n.Consumer.pel, n.ID)
-		}
-		c.pel = insertPEL(c.pel, n)
-		n.Consumer = c
+		s.move(g, n, c)
 	}
 	n.DeliveryTime, n.DeliveryCount = deliveryTime, deliveryCount
 	s.j.PutPending(g, n)
@@ -261,4 +467,52 @@ func (s *Stream) Claim(g *Group, n *NACK, c *Consumer, deliveryTime, deliveryCou
 func (s *Stream) SetGroupLastID(g *Group, id ID) {
 	g.LastID = id
 	s.j.PutGroup(g)
+}
+
+// countPEL sets every group's and consumer's counters from the PELs held
+// in memory.
+func (s *Stream) countPEL() {
+	for _, g := range s.groups {
+		g.pending, g.pelMin, g.pelMax = int64(len(g.pel)), ID{}, ID{}
+		if len(g.pel) > 0 {
+			g.pelMin, g.pelMax = g.pel[0].ID, g.pel[len(g.pel)-1].ID
+		}
+		for _, c := range g.consumers {
+			c.pending, c.pelMin = int64(len(c.pel)), ID{}
+			if len(c.pel) > 0 {
+				c.pelMin = c.pel[0].ID
+			}
+		}
+	}
+}
+
+// dropPEL forgets the PELs held in memory (the stream went cold: the
+// store holds them).
+func (s *Stream) dropPEL() {
+	for _, g := range s.groups {
+		s.size -= int64(len(g.pel)) * nackSize
+		g.pel = nil
+		for _, c := range g.consumers {
+			c.pel = nil
+		}
+	}
+}
+
+// RewritePEL writes every group, consumer and pending entry record again
+// through the journal (an old store's stream, whose records lack the PEL
+// counters and the consumers' pending index, in the current form). A cold
+// stream then forgets its PELs: they are read from the store.
+func (s *Stream) RewritePEL() {
+	for _, g := range s.groups {
+		s.j.PutGroup(g)
+		for _, c := range g.consumers {
+			s.j.PutConsumer(g, c)
+		}
+		for _, n := range g.pel {
+			s.j.PutPending(g, n)
+		}
+	}
+	if s.store != nil {
+		s.dropPEL()
+	}
 }

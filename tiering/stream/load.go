@@ -20,17 +20,23 @@ func (nop) DelGroup(*Group)               {}
 func (nop) PutConsumer(*Group, *Consumer) {}
 func (nop) DelConsumer(*Group, *Consumer) {}
 func (nop) PutPending(*Group, *NACK)      {}
-func (nop) DelPending(*Group, ID)         {}
+func (nop) DelPending(*Group, ID, *Consumer) {}
 
 // Loader fills a stream from its records. Call LoadNode and LoadEntry in
-// ID order, LoadGroup in name order, then LoadConsumer, then LoadPending;
-// Done returns the stream, reporting to j.
-type Loader struct{ s *Stream }
+// ID order, LoadGroup (or LoadGroupPEL) in name order, then LoadConsumer
+// (or LoadConsumerPEL), then LoadPending; Done returns the stream,
+// reporting to j.
+type Loader struct {
+	s      *Stream
+	legacy bool
+}
 
 // NewLoader starts loading a stream whose meta record holds m and
 // count, bytes. With store set, the stream is cold: its entries and nodes
 // are not loaded (LoadEntry and LoadNode must not be called) but read
-// from store.
+// from store, and so are its pending entries if its groups come with
+// their counters (LoadGroupPEL, LoadConsumerPEL: then LoadPending must
+// not be called).
 func NewLoader(m codec.StreamMeta, count, bytes int64, store Store) *Loader {
 	return &Loader{s: &Stream{Last: m.Last, First: m.First, MaxDeleted: m.MaxDeleted, EntriesAdded: m.EntriesAdded,
 		j: nop{}, store: store, length: count, bytes: bytes}}
@@ -49,18 +55,40 @@ func (l *Loader) LoadEntry(id ID, fields [][]byte) {
 	l.s.size += entrySize(e)
 }
 
-// LoadGroup adds a group record.
+// LoadGroup adds a group without its PEL counters: its pending entries
+// must all be loaded (LoadPending), which Done counts.
 func (l *Loader) LoadGroup(name []byte, last ID, entriesRead int64) {
 	l.s.CreateGroup(name, last, entriesRead)
+	l.legacy = true
 }
+
+// LoadGroupPEL adds a group with its PEL counters (a record of the
+// current format).
+func (l *Loader) LoadGroupPEL(name []byte, last ID, entriesRead int64, p codec.StreamGroupPEL) {
+	if g := l.s.CreateGroup(name, last, entriesRead); g != nil {
+		g.pending, g.pelMin, g.pelMax = p.Pending, p.Min, p.Max
+	}
+}
+
+// Legacy reports whether a group came without its PEL counters (a store
+// written before them): the engine then rewrites the stream's groups
+// (Stream.RewritePEL).
+func (l *Loader) Legacy() bool { return l.legacy }
 
 // LoadConsumer adds a consumer record.
 func (l *Loader) LoadConsumer(group, name []byte, seen int64) error {
+	return l.LoadConsumerPEL(group, name, seen, 0, ID{})
+}
+
+// LoadConsumerPEL adds a consumer record with its PEL counters.
+func (l *Loader) LoadConsumerPEL(group, name []byte, seen, pending int64, pelMin ID) error {
 	g := l.s.Group(group)
 	if g == nil {
 		return fmt.Errorf("consumer %q of missing group %q", name, group)
 	}
-	l.s.CreateConsumer(g, name, seen)
+	if c := l.s.CreateConsumer(g, name, seen); c != nil {
+		c.pending, c.pelMin = pending, pelMin
+	}
 	return nil
 }
 
@@ -70,21 +98,33 @@ func (l *Loader) LoadPending(group []byte, id ID, deliveryTime, deliveryCount in
 	if g == nil {
 		return fmt.Errorf("pending entry of missing group %q", group)
 	}
-	c := l.s.Consumer(g, consumer, false, 0)
+	c := g.consumerByName(consumer)
 	if c == nil {
 		return fmt.Errorf("pending entry of missing consumer %q", consumer)
 	}
 	n := &NACK{ID: id, DeliveryTime: deliveryTime, DeliveryCount: deliveryCount, Consumer: c}
-	g.pel = insertPEL(g.pel, n)
-	c.pel = insertPEL(c.pel, n)
+	if k := len(g.pel); k > 0 && Less(g.pel[k-1].ID, id) {
+		g.pel = append(g.pel, n) // records come in ID order
+	} else {
+		g.pel = insertPEL(g.pel, n)
+	}
+	if k := len(c.pel); k > 0 && Less(c.pel[k-1].ID, id) {
+		c.pel = append(c.pel, n)
+	} else {
+		c.pel = insertPEL(c.pel, n)
+	}
 	l.s.size += nackSize
 	return nil
 }
 
 // Done checks the stream against its meta record's count and returns it,
-// reporting to j from now on.
+// reporting to j from now on. The PEL counters of a stream whose pending
+// entries were loaded are counted from them.
 func (l *Loader) Done(count int64, j Journal) (*Stream, error) {
 	s := l.s
+	if s.store == nil || l.legacy {
+		s.countPEL()
+	}
 	var live int64
 	for _, n := range s.nodes {
 		live += n.Live
@@ -130,22 +170,26 @@ func (s *Stream) Copy(j Journal, store Store) *Stream {
 		j.PutNode(&cn)
 	}
 	for _, g := range s.groups {
-		cg := &Group{Name: g.Name, LastID: g.LastID, EntriesRead: g.EntriesRead}
+		cg := &Group{Name: g.Name, LastID: g.LastID, EntriesRead: g.EntriesRead,
+			pending: g.pending, pelMin: g.pelMin, pelMax: g.pelMax}
 		c.groups = append(c.groups, cg)
-		j.PutGroup(cg)
 		byName := map[*Consumer]*Consumer{}
 		for _, con := range g.consumers {
-			cc := &Consumer{Name: con.Name, SeenTime: con.SeenTime}
+			cc := &Consumer{Name: con.Name, SeenTime: con.SeenTime, pending: con.pending, pelMin: con.pelMin}
 			byName[con] = cc
 			cg.consumers = append(cg.consumers, cc)
 			j.PutConsumer(cg, cc)
 		}
-		for _, n := range g.pel {
+		s.EachPending(g, nil, ID{}, MaxID, func(n *NACK) bool {
 			cn := &NACK{ID: n.ID, DeliveryTime: n.DeliveryTime, DeliveryCount: n.DeliveryCount, Consumer: byName[n.Consumer]}
-			cg.pel = append(cg.pel, cn)
-			cn.Consumer.pel = append(cn.Consumer.pel, cn)
+			if c.store == nil {
+				cg.pel = append(cg.pel, cn)
+				cn.Consumer.pel = append(cn.Consumer.pel, cn)
+			}
 			j.PutPending(cg, cn)
-		}
+			return true
+		})
+		j.PutGroup(cg)
 	}
 	return c
 }
@@ -159,9 +203,10 @@ func (l *Loader) LoadNodeLP(master ID, fields [][]byte, live, deleted int64, las
 	l.s.size += 96
 }
 
-// MakeCold turns a stream held whole into a cold one reading its entries
-// and nodes from store (which must hold them all: the journal wrote
-// them): only its groups stay in memory.
+// MakeCold turns a stream held whole into a cold one reading its
+// entries, nodes and pending entries from store (which must hold them
+// all: the journal wrote them): only its groups and consumers stay in
+// memory.
 func (s *Stream) MakeCold(store Store) {
 	if s.store != nil {
 		return
@@ -170,6 +215,7 @@ func (s *Stream) MakeCold(store Store) {
 		s.size -= entrySize(e)
 	}
 	s.size -= int64(len(s.nodes)) * 96
+	s.dropPEL()
 	s.size = max(s.size, 0)
 	s.entries, s.nodes, s.store = nil, nil, store
 }

@@ -18,12 +18,17 @@ type Journal interface {
 	DelGroup(g *Group)
 	PutConsumer(g *Group, c *Consumer)
 	DelConsumer(g *Group, c *Consumer)
+	// PutPending writes a pending entry's record and its consumer's index
+	// record.
 	PutPending(g *Group, n *NACK)
-	DelPending(g *Group, id ID)
+	// DelPending deletes a pending entry's record and, if c is not nil,
+	// consumer c's index record for it.
+	DelPending(g *Group, id ID, c *Consumer)
 }
 
 // Store reads the records of a stream that does not hold them in memory
-// (a cold stream: only its groups are loaded): entries and nodes. It sees
+// (a cold stream: only its groups and consumers are loaded): entries,
+// nodes and pending entries. It sees
 // the writes the journal made. Every value it returns is a fresh copy the
 // stream may keep and change (changes are written through the journal).
 type Store interface {
@@ -36,6 +41,13 @@ type Store interface {
 	Node(id ID) (*Node, error)
 	// EachNode calls fn for every node in ID order until fn returns false.
 	EachNode(fn func(n *Node) bool) error
+	// GetPending reads group g's pending entry id: its delivery time and
+	// count and its consumer's name (found false if id is not pending).
+	GetPending(g *Group, id ID) (deliveryTime, deliveryCount int64, consumer []byte, found bool, err error)
+	// RangePending calls fn for g's pending entries from start to end
+	// (inclusive), consumer c's only if c is not nil, in ID order (reverse
+	// if rev), until fn returns false. consumer is valid during the call.
+	RangePending(g *Group, c *Consumer, start, end ID, rev bool, fn func(id ID, deliveryTime, deliveryCount int64, consumer []byte) bool) error
 }
 
 // Entry is a stream entry: its ID, then fields and values alternating.
@@ -71,8 +83,9 @@ func (n *Node) lpBytes() int64 {
 // record; change them only through methods (so the journal sees it),
 // except Last, EntriesAdded and MaxDeleted, which XSETID sets.
 //
-// A stream holds its entries and nodes in memory (whole), or only its
-// groups, reading entries and nodes from a Store (cold). A failure of the
+// A stream holds its entries, nodes and pending entries in memory
+// (whole), or only its groups and consumers, reading entries, nodes and
+// pending entries from a Store (cold). A failure of the
 // store is kept (Err) and stops nothing: the caller checks Err before
 // trusting what it read or wrote.
 type Stream struct {
@@ -654,7 +667,7 @@ func radixCount(keys [][16]byte, depth int) int64 {
 func (s *Stream) FreeEffort() int64 {
 	n := s.RadixNodes()
 	if len(s.groups) > 0 {
-		n += int64(len(s.groups)) * (1 + int64(len(s.groups[0].pel)))
+		n += int64(len(s.groups)) * (1 + s.groups[0].pending)
 	}
 	return n
 }
