@@ -1,11 +1,13 @@
 package tiering
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/tiering/stream"
 )
 
@@ -307,5 +309,309 @@ func TestStreamRandomColdMatchesHot(t *testing.T) {
 		if got := openRender(t, v, 0, "r"); got != want {
 			t.Fatalf("after restart\n%s\nwant\n%s", got, want)
 		}
+	}
+}
+
+// withStream runs f on stream key of database 0 (created if missing) in
+// a transaction of its own, then closes it.
+func (v *env) withStream(key string, f func(x *Stream) error) {
+	v.t.Helper()
+	v.do(func(tx *Tx) error {
+		x, err := tx.OpenStream(0, []byte(key), true)
+		if err != nil {
+			return err
+		}
+		if err := f(x); err != nil {
+			return err
+		}
+		return x.Close()
+	})
+}
+
+// costOf returns the store reads f made: point lookups plus the internal
+// points (records and tombstones) iterators visited.
+func (v *env) costOf(f func()) int64 {
+	before := v.s.ReadStats()
+	f()
+	after := v.s.ReadStats()
+	return after.Gets - before.Gets + after.IterPoints - before.IterPoints
+}
+
+// pelID is entry i of the streams with a backlog.
+func pelID(i int) stream.ID { return stream.ID{Ms: uint64(i + 1), Seq: 1} }
+
+// pelConsumers are the consumers the backlog is delivered to, entry i to
+// pelConsumers[i%4].
+var pelConsumers = []string{"c0", "c1", "c2", "c3"}
+
+// loadBacklog stores a stream of n entries, all delivered to group g's
+// consumers and none acknowledged (a queue whose consumers died), and
+// checks it is cold with n pending.
+func (v *env) loadBacklog(key string, n int) {
+	v.t.Helper()
+	for lo := 0; lo < n; lo += 1000 {
+		v.withStream(key, func(x *Stream) error {
+			g := x.Group([]byte("g"))
+			if g == nil {
+				g = x.CreateGroup([]byte("g"), stream.ID{}, 0)
+			}
+			for i := lo; i < min(lo+1000, n); i++ {
+				x.Append(pelID(i), [][]byte{[]byte("f"), []byte(zsetMember(i))}, 100, 4096)
+				name := []byte(pelConsumers[i%len(pelConsumers)])
+				c := x.Consumer(g, name, false, 0)
+				if c == nil {
+					c = x.CreateConsumer(g, name, int64(i))
+				}
+				x.Deliver(g, c, pelID(i), int64(i), false)
+			}
+			return nil
+		})
+	}
+	if err := v.s.Flush(); err != nil {
+		v.t.Fatal(err)
+	}
+	v.withStream(key, func(x *Stream) error {
+		if g := x.Group([]byte("g")); !x.Cold() || g == nil || g.PendingCount() != int64(n) {
+			return fmt.Errorf("%s: cold %v, group %v, want cold with %d pending", key, x.Cold(), g, n)
+		}
+		return nil
+	})
+}
+
+// collectPending returns the first count pending entries of g from start
+// (c's only if c is not nil).
+func collectPending(x *Stream, g *stream.Group, c *stream.Consumer, start stream.ID, count int) []*stream.NACK {
+	var out []*stream.NACK
+	x.EachPending(g, c, start, stream.MaxID, func(n *stream.NACK) bool {
+		out = append(out, n)
+		return len(out) < count
+	})
+	return out
+}
+
+// pelOpCost bounds the store reads of one pending-entry operation (XACK,
+// XCLAIM of one ID): a point read, a seek for the next lowest ID.
+const pelOpCost = 16
+
+// TestColdStreamPELCost: on a cold stream whose group has 20,000 pending
+// entries (far more than the hot tier holds), XACK, XPENDING (summary,
+// a range of 10, one consumer's), XCLAIM, XAUTOCLAIM COUNT 10, a
+// consumer's history and XINFO STREAM FULL COUNT 10's pending lists read
+// a number of records bounded by what they return, not by the PEL.
+func TestColdStreamPELCost(t *testing.T) {
+	v := newEnv(t, consumeOpts())
+	const n = consumeN
+	v.loadBacklog("q", n)
+	check := func(what string, bound int64, f func(x *Stream, g *stream.Group) error) {
+		t.Helper()
+		cost := v.costOf(func() {
+			v.withStream("q", func(x *Stream) error {
+				g := x.Group([]byte("g"))
+				if err := f(x, g); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+				return x.Err()
+			})
+		})
+		t.Logf("%s: %d store reads", what, cost)
+		if cost > bound {
+			t.Errorf("%s read %d records, want at most %d (the PEL holds %d)", what, cost, bound, n)
+		}
+	}
+	ack := func(i int) func(x *Stream, g *stream.Group) error {
+		return func(x *Stream, g *stream.Group) error {
+			if !x.Ack(g, pelID(i)) {
+				return fmt.Errorf("XACK %v: not pending", pelID(i))
+			}
+			return nil
+		}
+	}
+	check("XACK of the lowest", pelOpCost, ack(0))
+	check("XACK of the highest", pelOpCost, ack(n-1))
+	check("XACK in the middle", pelOpCost, ack(n/2))
+	// The oldest 1,000 in a row: each finds the new lowest past the
+	// tombstones of the ones before.
+	total := v.costOf(func() {
+		for i := 1; i <= 1000; i++ {
+			v.withStream("q", func(x *Stream) error { return ack(i)(x, x.Group([]byte("g"))) })
+		}
+	})
+	if total > 1000*pelOpCost {
+		t.Errorf("1,000 XACKs of the oldest read %d records, want at most %d", total, 1000*pelOpCost)
+	}
+	check("XPENDING summary", pelOpCost, func(x *Stream, g *stream.Group) error {
+		lo, hi := g.PendingBounds()
+		if g.PendingCount() != n-1003 || lo != pelID(1001) || hi != pelID(n-2) {
+			return fmt.Errorf("%d pending from %v to %v, want %d from %v to %v", g.PendingCount(), lo, hi, n-1003, pelID(1001), pelID(n-2))
+		}
+		var sum int64
+		for _, c := range g.Consumers() {
+			sum += c.PendingCount()
+		}
+		if sum != g.PendingCount() {
+			return fmt.Errorf("consumers' counts add up to %d, the group's is %d", sum, g.PendingCount())
+		}
+		return nil
+	})
+	check("XPENDING - + 10", 10+pelOpCost, func(x *Stream, g *stream.Group) error {
+		got := collectPending(x, g, nil, stream.ID{}, 10)
+		if len(got) != 10 || got[0].ID != pelID(1001) || got[9].ID != pelID(1010) {
+			return fmt.Errorf("got %d from %v", len(got), got)
+		}
+		return nil
+	})
+	check("XPENDING - + 10 c1", 2*10+pelOpCost, func(x *Stream, g *stream.Group) error {
+		c := x.Consumer(g, []byte("c1"), false, 0)
+		got := collectPending(x, g, c, stream.ID{}, 10)
+		if len(got) != 10 || got[0].ID != pelID(1001) || got[1].ID != pelID(1005) || got[0].Consumer != c {
+			return fmt.Errorf("got %d from %v", len(got), got)
+		}
+		return nil
+	})
+	check("XCLAIM of one ID", pelOpCost, func(x *Stream, g *stream.Group) error {
+		p := x.Pending(g, pelID(5000))
+		if p == nil || x.Get(pelID(5000)) == nil {
+			return fmt.Errorf("%v: not pending", pelID(5000))
+		}
+		x.Claim(g, p, x.Consumer(g, []byte("c3"), true, 1), 1, p.DeliveryCount+1)
+		return nil
+	})
+	// XAUTOCLAIM c3 0 5000 COUNT 10: at most COUNT*10 candidates (+1 for
+	// the next start), each claimed one's entry read.
+	check("XAUTOCLAIM COUNT 10", 101+10*pelOpCost, func(x *Stream, g *stream.Group) error {
+		c := x.Consumer(g, []byte("c3"), true, 2)
+		cands := collectPending(x, g, nil, pelID(5001), 101)
+		for _, p := range cands[:10] {
+			if x.Get(p.ID) == nil {
+				return fmt.Errorf("%v: no entry", p.ID)
+			}
+			x.Claim(g, p, c, 2, p.DeliveryCount+1)
+		}
+		return nil
+	})
+	check("XREADGROUP c2 COUNT 10 from 0", 3*10+pelOpCost, func(x *Stream, g *stream.Group) error {
+		for _, p := range collectPending(x, g, x.Consumer(g, []byte("c2"), true, 3), stream.ID{}, 10) {
+			if x.Get(p.ID) == nil {
+				return fmt.Errorf("%v: no entry", p.ID)
+			}
+			x.Redelivered(g, p, 3)
+		}
+		return nil
+	})
+	check("XINFO STREAM FULL COUNT 10's pending", int64(10+len(pelConsumers)*2*10+pelOpCost), func(x *Stream, g *stream.Group) error {
+		if got := collectPending(x, g, nil, stream.ID{}, 10); len(got) != 10 {
+			return fmt.Errorf("group: %d pending", len(got))
+		}
+		for _, c := range g.Consumers() {
+			if got := collectPending(x, g, c, stream.ID{}, 10); len(got) != 10 {
+				return fmt.Errorf("%s: %d pending", c.Name, len(got))
+			}
+		}
+		return nil
+	})
+	// Read again from the store: the groups and consumers only.
+	v.reopen()
+	check("XACK after a restart", 4*pelOpCost, ack(n-2))
+	v.withStream("q", func(x *Stream) error {
+		g := x.Group([]byte("g"))
+		if lo, hi := g.PendingBounds(); g.PendingCount() != n-1004 || lo != pelID(1001) || hi != pelID(n-3) {
+			return fmt.Errorf("after a restart: %d pending from %v to %v", g.PendingCount(), lo, hi)
+		}
+		return nil
+	})
+}
+
+// TestStreamOldPELFormatMigrates: a stream stored before the PEL counters
+// (24-byte group records, 8-byte consumer records, no consumer pending
+// index) reads the same, cold or whole, and is rewritten in the current
+// form by the first command that opens it.
+func TestStreamOldPELFormatMigrates(t *testing.T) {
+	for _, budget := range []int64{1 << 20, 2000} {
+		t.Run(fmt.Sprint("budget ", budget), func(t *testing.T) {
+			o := defaultOpts()
+			o.HotBudget = budget
+			v := newEnv(t, o)
+			fillStream(t, v, 0, "s")
+			v.withStream("s", func(x *Stream) error {
+				g := x.Group([]byte("g1"))
+				x.Deliver(g, x.CreateConsumer(g, []byte("carol"), 7000), stream.ID{Ms: 31}, 7001, false)
+				return nil
+			})
+			want := openRender(t, v, 0, "s")
+			v.reopen()
+			// records counts the records by tag and value length.
+			records := func() map[string]int {
+				counts := map[string]int{}
+				it, err := v.s.NewIter(nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer it.Close()
+				for ok := it.First(); ok; ok = it.Next() {
+					k := it.Key()
+					if len(k) == 0 || k[0] != 'd' {
+						continue
+					}
+					_, _, _, tag, _, err := codec.ParseDataKey(k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					counts[fmt.Sprintf("%c%d", tag, len(it.Value()))]++
+				}
+				return counts
+			}
+			// Rewrite the records as the format before wrote them.
+			var sets, dels [][]byte
+			it, err := v.s.NewIter(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				k := it.Key()
+				if len(k) == 0 || k[0] != 'd' {
+					continue
+				}
+				_, _, _, tag, _, err := codec.ParseDataKey(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch val := it.Value(); tag {
+				case codec.TagStreamGroup:
+					sets = append(sets, bytes.Clone(k), bytes.Clone(val[:24]))
+				case codec.TagStreamConsumer:
+					sets = append(sets, bytes.Clone(k), bytes.Clone(val[:8]))
+				case codec.TagStreamConsumerPending:
+					dels = append(dels, bytes.Clone(k))
+				}
+			}
+			it.Close()
+			if len(dels) == 0 || len(sets) == 0 {
+				t.Fatalf("no group or consumer pending index records to rewrite")
+			}
+			for i := 0; i < len(sets); i += 2 {
+				if _, err := v.s.SetSync(sets[i], sets[i+1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := v.s.DeleteSync(dels...); err != nil {
+				t.Fatal(err)
+			}
+			v.reopen()
+			old := records()
+			if old["q0"] != 0 || old["g24"] != 2 || old["c8"] != 3 {
+				t.Fatalf("old store's records: %v", old)
+			}
+			if got := openRender(t, v, 0, "s"); got != want {
+				t.Fatalf("old format read\n%s\nwant\n%s", got, want)
+			}
+			now := records()
+			if now["q0"] != len(dels) || now["g64"] != 2 || now["c32"] != 3 || now["g24"]+now["c8"] != 0 {
+				t.Fatalf("after the first command: records %v, want %d consumer pending index records", now, len(dels))
+			}
+			v.reopen()
+			if got := openRender(t, v, 0, "s"); got != want {
+				t.Fatalf("migrated\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }
