@@ -11,15 +11,15 @@ import (
 // nop is the journal of a stream being loaded: loading writes nothing.
 type nop struct{}
 
-func (nop) PutEntry(*Entry)               {}
-func (nop) DelEntry(ID)                   {}
-func (nop) PutNode(*Node)                 {}
-func (nop) DelNode(ID)                    {}
-func (nop) PutGroup(*Group)               {}
-func (nop) DelGroup(*Group)               {}
-func (nop) PutConsumer(*Group, *Consumer) {}
-func (nop) DelConsumer(*Group, *Consumer) {}
-func (nop) PutPending(*Group, *NACK)      {}
+func (nop) PutEntry(*Entry)                  {}
+func (nop) DelEntry(ID)                      {}
+func (nop) PutNode(*Node)                    {}
+func (nop) DelNode(ID)                       {}
+func (nop) PutGroup(*Group)                  {}
+func (nop) DelGroup(*Group)                  {}
+func (nop) PutConsumer(*Group, *Consumer)    {}
+func (nop) DelConsumer(*Group, *Consumer)    {}
+func (nop) PutPending(*Group, *NACK)         {}
 func (nop) DelPending(*Group, ID, *Consumer) {}
 
 // Loader fills a stream from its records. Call LoadNode and LoadEntry in
