@@ -186,11 +186,9 @@ func idList(cmd []string, i, m int) []string {
 // consumePatterns are the patterns measured, in order.
 func consumePatterns() []consumePattern {
 	zn, on := consumeZSetN, consumeOtherN
-	// A cold stream's groups are read whole by every command when they do
-	// not fit the hot tier's share: XACK costs O(pending entries), not a
-	// tombstone walk (a limit of the stream layout, see the report), so
-	// its stream is a tenth of the others'.
-	xn := on / 10
+	// A cold stream's pending entries are read per record (an XACK is a
+	// point read and the deletes), so its stream is the others' size.
+	xn := on
 	up := func(i int) int { return i }
 	down := func(i int) int { return zn - 1 - i }
 	zbulk := func(cmd, key string) func(i, m int) []string {

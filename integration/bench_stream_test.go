@@ -80,9 +80,101 @@ func TestBenchStreams(t *testing.T) {
 		figs = append(figs, benchreport.Figure{Section: title, Workload: "XREADGROUP+XACK", Target: tg.name,
 			Metric: benchreport.OpsPerSec, Value: rate, Reference: ref})
 	}
+	figs = append(figs, benchXAckBacklog(t, &md, title, redis)...)
 	fmt.Fprintf(&md, "\n(Section took %v.)\n", time.Since(began).Round(time.Second))
 	benchreport.Default.Add(figs...)
 	benchreport.Default.AddSection(title, md.String())
+}
+
+// The XACK backlog row: a queue whose consumers died leaves every entry
+// pending; a new consumer acknowledges them one request at a time.
+const (
+	xackBacklog    = 20_000           // entries delivered, none acknowledged
+	xackBacklogMem = "8mb"            // Spillway's maxmemory: the stream and its PEL are cold
+	xackBacklogFor = 10 * time.Second // at most this long acknowledging
+)
+
+// benchXAckBacklog measures XACK on a backlog of xackBacklog pending
+// entries against redis and a Spillway under maxmemory xackBacklogMem
+// (the stream and its group's PEL do not fit its hot tier: cold), writes
+// the table to md and returns the figures.
+func benchXAckBacklog(t *testing.T, md *strings.Builder, section string, redis *harness.Server) []benchreport.Figure {
+	spw := harness.StartSpillway(t, "", "--maxmemory", xackBacklogMem)
+	defer spw.Term()
+	fmt.Fprintf(md, "\nXACK on a cold backlog: a stream of %s entries all delivered to a group's consumers "+
+		"(XREADGROUP COUNT 1000, none acknowledged), then XACK of one ID per request, oldest first, one client, "+
+		"for %s entries or %v; Spillway under `--maxmemory %s` (the stream and its pending entries are cold); "+
+		"store reads are INFO's cold_store_gets + cold_store_iter_points a command:\n\n"+
+		"| target | XACKs/s | vs redis | store reads per XACK |\n| --- | --- | --- | --- |\n",
+		thousands(xackBacklog), thousands(xackBacklog), xackBacklogFor, xackBacklogMem)
+	var figs []benchreport.Figure
+	var redisRate float64
+	for _, tg := range []struct {
+		name string
+		srv  *harness.Server
+	}{{"redis", redis}, {"spw-cold", spw}} {
+		rate, reads := xackBacklogRate(t, tg.srv, tg.name != "redis")
+		ratio, readsCol := "", "-"
+		if tg.name == "redis" {
+			redisRate = rate
+		} else {
+			ratio = fmt.Sprintf("%.2fx", rate/redisRate)
+			readsCol = fmt.Sprintf("%.1f", reads)
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %s |\n", tg.name, thousands(rate), ratio, readsCol)
+		ref := "redis"
+		if tg.name == "redis" {
+			ref = ""
+		}
+		figs = append(figs, benchreport.Figure{Section: section, Workload: "XACK cold backlog", Target: tg.name,
+			Metric: benchreport.OpsPerSec, Value: rate, Reference: ref})
+	}
+	return figs
+}
+
+// xackBacklogRate loads the backlog into srv and acknowledges it; it
+// returns XACKs per second and, with store, the store reads per XACK.
+func xackBacklogRate(t *testing.T, srv *harness.Server, store bool) (float64, float64) {
+	c := harness.MustDial(t, srv.Addr())
+	defer c.Close()
+	c.Timeout = time.Minute
+	c.Do("DEL", "backlog")
+	pipe(t, c, xackBacklog, 500, func(i int) []string {
+		return []string{"XADD", "backlog", strconv.Itoa(i + 1), "job", "payload " + strconv.Itoa(i)}
+	}, func(int, harness.Reply) error { return nil })
+	if r := c.Do("XGROUP", "CREATE", "backlog", "g", "0"); r.Str != "OK" {
+		t.Fatalf("XGROUP CREATE: %s", r.String())
+	}
+	for read := 0; read < xackBacklog; read += 1000 {
+		consumer := "worker" + strconv.Itoa(read/1000%4)
+		r := c.Do("XREADGROUP", "GROUP", "g", consumer, "COUNT", "1000", "STREAMS", "backlog", ">")
+		if len(r.Elems) != 1 || len(r.Elems[0].Elems) != 2 || len(r.Elems[0].Elems[1].Elems) != 1000 {
+			t.Fatalf("XREADGROUP after %d: %s", read, harness.Trunc(r.String(), 200))
+		}
+	}
+	reads := func() int64 {
+		if !store {
+			return 0
+		}
+		m, err := harness.Info(c, "tiering")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := strconv.ParseInt(m["cold_store_gets"], 10, 64)
+		p, _ := strconv.ParseInt(m["cold_store_iter_points"], 10, 64)
+		return g + p
+	}
+	before := reads()
+	start := time.Now()
+	done := 0
+	for done < xackBacklog && time.Since(start) < xackBacklogFor {
+		if r := c.Do("XACK", "backlog", "g", strconv.Itoa(done+1)); r.Int != 1 {
+			t.Fatalf("XACK %d: %s", done+1, r.String())
+		}
+		done++
+	}
+	elapsed := time.Since(start)
+	return float64(done) / elapsed.Seconds(), float64(reads()-before) / float64(done)
 }
 
 // benchConsume fills stream q, then drains it through a consumer group,
