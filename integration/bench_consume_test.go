@@ -355,9 +355,8 @@ func consumeOne(t *testing.T, c *harness.Conn, p consumePattern, spillway bool, 
 		case info["hot_keys"] == "0" && info["cold_keys"] == "1":
 			res.state = "cold"
 		case p.setup != nil && one:
-			// XACK: the entries on disk; the group's pending entries in
-			// memory if they fit an eighth of the hot tier, else read
-			// whole by each command.
+			// XACK: the entries and the pending entries on disk, the
+			// group and its consumers (with their counts) in memory.
 			res.state = fmt.Sprintf("entries cold, %s KB in memory", thousands(float64(hotBytes)/1024))
 		case p.what != "sorted set" && p.what != "set" && one && hotBytes <= 96<<10:
 			// A big list is held by its ends: windows of at most 2 x 32
