@@ -542,6 +542,7 @@ func (x *Stream) Close() error {
 	if x == nil {
 		return nil
 	}
+	x.Stream.Flush()
 	if x.j.err != nil {
 		return x.j.err
 	}

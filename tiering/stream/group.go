@@ -26,6 +26,7 @@ type Group struct {
 	pending     int64
 	pelMin      ID // lowest pending ID (zero when none)
 	pelMax      ID // highest pending ID (zero when none)
+	dirty, gone bool
 }
 
 // Consumer is a consumer of a group, with its own pending entries.
@@ -35,6 +36,8 @@ type Consumer struct {
 	pel      []*NACK // by ID; nil when the stream is cold
 	pending  int64
 	pelMin   ID // lowest pending ID (zero when none)
+	dirty    bool
+	gone     bool
 }
 
 // NACK is a pending (delivered, not acknowledged) entry. Of a cold stream
@@ -252,6 +255,49 @@ func (s *Stream) removeOwned(g *Group, c *Consumer, id ID) {
 	}
 }
 
+// touchGroup notes that g's record must be written (Flush).
+func (s *Stream) touchGroup(g *Group) {
+	if !g.dirty {
+		g.dirty = true
+		s.dirtyG = append(s.dirtyG, g)
+	}
+}
+
+// touchConsumer notes that c's record must be written (Flush).
+func (s *Stream) touchConsumer(g *Group, c *Consumer) {
+	if !c.dirty {
+		c.dirty = true
+		s.dirtyC = append(s.dirtyC, groupConsumer{g, c})
+	}
+}
+
+type groupConsumer struct {
+	g *Group
+	c *Consumer
+}
+
+// Flush writes through the journal the group and consumer records the
+// changes since the last Flush touched (last IDs, counters, seen times):
+// once per command, however many entries it delivered or acknowledged.
+// The engine calls it when the command closes the stream.
+func (s *Stream) Flush() {
+	for i, g := range s.dirtyG {
+		if !g.gone {
+			s.j.PutGroup(g)
+		}
+		g.dirty = false
+		s.dirtyG[i] = nil
+	}
+	for i, gc := range s.dirtyC {
+		if !gc.g.gone && !gc.c.gone {
+			s.j.PutConsumer(gc.g, gc.c)
+		}
+		gc.c.dirty = false
+		s.dirtyC[i] = groupConsumer{}
+	}
+	s.dirtyG, s.dirtyC = s.dirtyG[:0], s.dirtyC[:0]
+}
+
 // Groups returns the groups by name (do not modify).
 func (s *Stream) Groups() []*Group { return s.groups }
 
@@ -289,6 +335,7 @@ func (s *Stream) DestroyGroup(name []byte) bool {
 		return false
 	}
 	g := s.groups[i]
+	g.gone = true
 	s.j.DelGroup(g)
 	s.size -= 128 + int64(len(name)) + int64(len(g.pel))*nackSize
 	for _, c := range g.consumers {
@@ -303,7 +350,7 @@ func (s *Stream) DestroyGroup(name []byte) bool {
 // SetGroupID sets a group's last delivered ID and entries read (SETID).
 func (s *Stream) SetGroupID(g *Group, last ID, entriesRead int64) {
 	g.LastID, g.EntriesRead = last, entriesRead
-	s.j.PutGroup(g)
+	s.touchGroup(g)
 }
 
 const nackSize = 96
@@ -320,7 +367,7 @@ func (s *Stream) Consumer(g *Group, name []byte, touch bool, now int64) *Consume
 	c := g.consumerByName(name)
 	if c != nil && touch && c.SeenTime != now {
 		c.SeenTime = now
-		s.j.PutConsumer(g, c)
+		s.touchConsumer(g, c)
 	}
 	return c
 }
@@ -355,13 +402,14 @@ func (s *Stream) DeleteConsumer(g *Group, c *Consumer) int64 {
 		s.removePending(g, id)
 	}
 	s.size -= consumerSize(c)
+	c.gone = true
 	i := g.searchConsumer(c.Name)
 	copy(g.consumers[i:], g.consumers[i+1:])
 	g.consumers[len(g.consumers)-1] = nil
 	g.consumers = g.consumers[:len(g.consumers)-1]
 	s.j.DelConsumer(g, c)
 	if n > 0 {
-		s.j.PutGroup(g)
+		s.touchGroup(g)
 	}
 	return n
 }
@@ -377,9 +425,9 @@ func (s *Stream) Ack(g *Group, id ID) bool {
 	s.removePending(g, id)
 	if c := n.Consumer; c != nil {
 		s.removeOwned(g, c, id)
-		s.j.PutConsumer(g, c)
+		s.touchConsumer(g, c)
 	}
-	s.j.PutGroup(g)
+	s.touchGroup(g)
 	return true
 }
 
@@ -401,7 +449,7 @@ func (s *Stream) Deliver(g *Group, c *Consumer, id ID, now int64, noack bool) *N
 	}
 	if noack {
 		if putGroup {
-			s.j.PutGroup(g)
+			s.touchGroup(g)
 		}
 		return nil
 	}
@@ -410,7 +458,7 @@ func (s *Stream) Deliver(g *Group, c *Consumer, id ID, now int64, noack bool) *N
 		n = &NACK{ID: id, Consumer: c}
 		s.addPending(g, n)
 		s.addOwned(c, n)
-		s.j.PutConsumer(g, c)
+		s.touchConsumer(g, c)
 		putGroup = true
 	} else if n.Consumer != c {
 		s.move(g, n, c)
@@ -418,7 +466,7 @@ func (s *Stream) Deliver(g *Group, c *Consumer, id ID, now int64, noack bool) *N
 	n.DeliveryTime, n.DeliveryCount = now, 1
 	s.j.PutPending(g, n)
 	if putGroup {
-		s.j.PutGroup(g)
+		s.touchGroup(g)
 	}
 	return n
 }
@@ -429,11 +477,11 @@ func (s *Stream) move(g *Group, n *NACK, c *Consumer) {
 	if old := n.Consumer; old != nil {
 		s.j.DelPending(g, n.ID, old)
 		s.removeOwned(g, old, n.ID)
-		s.j.PutConsumer(g, old)
+		s.touchConsumer(g, old)
 	}
 	n.Consumer = c
 	s.addOwned(c, n)
-	s.j.PutConsumer(g, c)
+	s.touchConsumer(g, c)
 }
 
 // Redelivered records that a consumer read pending entry n again from its
@@ -449,7 +497,7 @@ func (s *Stream) Redelivered(g *Group, n *NACK, now int64) {
 func (s *Stream) ForcePending(g *Group, id ID) *NACK {
 	n := &NACK{ID: id, DeliveryCount: 1}
 	s.addPending(g, n)
-	s.j.PutGroup(g)
+	s.touchGroup(g)
 	return n
 }
 
@@ -466,7 +514,7 @@ func (s *Stream) Claim(g *Group, n *NACK, c *Consumer, deliveryTime, deliveryCou
 // SetGroupLastID raises a group's last ID (XCLAIM LASTID).
 func (s *Stream) SetGroupLastID(g *Group, id ID) {
 	g.LastID = id
-	s.j.PutGroup(g)
+	s.touchGroup(g)
 }
 
 // countPEL sets every group's and consumer's counters from the PELs held

@@ -139,6 +139,7 @@ func (l *Loader) Done(count int64, j Journal) (*Stream, error) {
 		}
 		s.bytes = b
 	}
+	s.Flush() // to the loader's journal: the records are what was read
 	s.j = j
 	return s, nil
 }

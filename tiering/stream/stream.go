@@ -100,6 +100,8 @@ type Stream struct {
 	MaxDeleted   ID
 	EntriesAdded uint64
 	groups       []*Group
+	dirtyG       []*Group        // groups whose record Flush writes
+	dirtyC       []groupConsumer // consumers whose record Flush writes
 	j            Journal
 	size         int64
 	bytes        int64
