@@ -273,6 +273,9 @@ func TestStreamRandomColdMatchesHot(t *testing.T) {
 							s.DeleteConsumer(g, d)
 						}
 					}
+					if arg%17 == 0 {
+						s.DestroyGroup([]byte("g"))
+					}
 				})
 			}
 		}
