@@ -6,7 +6,8 @@ import (
 )
 
 // Journal receives every change to a stream, to persist it record by
-// record. The values passed are the model's own: read them during the
+// record (a group's and a consumer's record once per Stream.Flush, the
+// others as they change). The values passed are the model's own: read them during the
 // call, never keep or modify them.
 type Journal interface {
 	PutEntry(e *Entry)
