@@ -49,7 +49,11 @@ func (c *Conn) CountErrorReply() { c.s.stats.errorReplies.Add(1) }
 // Call runs one of the server's handlers (Server.Handler) for the client's
 // current command, as the server would: on an error, the command's reply
 // is replaced by the error's.
-func (c *Conn) Call(h Handler, args [][]byte) { c.cl().call(h, args) }
+func (c *Conn) Call(h Handler, args [][]byte) {
+	cl := c.cl()
+	cl.stat.evKey = nil // a new command: its first change counts (countChange)
+	cl.call(h, args)
+}
 
 // Fail replaces the current command's reply, from where it started, by
 // err's: a Redis error (*resp.Error) as is, any other as a failure of the

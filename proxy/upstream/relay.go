@@ -140,6 +140,10 @@ func (r *relay) start() error {
 	r.injected.Store(0)
 	r.lmu.Unlock()
 	m.SetLocalSink(r.localEvent)
+	if err := r.f.srv.ReplicationActivated(); err != nil {
+		c.c.Close()
+		return err
+	}
 	r.mu.Lock()
 	r.gen++
 	r.running, r.conn, r.upID, r.upOff = true, c, id, off
