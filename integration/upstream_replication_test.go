@@ -13,8 +13,9 @@ import (
 
 // TestUpstreamRefusesReplicaOf: in upstream mode Spillway refuses the
 // commands that would make its upstream a replica (REPLICAOF, SLAVEOF,
-// FAILOVER), never forwarding them; inside MULTI a refusal, or a SYNC,
-// fails the transaction as Redis fails it. (Replicas of Spillway itself
+// FAILOVER), never forwarding them; inside MULTI they are queued and EXEC
+// answers the refusal in their slots; a SYNC in MULTI fails the
+// transaction as Redis fails it. (Replicas of Spillway itself
 // are served: upstream_relay_test.go.)
 func TestUpstreamRefusesReplicaOf(t *testing.T) {
 	up := harness.StartRedis(t)
@@ -30,9 +31,9 @@ func TestUpstreamRefusesReplicaOf(t *testing.T) {
 		t.Fatalf("PING after the refusals = %s", r.String())
 	}
 
-	// Inside MULTI: SYNC fails as Redis fails it, REPLICAOF with Spillway's
-	// refusal; either way EXEC discards the transaction.
-	for _, refused := range [][]string{{"SYNC"}, {"REPLICAOF", "127.0.0.1", "1"}} {
+	// Inside MULTI: SYNC fails as Redis fails it, and EXEC discards the
+	// transaction.
+	for _, refused := range [][]string{{"SYNC"}} {
 		want := []string{"+OK", "+QUEUED", "-", "-EXECABORT"}
 		got := []string{}
 		for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, refused, {"EXEC"}} {
@@ -47,6 +48,21 @@ func TestUpstreamRefusesReplicaOf(t *testing.T) {
 		if r := c.Do("EXISTS", "tx:key"); r.Int != 0 {
 			t.Fatalf("the discarded transaction's SET ran (EXISTS = %s)", r.String())
 		}
+	}
+	// REPLICAOF, SLAVEOF and FAILOVER are queued, as Redis queues them;
+	// EXEC runs the others and answers the refusal in their slots.
+	for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, {"REPLICAOF", "127.0.0.1", "1"}, {"FAILOVER"}} {
+		if r := c.Do(args...); r.IsError() {
+			t.Fatalf("%v = %s", args, r.String())
+		}
+	}
+	r := c.Do("EXEC")
+	if len(r.Elems) != 3 || r.Elems[0].Str != "OK" || !strings.HasPrefix(r.Elems[1].Str, "ERR REPLICAOF, SLAVEOF and FAILOVER are not served") ||
+		r.Elems[2].Str != r.Elems[1].Str {
+		t.Fatalf("EXEC = %s; want OK and the refusals", r.String())
+	}
+	if r := c.Do("GET", "tx:key"); r.Str != "v" {
+		t.Fatalf("the transaction's SET did not run: GET = %s", r.String())
 	}
 	uc := utDial(t, up.Addr(), 5*time.Second)
 	if info := uc.Do("INFO", "replication").Str; !strings.Contains(info, "role:master") {

@@ -218,7 +218,16 @@ const errNoReplicaOf = "ERR REPLICAOF, SLAVEOF and FAILOVER are not served in up
 	"they would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
 
 // upRefuseReplicaOf answers REPLICAOF, SLAVEOF and FAILOVER.
-func upRefuseReplicaOf(c *client, _ [][]byte) { c.refuse(errNoReplicaOf) }
+// Inside MULTI it is queued, as Redis queues it, and its slot in EXEC's
+// reply is the refusal: the upstream queues a script that returns it (and
+// changes nothing), so the transaction's other commands run as on Redis.
+func upRefuseReplicaOf(c *client, _ [][]byte) {
+	if c.inMulti {
+		c.forwardNow([][]byte{[]byte("EVAL"), []byte("return redis.error_reply(ARGV[1])"), []byte("0"), []byte(errNoReplicaOf)})
+		return
+	}
+	c.refuse(errNoReplicaOf)
+}
 
 // refuse answers msg to a command Spillway does not forward; inside MULTI
 // it also fails the transaction (upEndTx).

@@ -65,6 +65,13 @@ type relay struct {
 
 	startMu sync.Mutex // serializes start
 	ackMu   sync.Mutex // serializes ACK writes
+	// emitMu is held while something is fed to the Master: by readStream
+	// for each command it handles, by acks for the relay's PINGs, which
+	// must not land inside a MULTI block.
+	emitMu sync.Mutex
+	// reselect makes the stream's next command start with a SELECT, as a
+	// Redis master's does after a replica's full resynchronization.
+	reselect atomic.Bool
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -183,10 +190,14 @@ func (r *relay) stop(gen int64, why error) {
 }
 
 // acks sends REPLCONF ACK with the processed offset every second (and
-// when readStream asks, answering GETACK).
+// when readStream asks, answering GETACK), and PINGs Spillway's replicas
+// every repl-ping-replica-period seconds (Spillway's setting: the
+// upstream's own PINGs are not relayed, its period is not the one
+// Spillway's clients set).
 func (r *relay) acks(gen int64, c *replLink, stopped chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	lastPing := time.Now()
 	for {
 		select {
 		case <-stopped:
@@ -196,6 +207,18 @@ func (r *relay) acks(gen int64, c *replLink, stopped chan struct{}) {
 		if err := r.sendAck(c); err != nil {
 			r.stop(gen, err)
 			return
+		}
+		period := int64(10)
+		if v, ok := r.f.cfg.Value("repl-ping-replica-period"); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				period = n
+			}
+		}
+		if time.Since(lastPing) >= time.Duration(period)*time.Second {
+			lastPing = time.Now()
+			r.emitMu.Lock()
+			r.master().FeedRaw([]byte("*1\r\n$4\r\nPING\r\n"))
+			r.emitMu.Unlock()
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // relayStream reads the upstream's replication stream and feeds the Master
 // what Spillway's replicas must apply (see relay.go): the upstream's
-// commands minus the demoter's UNLINKs and the reloads' RESTOREs, its
-// PINGs, and, where an ordering PUBLISH comes back, Spillway's own changes
+// commands minus the demoter's UNLINKs and the reloads' RESTOREs (and its
+// PINGs: the relay sends its own), and, where an ordering PUBLISH comes back, Spillway's own changes
 // of cold keys. SELECTs are the relay's own: it tracks the database of the
 // upstream's stream (udb) and of the Master's (edb) and selects before a
 // command whose database is not the Master stream's. A MULTI block is held
@@ -43,7 +43,10 @@ func (s *relayStream) run() error {
 			return err
 		}
 		n := int64(len(s.raw))
-		if err := s.handle(); err != nil {
+		s.r.emitMu.Lock()
+		err := s.handle()
+		s.r.emitMu.Unlock()
+		if err != nil {
 			return err
 		}
 		r := s.r
@@ -79,9 +82,7 @@ func (s *relayStream) handle() error {
 		}
 		s.udb = int(db)
 	case cstr.EqualFold(name, "ping"):
-		if !s.multi {
-			s.off = s.m.FeedRaw(s.raw)
-		}
+		// The upstream's keepalive: the relay PINGs on Spillway's period.
 	case cstr.EqualFold(name, "replconf"):
 		if len(args) > 1 && cstr.EqualFold(args[1], "getack") {
 			return s.r.sendAck(s.conn)
@@ -141,6 +142,9 @@ func (s *relayStream) expectedRestore(key []byte) bool {
 
 // emit feeds cmd, selecting db first if the Master's stream is elsewhere.
 func (s *relayStream) emit(db int, cmd []byte) {
+	if s.r.reselect.Load() && s.r.reselect.Swap(false) {
+		s.edb = -1
+	}
 	if db != s.edb {
 		n := strconv.Itoa(db)
 		s.sel = fmt.Appendf(s.sel[:0], "*2\r\n$6\r\nSELECT\r\n$%d\r\n%s\r\n", len(n), n)

@@ -292,7 +292,9 @@ func (f *Front) serveReplica(nc net.Conn, m *repl.Master, rep *repl.Replica) {
 	x, err := f.relay.fetch()
 	if err == nil {
 		defer x.close()
-		err = m.Restart(rep, x.off)
+		if err = m.Restart(rep, x.off); err == nil {
+			f.relay.reselect.Store(true)
+		}
 	}
 	if err != nil {
 		f.log.Warn("full resynchronization of a replica failed", "err", err)
