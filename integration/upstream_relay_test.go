@@ -28,6 +28,13 @@ func TestUpstreamRelayReplica(t *testing.T) {
 	up := harness.StartRedis(t)
 	sp := utStartSpillway(t, up, "", 6*utMB)
 	c := utDial(t, sp.Addr(), 20*time.Second)
+	// No replica yet: WAIT counts none, as Redis's.
+	if r := c.Do("WAIT", "0", "0"); r.Type != ':' || r.Int != 0 {
+		t.Fatalf("WAIT 0 0 = %s", r.String())
+	}
+	if r := c.Do("WAIT", "1", "50"); r.Type != ':' || r.Int != 0 {
+		t.Fatalf("WAIT 1 50 = %s", r.String())
+	}
 	big := strings.Repeat("v", 2000)
 	must := func(args ...string) harness.Reply {
 		t.Helper()
@@ -163,6 +170,15 @@ func TestUpstreamRelayReplica(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	relayCompare(t, "replica 1", c, rc1)
+
+	// WAIT counts Spillway's replicas that have the client's last write.
+	must("SET", "waited", "v")
+	if r := must("WAIT", "2", "10000"); r.Int != 2 {
+		t.Errorf("WAIT 2 10000 = %s; want 2", r.String())
+	}
+	if rc2.Do("GET", "waited").Str != "v" {
+		t.Errorf("WAIT returned before the replica had the write")
+	}
 
 	// Spillway's replicas are its own: ROLE and INFO replication list them.
 	if r := must("ROLE"); len(r.Elems) != 3 || r.Elems[0].Str != "master" || len(r.Elems[2].Elems) != 2 {

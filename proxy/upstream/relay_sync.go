@@ -272,6 +272,13 @@ func upSync(c *client, args [][]byte) {
 		replid, off = string(args[1]), n
 	}
 	f := c.f
+	if f.cluster.Load() {
+		// A sidecar's demotions carry no marker (it would cross slots): the
+		// relay could not tell them from deletions. A cluster replica's SYNC
+		// is the cluster path's to serve.
+		c.Err("ERR Spillway in front of a Redis Cluster node does not relay replication")
+		return
+	}
 	if err := f.relay.start(); err != nil {
 		c.Err("ERR Spillway could not open its replication link to the upstream: " + err.Error())
 		return
@@ -326,4 +333,108 @@ func upReplconf(h func(c *client, args [][]byte)) func(c *client, args [][]byte)
 		}
 		h(c, args)
 	}
+}
+
+// upWait is WAIT numreplicas timeout: how many of Spillway's replicas
+// acknowledged the client's writes. The client's writes went to the
+// upstream (their replies are in); the relay's stream holds them once it
+// reached the upstream's replication offset read now, and the target is
+// the Master's offset there. The replicas are asked to acknowledge
+// (REPLCONF GETACK). Inside MULTI it is queued upstream (EXEC answers
+// without waiting, as Redis's).
+func upWait(c *client, args [][]byte) {
+	if c.inMulti {
+		c.forwardNow(args)
+		return
+	}
+	n, ok := cstr.ParseInt(args[1])
+	if !ok {
+		c.Err("ERR value is not an integer or out of range")
+		return
+	}
+	ms, ok := cstr.ParseInt(args[2])
+	if !ok {
+		c.Err("ERR timeout is not an integer or out of range")
+		return
+	}
+	if ms < 0 {
+		c.Err("ERR timeout is negative")
+		return
+	}
+	f := c.f
+	m := f.srv.Replication()
+	timeout := time.Duration(ms) * time.Millisecond
+	start := time.Now()
+	target := m.Offset()
+	if f.relay.active.Load() {
+		off, err := f.relay.offsetAfterUpstream(c)
+		if err != nil {
+			c.Err(link.ErrorReply(err))
+			return
+		}
+		target = off
+	}
+	f.relay.getAck()
+	rest := time.Duration(0)
+	if timeout > 0 {
+		if rest = timeout - time.Since(start); rest <= 0 {
+			rest = time.Nanosecond
+		}
+	}
+	gone, unblock := c.Block()
+	acked := m.Wait(target, int(n), rest, false, gone)
+	select {
+	case <-gone:
+		unblock(true)
+		c.Quit()
+		return
+	default:
+		unblock(false)
+	}
+	c.w.Int(int64(acked))
+}
+
+// offsetAfterUpstream returns the Master offset by which the relay's
+// stream holds everything the upstream had done when it is asked now
+// (its master_repl_offset), waiting (up to replTimeout) for the relay to
+// get there.
+func (r *relay) offsetAfterUpstream(c *client) (int64, error) {
+	rep, err := c.ctlDo(c.DB(), [][]byte{[]byte("INFO"), []byte("replication")})
+	if err != nil {
+		return 0, err
+	}
+	if link.IsError(rep) {
+		return 0, errors.New(link.ReplyText(rep))
+	}
+	var up int64 = -1
+	for _, line := range strings.Split(string(link.BulkPayload(rep)), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
+			up, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if up < 0 {
+		return 0, errors.New("relay: the upstream's INFO replication has no master_repl_offset")
+	}
+	deadline := time.Now().Add(replTimeout)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gen := r.gen
+	for r.running && r.gen == gen && r.upOff < up {
+		if time.Now().After(deadline) {
+			return 0, errors.New("relay: the stream did not reach the upstream's offset in time")
+		}
+		waitCond(r.cond, 100*time.Millisecond)
+	}
+	return r.last.off, nil
+}
+
+// getAck asks Spillway's replicas for their offsets (REPLCONF GETACK *),
+// as a master does for WAIT.
+func (r *relay) getAck() {
+	if !r.active.Load() {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	r.master().FeedRaw([]byte("*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n"))
 }

@@ -100,6 +100,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	local("psync", upSync)
 	local("replconf", upReplconf(serverHandler(lookup("replconf"))))
 	local("role", serverHandler(lookup("role")))
+	local("wait", upWait)
 	for _, name := range []string{"replicaof", "slaveof", "failover"} {
 		local(name, upRefuseReplicaOf)
 	}
