@@ -191,6 +191,39 @@ func TestUpstreamRelayReplica(t *testing.T) {
 	if info := uc.Do("INFO", "replication").Str; !strings.Contains(info, "role:master") || !strings.Contains(info, "connected_slaves:1") {
 		t.Errorf("the upstream's replication state (want Spillway's relay as its one replica):\n%s", info)
 	}
+
+	// The relay's link to the upstream is lost: Spillway's replicas are
+	// disconnected, and resynchronize (fully, with a new relay) with the
+	// dataset as it is then.
+	oldID := relayInfo(t, c, "master_replid")
+	if r := uc.Do("CLIENT", "KILL", "TYPE", "replica"); r.Int != 1 {
+		t.Fatalf("CLIENT KILL TYPE replica on the upstream = %s", r.String())
+	}
+	for i := range 50 {
+		must("SET", "after:"+strconv.Itoa(i), big)
+		must("DEL", "s:"+strconv.Itoa(1000+i))
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for relayInfo(t, c, "master_replid") == oldID || !strings.Contains(rc1.Do("INFO", "replication").Str, "master_link_status:up") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica never resynchronized after the relay's link was lost:\n%s", rc1.Do("INFO", "replication").Str)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	relayWaitLink(t, rc2)
+	relayCatchUp(t, c, rc1, rc2)
+	relayCompare(t, "replica 1 after the relay's link was lost", c, rc1)
+	relayCompare(t, "replica 2 after the relay's link was lost", c, rc2)
+}
+
+// relayInfo returns a field of Spillway's INFO replication.
+func relayInfo(t *testing.T, c *harness.Conn, field string) string {
+	t.Helper()
+	m, err := harness.Info(c, "replication")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[field]
 }
 
 // relayWaitLink waits until replica rc's link to its master is up.
