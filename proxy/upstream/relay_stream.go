@@ -59,6 +59,11 @@ func (s *relayStream) run() error {
 		if !s.multi {
 			r.last = relayMark{up: r.upOff, off: s.off, db: s.edb}
 			if r.armed > 0 {
+				if len(r.marks) >= maxMarks {
+					// A fetch this slow fails (its offset is gone) and the
+					// replica retries, rather than let the marks grow.
+					r.marks = append(r.marks[:0], r.marks[len(r.marks)/2:]...)
+				}
 				r.marks = append(r.marks, r.last)
 			}
 		}
@@ -153,6 +158,10 @@ func (s *relayStream) emit(db int, cmd []byte) {
 	}
 	s.off = s.m.FeedRaw(cmd)
 }
+
+// maxMarks bounds the command boundaries kept while a replica's RDB is
+// being fetched.
+const maxMarks = 1 << 20
 
 // maxBulk bounds one argument of the stream (Redis's proto-max-bulk-len
 // default).
