@@ -26,6 +26,9 @@ type reader struct {
 	crc uint64
 	n   int64
 	tmp [9]byte
+	// rec, when set, receives a copy of every byte consumed (Splice
+	// re-emits the records it keeps).
+	rec *[]byte
 }
 
 func newReader(r io.Reader) *reader { return &reader{br: bufio.NewReaderSize(r, 256<<10)} }
@@ -40,6 +43,9 @@ func (r *reader) full(p []byte) error {
 	}
 	r.crc = rdb.CRC64(r.crc, p)
 	r.n += int64(len(p))
+	if r.rec != nil {
+		*r.rec = append(*r.rec, p...)
+	}
 	return nil
 }
 

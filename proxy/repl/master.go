@@ -58,6 +58,9 @@ type Master struct {
 	proxy bool
 	// roleInfo, if set, writes INFO's role fields (a replica's).
 	roleInfo func(sb *strings.Builder)
+	// sink, if set, receives what Feed is given while the master relays
+	// (SetLocalSink).
+	sink func(db int, cmd []byte)
 
 	// SyncFull, SyncPartialOK and SyncPartialErr are INFO stats'
 	// sync_full, sync_partial_ok and sync_partial_err.
@@ -132,6 +135,11 @@ func (m *Master) Feed(u *Unit, wrap bool) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.proxy {
+		if m.sink != nil {
+			for _, op := range u.ops {
+				m.sink(op.db, u.buf[op.start:op.end])
+			}
+		}
 		return m.offset
 	}
 	b := m.scratch[:0]

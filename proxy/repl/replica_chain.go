@@ -1,6 +1,8 @@
 package repl
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,12 +40,45 @@ func (m *Master) Proxying() bool {
 	return m.proxy
 }
 
+// SetLocalSink makes Feed, while the master relays (SetProxy), hand each
+// command it is given to fn (its database and its RESP bytes, valid only
+// during the call) instead of dropping it: a relay that merges the
+// server's own changes into another server's stream (upstream mode's
+// cold keys) orders them itself. fn is called with the engine's lock held
+// and must not block; nil removes it.
+func (m *Master) SetLocalSink(fn func(db int, cmd []byte)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sink = fn
+}
+
+// Restart moves the start of r, a replica Attach registered for a full
+// resynchronization and not yet Run, back to start, an offset of the stream
+// its RDB was taken at (a relay learns it only after Attach): +FULLRESYNC
+// names it and the stream is sent from start+1. It fails if the backlog no
+// longer holds that byte.
+func (m *Master) Restart(r *Replica, start int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !r.full || m.bl == nil || start > m.offset || start+1 < m.firstByte() || len(r.spill) > 0 {
+		return fmt.Errorf("repl: offset %d is no longer in the backlog (%d..%d)", start, m.firstByte(), m.offset)
+	}
+	r.next, r.start = start+1, start
+	if r.reply != "" {
+		r.reply = "+FULLRESYNC " + r.startID + " " + strconv.FormatInt(start, 10) + "\r\n"
+	}
+	return nil
+}
+
 // Adopt takes the replication ID and offset of a dataset just loaded from
 // the master (a full resynchronization, or the durable state found at a
 // restart): the backlog is created (or emptied) to hold the stream from
 // offset on, the previous ID is forgotten and the attached replicas are
 // disconnected, since their data is not this one.
 func (m *Master) Adopt(id string, offset int64) {
+	if id == "" {
+		id = randomID()
+	}
 	m.mu.Lock()
 	m.id, m.id2, m.secondOffset, m.offset = id, zeroID, -1, offset
 	m.seldb = -1

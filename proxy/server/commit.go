@@ -437,6 +437,17 @@ func (s *Server) ReplicaOfAtStart(hostPort string) error {
 // Replication returns the replication master.
 func (s *Server) Replication() *repl.Master { return s.repl }
 
+// ReplicationActivated is called by a front that activated the replication
+// master itself (repl.Master.Adopt: upstream mode's relay): the engine's
+// key events are turned on, so that expiries and evictions propagate.
+func (s *Server) ReplicationActivated() error {
+	_, err := s.engine.Update(func(*tiering.Tx) error {
+		s.updateObserving()
+		return nil
+	})
+	return err
+}
+
 // propagateDeletion records the DEL (UNLINK under lazyfree-lazy-expire or
 // lazyfree-lazy-eviction) of a key that expired or was evicted (keyEvent,
 // under the lock). One a command's lookup found joins the command's unit;

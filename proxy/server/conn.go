@@ -2,10 +2,12 @@ package server
 
 import (
 	"errors"
+	"net"
 	"os"
 	"time"
 
 	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/resp"
 )
 
@@ -47,7 +49,11 @@ func (c *Conn) CountErrorReply() { c.s.stats.errorReplies.Add(1) }
 // Call runs one of the server's handlers (Server.Handler) for the client's
 // current command, as the server would: on an error, the command's reply
 // is replaced by the error's.
-func (c *Conn) Call(h Handler, args [][]byte) { c.cl().call(h, args) }
+func (c *Conn) Call(h Handler, args [][]byte) {
+	cl := c.cl()
+	cl.stat.evKey = nil // a new command: its first change counts (countChange)
+	cl.call(h, args)
+}
 
 // Fail replaces the current command's reply, from where it started, by
 // err's: a Redis error (*resp.Error) as is, any other as a failure of the
@@ -60,6 +66,26 @@ func (c *Conn) ReplyError(err error) { c.cl().replyError(err) }
 
 // Quit closes the connection once the current command's reply is sent.
 func (c *Conn) Quit() { c.quit = true }
+
+// Takeover makes the connection a replica's (SYNC, PSYNC): once the
+// current command's reply is flushed, the server stops serving it and runs
+// fn on the connection's goroutine with its socket; fn owns the socket
+// from then on (repl.Master.Run closes it).
+func (c *Conn) Takeover(fn func(nc net.Conn)) {
+	cl := c.cl()
+	cl.replica.Store(true)
+	cl.quit = true
+	cl.takeover = func() { fn(cl.nc) }
+}
+
+// ReplHandshake returns what the client told with REPLCONF (the zero value
+// if it sent none), and whether the connection is a replica already.
+func (c *Conn) ReplHandshake() (h repl.Handshake, isReplica bool) {
+	if c.replHS != nil {
+		h = *c.replHS
+	}
+	return h, c.replica.Load()
+}
 
 // TryWriteSocket writes what the client's socket takes of b now, without
 // blocking, and returns how much; 0 and no error when the connection has

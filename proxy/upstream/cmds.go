@@ -210,33 +210,24 @@ func upPassthroughCommand(c *client, args [][]byte) {
 	c.flushForwards()
 }
 
-// Replication in upstream mode is refused, never forwarded: the shared
-// connections carry many clients' requests, and a SYNC on one of them
-// would turn it into a replication stream that every other client's
-// replies are then read from. Relaying the upstream's stream on a
-// connection of its own would not help either: the keys Spillway keeps on
-// its own disk are not in it, so the replica would silently miss them.
-// (Embedded mode's replication is issue 23's.)
-const (
-	errNoReplicas = "ERR Spillway in upstream mode does not serve replicas (SYNC, PSYNC, REPLCONF): " +
-		"its cold keys live on its own disk, outside any replication stream"
-	errNoReplicaOf = "ERR REPLICAOF, SLAVEOF and FAILOVER are not served in upstream mode: " +
-		"they would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
-)
-
-// upRefuseReplica answers a replica's SYNC, PSYNC or REPLCONF.
-func upRefuseReplica(c *client, args [][]byte) {
-	if c.inMulti && !cstr.EqualFold(args[0], "replconf") {
-		// SYNC and PSYNC are not allowed in a transaction: the upstream
-		// answers so and fails it, as Redis does.
-		c.forwardNow(args)
-		return
-	}
-	c.refuse(errNoReplicas)
-}
+// Replication in upstream mode is Spillway's own (relay.go): SYNC, PSYNC
+// and REPLCONF never reach the shared connections. REPLICAOF, SLAVEOF and
+// FAILOVER are refused, never forwarded: they would make the upstream a
+// replica of another server.
+const errNoReplicaOf = "ERR REPLICAOF, SLAVEOF and FAILOVER are not served in upstream mode: " +
+	"they would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
 
 // upRefuseReplicaOf answers REPLICAOF, SLAVEOF and FAILOVER.
-func upRefuseReplicaOf(c *client, _ [][]byte) { c.refuse(errNoReplicaOf) }
+// Inside MULTI it is queued, as Redis queues it, and its slot in EXEC's
+// reply is the refusal: the upstream queues a script that returns it (and
+// changes nothing), so the transaction's other commands run as on Redis.
+func upRefuseReplicaOf(c *client, _ [][]byte) {
+	if c.inMulti {
+		c.forwardNow([][]byte{[]byte("EVAL"), []byte("return redis.error_reply(ARGV[1])"), []byte("0"), []byte(errNoReplicaOf)})
+		return
+	}
+	c.refuse(errNoReplicaOf)
+}
 
 // refuse answers msg to a command Spillway does not forward; inside MULTI
 // it also fails the transaction (upEndTx).
@@ -411,6 +402,10 @@ func upFlush(c *client, args [][]byte) {
 		c.Fail(err)
 		return
 	}
+	// Both tiers are emptied under the census: a replica's RDB (relay.fetch)
+	// sees the flush in both or in neither.
+	c.f.census.Lock()
+	defer c.f.census.Unlock()
 	mark := c.w.Len()
 	c.forwardNow(args)
 	if !c.replyOK(mark) {
@@ -445,6 +440,8 @@ func upSwapDB(c *client, args [][]byte) {
 		c.forwardNow(args) // the upstream answers, or queues
 		return
 	}
+	c.f.census.Lock() // as upFlush
+	defer c.f.census.Unlock()
 	mark := c.w.Len()
 	c.forwardNow(args)
 	if !c.replyOK(mark) {
@@ -570,6 +567,7 @@ func (f *Front) infoBody(r []byte, err error, args [][]byte) string {
 		f.writeTiering(&tiering)
 	}
 	body = addBlockedClients(body, f.srv.PostponedClients())
+	body = f.replicationSection(body)
 	// The clients are Spillway's (CLIENT LIST and KILL are), not the
 	// upstream's, whose are Spillway's own connections.
 	body = setInfoField(body, "connected_clients", f.srv.ConnectedClients())

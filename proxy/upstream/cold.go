@@ -50,11 +50,13 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			return true
 		}
 		if !ok {
+			c.f.relay.barrier() // its expiry is in the replicas' stream first
 			idx.Remove(h)
 			return false
 		}
 		if metaCmds[cmd.Name] || !c.f.admitReload(h, size) {
 			c.Call(h0, args)
+			c.f.relay.barrier() // what it changed is in the replicas' stream
 			if !metaCmds[cmd.Name] {
 				// A read leaves the copy (an expired one is found gone later).
 				c.f.coldReads.Add(1)
@@ -131,6 +133,7 @@ func (c *client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 		return err
 	}
 	if !ok {
+		c.f.relay.barrier()
 		idx.Remove(h)
 		return nil
 	}
@@ -142,14 +145,18 @@ func (c *client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 	}
 	c.f.census.RLock()
 	defer c.f.census.RUnlock()
+	unexpect := c.f.relay.expectRestore(db, key) // Spillway's replicas hold the key
 	r, err := c.ctlDo(db, args)
 	if err != nil {
+		unexpect()
 		return err
 	}
 	switch {
 	case bytes.HasPrefix(r, []byte("-BUSYKEY")):
+		unexpect()
 		c.f.reloadConflicts.Add(1)
 	case link.IsError(r):
+		unexpect()
 		return fmt.Errorf("%s", link.ReplyText(r))
 	default:
 		c.f.reloads.Add(1)
@@ -200,9 +207,13 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 				c.lockKey(idx, h)
 				_, ok, err := uptier.ColdSize(c.f.engine, c.DB(), key)
 				if err == nil && ok && drop {
-					err = uptier.DropKey(c.f.engine, c.DB(), key)
+					if err = uptier.DropKey(c.f.engine, c.DB(), key); err == nil {
+						c.f.relay.addLocal(c.DB(), args[0], key)
+					}
+					c.f.relay.barrier()
 					idx.Remove(h)
 				} else if err == nil && !ok {
+					c.f.relay.barrier()
 					idx.Remove(h)
 				}
 				c.f.locks.Unlock(h)

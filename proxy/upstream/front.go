@@ -106,6 +106,8 @@ type Front struct {
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
+	// relay serves Spillway's own replicas (relay.go).
+	relay *relay
 }
 
 // Options configure upstream mode.
@@ -130,6 +132,7 @@ type Options struct {
 func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error) {
 	f := &Front{srv: srv, engine: opts.Engine, cfg: opts.Config, log: opts.Logger,
 		defaultDB: opts.Target.DB, ctl: map[int]*link.Conn{}, blocked: map[int64]*link.Conn{}}
+	f.relay = f.newRelay()
 	f.local = f.localTable()
 	f.slots = uptier.NewSlotDirectory(opts.Engine)
 	f.scripts = map[*cmdtable.Command]bool{}
@@ -172,6 +175,8 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Logger:    f.log,
 		Cluster:   f.cluster.Load,
 		Demoted:   f.slots.Demoted,
+		// Spillway's replicas must not see demotions (relay.go).
+		UnlinkMarker: []byte(relayMarker),
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
 	f.watchBudget()
@@ -188,6 +193,7 @@ func (f *Front) index(db int) *uptier.ColdIndex { return f.indexes[db].Load() }
 
 // Close stops the demoter and closes the upstream connections.
 func (f *Front) Close() {
+	f.relay.close()
 	f.demoter.Stop()
 	f.pool.Close()
 	f.ctlMu.Lock()

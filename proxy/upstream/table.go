@@ -94,9 +94,13 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	local("swapdb", upSwapDB)
 	local("move", upMove)
 	local("copy", upCopy)
-	for _, name := range []string{"sync", "psync", "replconf"} {
-		local(name, upRefuseReplica)
-	}
+	// Spillway's own replicas (relay.go); a cluster sidecar's path may
+	// replace sync and psync in clusterTable.
+	local("sync", upSync)
+	local("psync", upSync)
+	local("replconf", upReplconf(serverHandler(lookup("replconf"))))
+	local("role", serverHandler(lookup("role")))
+	local("wait", upWait)
 	for _, name := range []string{"replicaof", "slaveof", "failover"} {
 		local(name, upRefuseReplicaOf)
 	}

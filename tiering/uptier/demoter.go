@@ -37,6 +37,13 @@ type DemoterOptions struct {
 	// Demoted, if set, is told the keys of each demotion that moved, while
 	// the Census is still held (SlotDirectory.Demoted).
 	Demoted func(db int, keys [][]byte)
+	// UnlinkMarker, if set, is added as a last key to each demotion's
+	// UNLINK (a key that never exists: UNLINK ignores it), so that a
+	// reader of the upstream's replication stream can tell demotions from
+	// clients' deletions (Spillway's replication relay leaves them out;
+	// the upstream's own replicas apply them). Not in cluster mode, where
+	// it would cross slots.
+	UnlinkMarker []byte
 }
 
 // Demoter keeps the upstream under its memory budget. Each round samples
@@ -83,6 +90,12 @@ type Demoter struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
+
+// DemotionMarker is the extra key Spillway adds to its demotions' UNLINKs
+// (DemoterOptions.UnlinkMarker, and the re-UNLINKs after a Sentinel
+// failover): a name no dataset uses, which UNLINK ignores, and by which a
+// reader of the upstream's replication stream tells them apart.
+const DemotionMarker = "__spillway:demotion-marker__"
 
 // chunkSize bounds the elements read from the upstream per request when
 // demoting a big structure.
@@ -535,7 +548,11 @@ func (d *Demoter) demote(db int, keys [][]byte) (int, error) {
 		return 0, fmt.Errorf("upstream: sync cold store before demotion: %w", err)
 	}
 	execSent = true
-	applied, err := c.UnlinkWatched(keep)
+	unlink := keep
+	if m := d.opts.UnlinkMarker; m != nil && (d.opts.Cluster == nil || !d.opts.Cluster()) {
+		unlink = append(keep[:len(keep):len(keep)], m)
+	}
+	applied, err := c.UnlinkWatched(unlink)
 	if err != nil && errors.Is(err, ErrUnavailable) {
 		return 0, err // EXEC's outcome is unknown: the copies stay
 	}

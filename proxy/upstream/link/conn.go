@@ -205,6 +205,10 @@ func (c *Conn) Do(args ...string) ([]byte, error) {
 	return c.Read()
 }
 
+// NetConn returns the connection's socket, for a caller that reads it raw
+// from now on (a replication link): no reply may be pending.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
 // SetDeadline bounds the connection's I/O.
 func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
 

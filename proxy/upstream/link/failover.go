@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // A key demoted shortly before a failover may still be on the new master:
@@ -60,6 +62,9 @@ func (p *Pool) noteUnlinked(db int, keys [][]byte) {
 		}
 	}
 	for _, k := range keys {
+		if string(k) == uptier.DemotionMarker {
+			continue
+		}
 		if len(r.keys) >= recentMax {
 			r.dropped++
 			continue
@@ -121,7 +126,8 @@ func (p *Pool) unlinkRecent() (int64, error) {
 		for len(keys) > 0 {
 			n := min(len(keys), 1000)
 			for _, k := range keys[:n] {
-				c.SendArgs([][]byte{[]byte("UNLINK"), k})
+				// Marked as the demotion was (Spillway's replicas keep the key).
+				c.SendArgs([][]byte{[]byte("UNLINK"), k, []byte(uptier.DemotionMarker)})
 			}
 			if err = c.Flush(); err != nil {
 				break
