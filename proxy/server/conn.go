@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"net"
 	"os"
 	"time"
 
@@ -79,6 +80,16 @@ func (c *Conn) WriteSocket(b []byte) (int, error) { return c.nc.Write(b) }
 // AddNetOut counts n bytes written to the client by the front (INFO's
 // total_net_output_bytes). Any goroutine may call it.
 func (c *Conn) AddNetOut(n int64) { c.s.stats.netOut.Add(n) }
+
+// TakeOver hands the client's socket to fn once the current command's
+// reply is flushed: the connection's goroutine runs fn, then ends the
+// connection (closing the socket) when fn returns. What the client sends
+// next is fn's to read from nc (a replication stream relayed verbatim).
+func (c *Conn) TakeOver(fn func(nc net.Conn)) {
+	cl := c.cl()
+	cl.quit = true
+	cl.takeover = func() { fn(cl.nc) }
+}
 
 // CloseSocket closes the client's socket: the connection's goroutine then
 // ends (its next read fails). Any goroutine may call it.

@@ -226,6 +226,10 @@ const (
 
 // upRefuseReplica answers a replica's SYNC, PSYNC or REPLCONF.
 func upRefuseReplica(c *client, args [][]byte) {
+	if c.f.cluster.Load() && !c.inMulti {
+		c.clusterReplicaCmd(args) // a cluster replica behind its sidecar (cluster_repl.go)
+		return
+	}
 	if c.inMulti && !cstr.EqualFold(args[0], "replconf") {
 		// SYNC and PSYNC are not allowed in a transaction: the upstream
 		// answers so and fails it, as Redis does.
@@ -432,8 +436,10 @@ func upFlush(c *client, args [][]byte) {
 		for db := range c.f.indexes {
 			c.f.index(db).Clear()
 		}
+		c.f.follow.flushed(-1)
 	} else {
 		c.f.index(c.DB()).Clear()
+		c.f.follow.flushed(c.DB())
 	}
 }
 

@@ -158,6 +158,7 @@ func (c *client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 		return err
 	}
 	idx.Remove(h)
+	c.f.follow.changed(db, key, true)
 	c.f.pool.Forget(db, key) // the upstream's copy is the key now
 	return nil
 }
@@ -192,6 +193,7 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 	for _, p := range keys {
 		rest = append(rest, args[p])
 	}
+	synced := false
 	for attempt := 0; attempt < 50; attempt++ {
 		next := rest[:1]
 		for _, key := range rest[1:] {
@@ -202,6 +204,7 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 				if err == nil && ok && drop {
 					err = uptier.DropKey(c.f.engine, c.DB(), key)
 					idx.Remove(h)
+					c.f.follow.changed(c.DB(), key, false)
 				} else if err == nil && !ok {
 					idx.Remove(h)
 				}
@@ -218,6 +221,13 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 			next = append(next, key)
 		}
 		rest = next
+		if drop && local > 0 && !synced {
+			// A cluster replica's sidecar drops them before the reply.
+			synced = true
+			if err := c.f.follow.sync(); err != nil {
+				c.f.log.Warn("cold follower behind after a deletion", "err", err)
+			}
+		}
 		if len(rest) == 1 {
 			c.w.Int(local)
 			return
