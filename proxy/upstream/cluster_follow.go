@@ -131,6 +131,17 @@ func (cf *clusterFollow) paused() bool {
 	return !cf.polled || cf.replica || (cf.replicas > 0 && len(cf.feeds) == 0)
 }
 
+// replicaNode reports whether the node is a cluster replica, or a
+// cluster node whose role is not known yet.
+func (cf *clusterFollow) replicaNode() bool {
+	if !cf.f.cluster.Load() {
+		return false
+	}
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	return !cf.polled || cf.replica
+}
+
 // beforeUnlink sends the demoted keys' cold copies to every follower and
 // waits for their acknowledgement (DemoterOptions.BeforeUnlink).
 func (cf *clusterFollow) beforeUnlink(db int, keys [][]byte) error {

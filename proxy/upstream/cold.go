@@ -34,12 +34,15 @@ var countCmds = map[string]bool{"del": true, "unlink": true, "exists": true, "to
 // found not cold) and it should be forwarded.
 func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 	idx := c.f.index(c.DB())
-	if countCmds[cmd.Name] {
+	// In front of a cluster replica, the node's answer to a reload says
+	// whose key it is (cluster_follow.go): no cold key is answered here.
+	onReplica := c.f.follow.replicaNode()
+	if countCmds[cmd.Name] && !onReplica {
 		c.upCount(cmd, args, keys)
 		return true
 	}
 	h0 := c.f.srv.Handler(cmd)
-	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
+	if !onReplica && h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
 		key := args[keys[0]]
 		h := codec.KeyHash(key)
 		c.lockKey(idx, h)

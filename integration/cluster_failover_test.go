@@ -1,0 +1,209 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spillway/spillway/tiering/uptier"
+)
+
+// TestClusterFailover: a 3-primary Redis Cluster with a replica per
+// primary, all six nodes behind Spillway sidecars with a small maxmemory
+// (scripts/redis-cluster.sh --replicas 1). Keys are written to their
+// shard's primary sidecar and acknowledged by the replica (WAIT 1, Redis's
+// promise: a write a replica acknowledged survives a failover); most are
+// demoted. Then node 0 and its sidecar are killed with SIGKILL (the
+// machine dies), the cluster promotes node 3, and every key reads back
+// through the sidecars, hot or cold, with the key counts of every slot
+// (CLUSTER COUNTKEYSINSLOT through the sidecars) equal to the keys
+// written. Then a manual CLUSTER FAILOVER through node 4's sidecar swaps
+// shard 1's roles, with no key lost either.
+func TestClusterFailover(t *testing.T) {
+	s := startSidecarCluster(t, 1, "CLUSTER_NODE_TIMEOUT=1000", "SIDECAR_MAXMEMORY=3mb")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	owners := s.slotOwners(t, ctx)
+
+	const n = 15000
+	key := func(i int) string { return "fk:" + strconv.Itoa(i) }
+	byOwner := map[string][]int{}
+	perSlot := make([]int64, uptier.SlotCount)
+	for i := 0; i < n; i++ {
+		sl := uptier.KeySlot([]byte(key(i)))
+		byOwner[owners[sl]] = append(byOwner[owners[sl]], i)
+		perSlot[sl]++
+	}
+	// Each shard's keys on one connection to its primary's sidecar, in
+	// batches each acknowledged by the replica: WAIT counts the writes of
+	// the connection it is sent on.
+	for _, addr := range s.sidecars[:3] {
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, PoolSize: 1,
+			ReadTimeout: time.Minute, WriteTimeout: time.Minute, MaxRetries: -1})
+		keys := byOwner[addr]
+		for lo := 0; lo < len(keys); lo += 200 {
+			hi := min(lo+200, len(keys))
+			var wait *redis.Cmd
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, i := range keys[lo:hi] {
+					p.Set(ctx, key(i), clusterValue(i), 0)
+				}
+				wait = p.Do(ctx, "WAIT", 1, 10000)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("writing through %s: %v", addr, err)
+			}
+			if acked, err := wait.Int64(); err != nil || acked < 1 {
+				t.Fatalf("WAIT 1 through %s after keys %d..%d = %d (%v); want the replica's acknowledgement", addr, lo, hi, acked, err)
+			}
+		}
+		c.Close()
+	}
+	// Most of shard 0's keys are cold: the node holds fewer than written,
+	// and its replica's sidecar holds the cold copies.
+	written0 := int64(len(byOwner[s.sidecars[0]]))
+	node0 := utGoRedis(t, "127.0.0.1:"+strconv.Itoa(s.nodePort(0)), 10*time.Second)
+	var hot0 int64
+	for tries := 0; ; tries++ {
+		hot0 = node0.DBSize(ctx).Val()
+		if hot0 < written0/2 {
+			break
+		}
+		if tries == 300 {
+			t.Fatalf("node 0 holds %d of the %d keys of its shard; want most demoted", hot0, written0)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("shard 0: %d keys written, %d hot on its node before the failure", written0, hot0)
+
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.sidecars[1:], ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, DisableIdentity: true, MaxRedirects: 16})
+	t.Cleanup(func() { cc.Close() })
+	checkAll := func(when string) {
+		t.Helper()
+		for lo := 0; lo < n; lo += 500 {
+			cmds := make([]*redis.StringCmd, 0, 500)
+			_, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i := lo; i < min(lo+500, n); i++ {
+					cmds = append(cmds, p.Get(ctx, key(i)))
+				}
+				return nil
+			})
+			if err != nil && err != redis.Nil {
+				t.Fatalf("%s: reading keys %d..: %v", when, lo, err)
+			}
+			for j, c := range cmds {
+				if got, want := c.Val(), clusterValue(lo+j); got != want {
+					t.Fatalf("%s: GET %s = %.40q (%v); want %.40q", when, key(lo+j), got, c.Err(), want)
+				}
+			}
+		}
+	}
+	// checkCounts compares every slot's count through its owner's sidecar
+	// with the keys written; a promoted sidecar drops the cold copies of
+	// keys its node also holds as it takes over, so the counts may take a
+	// moment to settle.
+	checkCounts := func(when string) {
+		t.Helper()
+		var bad string
+		for tries := 0; tries < 100; tries++ {
+			bad = ""
+			own := s.slotOwners(t, ctx)
+			clients := map[string]*redis.Client{}
+			for sl := 0; sl < uptier.SlotCount && bad == ""; sl += 1000 {
+				cmds := map[int]*redis.IntCmd{}
+				pipes := map[string]redis.Pipeliner{}
+				for x := sl; x < min(sl+1000, uptier.SlotCount); x++ {
+					o := own[x]
+					if clients[o] == nil {
+						clients[o] = utGoRedis(t, o, 10*time.Second)
+					}
+					if pipes[o] == nil {
+						pipes[o] = clients[o].Pipeline()
+					}
+					cmds[x] = pipes[o].ClusterCountKeysInSlot(ctx, x)
+				}
+				for o, p := range pipes {
+					if _, err := p.Exec(ctx); err != nil {
+						t.Fatalf("%s: COUNTKEYSINSLOT through %s: %v", when, o, err)
+					}
+				}
+				for x := sl; x < min(sl+1000, uptier.SlotCount); x++ {
+					if got := cmds[x].Val(); got != perSlot[x] {
+						bad = fmt.Sprintf("slot %d through %s: %d keys; want %d", x, own[x], got, perSlot[x])
+						break
+					}
+				}
+			}
+			for _, c := range clients {
+				c.Close()
+			}
+			if bad == "" {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("%s: COUNTKEYSINSLOT: %s", when, bad)
+	}
+
+	// The machine of node 0 dies: the node and its sidecar.
+	for _, name := range []string{"redis-0.pid", "sidecar-0.pid"} {
+		b, err := os.ReadFile(filepath.Join(s.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitOwner(t, ctx, 0, s.sidecars[3])
+	checkAll("after node 0's failure")
+	checkCounts("after node 0's failure")
+
+	// A manual failover of shard 1, asked through its replica's sidecar.
+	if err := utGoRedis(t, s.sidecars[4], 10*time.Second).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER through sidecar 4: %v", err)
+	}
+	s.waitOwner(t, ctx, 5461, s.sidecars[4])
+	checkAll("after CLUSTER FAILOVER of shard 1")
+	checkCounts("after CLUSTER FAILOVER of shard 1")
+	s.checkLogs(t)
+}
+
+// waitOwner waits until CLUSTER SLOTS through a live sidecar names want
+// as slot's owner and every surviving node reports cluster_state:ok.
+func (s *sidecarCluster) waitOwner(t *testing.T, ctx context.Context, slot int, want string) {
+	t.Helper()
+	var got string
+	for tries := 0; tries < 300; tries++ {
+		c := utGoRedis(t, want, 5*time.Second)
+		ranges, err := c.ClusterSlots(ctx).Result()
+		info, _ := c.ClusterInfo(ctx).Result()
+		c.Close()
+		if err == nil {
+			for _, r := range ranges {
+				if r.Start <= slot && slot <= r.End && len(r.Nodes) > 0 {
+					got = r.Nodes[0].Addr
+				}
+			}
+			if got == want && strings.Contains(info, "cluster_state:ok") {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("slot %d is served by %q; want %s promoted", slot, got, want)
+}
