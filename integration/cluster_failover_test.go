@@ -29,6 +29,19 @@ import (
 // shard 1's roles, with no key lost either.
 func TestClusterFailover(t *testing.T) {
 	s := startSidecarCluster(t, 1, "CLUSTER_NODE_TIMEOUT=1000", "SIDECAR_MAXMEMORY=3mb")
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for i := range s.sidecars {
+			b, _ := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.log", i)))
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "cold") || strings.Contains(line, "cluster") || strings.Contains(line, "level=WARN") {
+					t.Logf("sidecar %d: %s", i, line)
+				}
+			}
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	owners := s.slotOwners(t, ctx)

@@ -103,20 +103,20 @@ type clusterFollow struct {
 	// that follow.
 	leader     string
 	stopFollow chan struct{}
-	// pending are the DELAFTER drops not yet due.
-	pending []pendingDrop
+	// pending are the DELAFTER drops not yet due, by key: a later SET or
+	// DEL of the key cancels its drop (a newer copy, or none).
+	pending map[dbKey]int64
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
 
-type pendingDrop struct {
-	db     int
-	key    string
-	offset int64
+type dbKey struct {
+	db  int
+	key string
 }
 
 func newClusterFollow(f *Front) *clusterFollow {
-	return &clusterFollow{f: f, feeds: map[*coldFeed]struct{}{}, stop: make(chan struct{})}
+	return &clusterFollow{f: f, feeds: map[*coldFeed]struct{}{}, pending: map[dbKey]int64{}, stop: make(chan struct{})}
 }
 
 // paused reports whether demotion must wait (DemoterOptions.Paused): the
@@ -497,16 +497,15 @@ func (cf *clusterFollow) promoted(offset int64) {
 // all, it forgets the others.
 func (cf *clusterFollow) applyPending(offset int64, all bool) {
 	cf.mu.Lock()
-	var due []pendingDrop
-	keep := cf.pending[:0]
-	for _, p := range cf.pending {
-		if p.offset <= offset {
-			due = append(due, p)
-		} else if !all {
-			keep = append(keep, p)
+	var due []dbKey
+	for k, off := range cf.pending {
+		if off <= offset {
+			due = append(due, k)
+			delete(cf.pending, k)
+		} else if all {
+			delete(cf.pending, k)
 		}
 	}
-	cf.pending = keep
 	cf.mu.Unlock()
 	for _, p := range due {
 		if err := cf.f.dropFollowed(p.db, []byte(p.key)); err != nil {
@@ -642,10 +641,17 @@ func (f *Front) applyFeed(cf *clusterFollow, a [][]byte) (string, error) {
 	switch string(a[0]) {
 	case "RESET":
 		cf.mu.Lock()
-		cf.pending = nil
+		clear(cf.pending)
 		cf.mu.Unlock()
 		return "", f.flushFollowed(-1)
 	case "FLUSH":
+		cf.mu.Lock()
+		for k := range cf.pending {
+			if db < 0 || k.db == db {
+				delete(cf.pending, k)
+			}
+		}
+		cf.mu.Unlock()
 		return "", f.flushFollowed(db)
 	case "MARK":
 		if len(a) != 2 {
@@ -659,6 +665,7 @@ func (f *Front) applyFeed(cf *clusterFollow, a [][]byte) (string, error) {
 		if len(a) != 3 {
 			break
 		}
+		cf.cancelPending(db, a[2])
 		return "", f.dropFollowed(db, a[2])
 	case "DELAFTER":
 		if len(a) != 4 {
@@ -669,7 +676,7 @@ func (f *Front) applyFeed(cf *clusterFollow, a [][]byte) (string, error) {
 			break
 		}
 		cf.mu.Lock()
-		cf.pending = append(cf.pending, pendingDrop{db: db, key: string(a[2]), offset: off})
+		cf.pending[dbKey{db, string(a[2])}] = off
 		cf.mu.Unlock()
 		return "", nil
 	case "SET":
@@ -680,6 +687,7 @@ func (f *Front) applyFeed(cf *clusterFollow, a [][]byte) (string, error) {
 		if err != nil {
 			break
 		}
+		cf.cancelPending(db, a[2])
 		return "", f.storeFollowed(db, a[2], exp, a[4])
 	}
 	return "", fmt.Errorf("bad cold feed frame %q", a[0])
@@ -767,4 +775,12 @@ func valueFromPayload(key []byte, exp int64, payload []byte) (*uptier.Value, err
 		return nil, fmt.Errorf("cold feed: key %q: unknown kind %d", key, o.Kind)
 	}
 	return v, nil
+}
+
+// cancelPending forgets a DELAFTER drop of key: the leader sent a newer
+// state of it.
+func (cf *clusterFollow) cancelPending(db int, key []byte) {
+	cf.mu.Lock()
+	delete(cf.pending, dbKey{db, string(key)})
+	cf.mu.Unlock()
 }
