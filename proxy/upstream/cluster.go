@@ -58,6 +58,7 @@ func (f *Front) acceptCluster(c *link.Conn, addr string) error {
 	if !f.cluster.Swap(true) {
 		f.log.Info("upstream is a Redis Cluster node announcing this Spillway's address", "upstream", addr, "announced", ip+":"+port)
 	}
+	f.follow.start() // the node's role decides the cold feed (cluster_follow.go)
 	return nil
 }
 

@@ -108,8 +108,11 @@ type clusterFollow struct {
 	// is): the copy replaces the store only at its END, so a follower
 	// promoted in the middle of one keeps what it had.
 	copied map[dbKey]struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// The role watch runs (started) once the upstream is a cluster node
+	// (wanted) and the front is ready (isReady), until closed.
+	wanted, isReady, started, closed bool
+	stop                             chan struct{}
+	wg                               sync.WaitGroup
 }
 
 type dbKey struct {
@@ -491,7 +494,10 @@ func (cf *clusterFollow) promoted(offset int64) {
 	f := cf.f
 	f.log.Info("the cluster promoted this sidecar's node: serving its cold store as the shard's", "offset", offset)
 	cf.applyPending(offset, true)
-	if err := f.reconcile(); err != nil {
+	f.ctlMu.Lock() // reconcile uses the control connections
+	err := f.reconcile()
+	f.ctlMu.Unlock()
+	if err != nil {
 		f.log.Warn("could not reconcile the tiers after the promotion; keys in both are resolved when touched", "err", err)
 	}
 	f.demoter.Kick()
@@ -542,14 +548,39 @@ func (cf *clusterFollow) watchRole() {
 	}
 }
 
-// start starts the role watch.
+// start starts the role watch once the upstream is known to be a
+// cluster node (acceptCluster) and the front is ready (ready, called
+// when Enable has started the demoter), whichever comes last.
 func (cf *clusterFollow) start() {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	cf.wanted = true
+	cf.launch()
+}
+
+// ready is start's other half: the front is ready.
+func (cf *clusterFollow) ready() {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	cf.isReady = true
+	cf.launch()
+}
+
+// launch starts the role watch if due; cf.mu is held.
+func (cf *clusterFollow) launch() {
+	if cf.started || cf.closed || !cf.wanted || !cf.isReady {
+		return
+	}
+	cf.started = true
 	cf.wg.Add(1)
 	go cf.watchRole()
 }
 
 // close stops the role watch, the follow and the feeds.
 func (cf *clusterFollow) close() {
+	cf.mu.Lock()
+	cf.closed = true
+	cf.mu.Unlock()
 	close(cf.stop)
 	cf.mu.Lock()
 	if cf.stopFollow != nil {

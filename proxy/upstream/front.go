@@ -181,7 +181,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Paused:       f.follow.paused,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
-	f.follow.start()
+	f.follow.ready()
 	f.watchBudget()
 	srv.SetForwarder(f)
 	return f, nil
