@@ -97,6 +97,29 @@ func TestClusterFailover(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("shard 0: %d keys written, %d hot on its node before the failure", written0, hot0)
+	// Once demotion settles, node 3's sidecar holds a copy of every cold
+	// key of node 0's sidecar (the cold feed).
+	leader, follower := utDial(t, s.sidecars[0], 10*time.Second), utDial(t, s.sidecars[3], 10*time.Second)
+	var coldL, coldF int64
+	for tries := 0; ; tries++ {
+		var err error
+		if coldL, err = utInfoInt(leader, "tiering", "cold_keys"); err != nil {
+			t.Fatal(err)
+		}
+		if coldF, err = utInfoInt(follower, "tiering", "cold_keys"); err != nil {
+			t.Fatal(err)
+		}
+		if coldL > 0 && coldL == coldF && coldL+hot0 >= written0 {
+			break
+		}
+		if tries == 300 {
+			t.Fatalf("sidecar 0 holds %d cold keys, its follower (sidecar 3) %d; want the same, with %d hot of %d", coldL, coldF, hot0, written0)
+		}
+		time.Sleep(100 * time.Millisecond)
+		hot0 = node0.DBSize(ctx).Val()
+	}
+	leader.Close()
+	follower.Close()
 
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.sidecars[1:], ReadTimeout: time.Minute,
 		WriteTimeout: time.Minute, DisableIdentity: true, MaxRedirects: 16})

@@ -96,7 +96,7 @@ func (cf *clusterFollow) followOnce(addr string, stop chan struct{}) error {
 // MARK it returns the sequence to acknowledge.
 func (f *Front) applyFeed(cf *clusterFollow, a [][]byte) (string, error) {
 	db := 0
-	if len(a) > 1 {
+	if len(a) > 1 && string(a[0]) != "MARK" { // every other frame's first argument is a database
 		n, err := strconv.Atoi(string(a[1]))
 		if err != nil || n < -1 || n >= len(f.indexes) {
 			return "", fmt.Errorf("bad database in cold feed frame")
