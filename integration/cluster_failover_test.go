@@ -120,6 +120,17 @@ func TestClusterFailover(t *testing.T) {
 	}
 	leader.Close()
 	follower.Close()
+	// One feed from the start: it never broke (a broken feed is a full
+	// copy again, and demotions waiting for it abandoned).
+	for _, i := range []int{3, 4, 5} {
+		b, err := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "following the primary's sidecar's cold store"); n != 1 {
+			t.Fatalf("sidecar %d started following %d times; want once", i, n)
+		}
+	}
 
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.sidecars[1:], ReadTimeout: time.Minute,
 		WriteTimeout: time.Minute, DisableIdentity: true, MaxRedirects: 16})
