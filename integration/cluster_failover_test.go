@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ import (
 // machine dies), the cluster promotes node 3, and every key reads back
 // through the sidecars, hot or cold, with the key counts of every slot
 // (CLUSTER COUNTKEYSINSLOT through the sidecars) equal to the keys
-// written. Then a manual CLUSTER FAILOVER through node 4's sidecar swaps
+// written. Node 0 and its sidecar then come back as a replica and its
+// follower. Then a manual CLUSTER FAILOVER through node 4's sidecar swaps
 // shard 1's roles, with no key lost either.
 func TestClusterFailover(t *testing.T) {
 	s := startSidecarCluster(t, 1, "CLUSTER_NODE_TIMEOUT=1000", "SIDECAR_MAXMEMORY=3mb")
@@ -220,6 +222,36 @@ func TestClusterFailover(t *testing.T) {
 	checkAll("after node 0's failure")
 	checkCounts("after node 0's failure")
 
+	// Node 0's machine comes back: the node rejoins as node 3's replica
+	// (through sidecar 3), and its sidecar, on its old directory, follows
+	// sidecar 3's cold store (a full copy replacing what it had).
+	s.restartNode(t, 0, 1000)
+	s.spawnSidecar(t, 0, "3mb")
+	back, promoted := utDial(t, s.sidecars[0], 10*time.Second), utDial(t, s.sidecars[3], 10*time.Second)
+	for tries := 0; ; tries++ {
+		up := node0.Info(ctx, "replication").Val()
+		coldB, err := utInfoInt(back, "tiering", "cold_keys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		coldP, err := utInfoInt(promoted, "tiering", "cold_keys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(up, "role:slave") && strings.Contains(up, "master_link_status:up") &&
+			strings.Contains(up, "master_port:"+strconv.Itoa(s.base+3)) && coldP > 0 && coldB == coldP {
+			break
+		}
+		if tries == 300 {
+			t.Fatalf("node 0 back: %d cold keys on its sidecar, %d on sidecar 3; replication:\n%s", coldB, coldP, up)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	back.Close()
+	promoted.Close()
+	checkAll("after node 0 came back as a replica")
+	checkCounts("after node 0 came back as a replica")
+
 	// A manual failover of shard 1, asked through its replica's sidecar.
 	if err := utGoRedis(t, s.sidecars[4], 10*time.Second).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 		t.Fatalf("CLUSTER FAILOVER through sidecar 4: %v", err)
@@ -228,6 +260,24 @@ func TestClusterFailover(t *testing.T) {
 	checkAll("after CLUSTER FAILOVER of shard 1")
 	checkCounts("after CLUSTER FAILOVER of shard 1")
 	s.checkLogs(t)
+}
+
+// restartNode starts node i's redis-server again as the script does, on
+// its directory (nodes.conf) and log, with the given cluster-node-timeout.
+func (s *sidecarCluster) restartNode(t *testing.T, i, timeoutMs int) {
+	t.Helper()
+	port, bus := s.nodePort(i), s.base+10010+i
+	out, err := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--dir", filepath.Join(s.dir, fmt.Sprintf("redis-%d", i)),
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.Itoa(timeoutMs), "--cluster-port", strconv.Itoa(bus),
+		"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(s.base+i),
+		"--cluster-announce-bus-port", strconv.Itoa(bus), "--save", "", "--appendonly", "no",
+		"--daemonize", "yes", "--pidfile", filepath.Join(s.dir, fmt.Sprintf("redis-%d.pid", i)),
+		"--logfile", filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", i))).CombinedOutput()
+	if err != nil {
+		t.Fatalf("restarting node %d: %v: %s", i, err, out)
+	}
 }
 
 // waitOwner waits until CLUSTER SLOTS through a live sidecar names want

@@ -539,13 +539,22 @@ func (s *sidecarCluster) restartSidecar(t *testing.T, i int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	s.spawnSidecar(t, i, "4mb")
+}
+
+// spawnSidecar starts sidecar i as the script does, on its directory and
+// log, with the given maxmemory, records its pid for the script's stop,
+// and waits until it answers.
+func (s *sidecarCluster) spawnSidecar(t *testing.T, i int, maxmemory string) {
+	t.Helper()
+	pidFile := filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.pid", i))
 	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.log", i)), os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(harness.BuildSpillway(t), "--port", strconv.Itoa(s.base+i), "--bind", "127.0.0.1",
-		"--dir", filepath.Join(s.dir, fmt.Sprintf("sidecar-%d", i)), "--maxmemory", "4mb",
+		"--dir", filepath.Join(s.dir, fmt.Sprintf("sidecar-%d", i)), "--maxmemory", maxmemory,
 		"--upstream", "redis://127.0.0.1:"+strconv.Itoa(s.nodePort(i)))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
