@@ -47,6 +47,15 @@ func TestClusterFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	owners := s.slotOwners(t, ctx)
+	// Each primary's replica is attached through the primary's sidecar,
+	// and what the primary says of it names its sidecar only.
+	for i := 0; i < 3; i++ {
+		info := utGoRedis(t, s.sidecars[i], 10*time.Second).Info(ctx, "replication").Val()
+		if !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, "port="+strconv.Itoa(s.base+3+i)) {
+			t.Fatalf("INFO replication through sidecar %d: want its replica, by sidecar %d's port:\n%s", i, 3+i, info)
+		}
+		s.checkNoNodeAddr(t, fmt.Sprintf("INFO replication through sidecar %d", i), info)
+	}
 
 	const n = 15000
 	key := func(i int) string { return "fk:" + strconv.Itoa(i) }
@@ -218,7 +227,7 @@ func TestClusterFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.waitOwner(t, ctx, 0, s.sidecars[3])
+	s.waitOwner(t, ctx, 0, s.sidecars[3], s.sidecars[1:])
 	checkAll("after node 0's failure")
 	checkCounts("after node 0's failure")
 
@@ -256,7 +265,7 @@ func TestClusterFailover(t *testing.T) {
 	if err := utGoRedis(t, s.sidecars[4], 10*time.Second).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 		t.Fatalf("CLUSTER FAILOVER through sidecar 4: %v", err)
 	}
-	s.waitOwner(t, ctx, 5461, s.sidecars[4])
+	s.waitOwner(t, ctx, 5461, s.sidecars[4], s.sidecars)
 	checkAll("after CLUSTER FAILOVER of shard 1")
 	checkCounts("after CLUSTER FAILOVER of shard 1")
 	s.checkLogs(t)
@@ -273,6 +282,7 @@ func (s *sidecarCluster) restartNode(t *testing.T, i, timeoutMs int) {
 		"--cluster-node-timeout", strconv.Itoa(timeoutMs), "--cluster-port", strconv.Itoa(bus),
 		"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(s.base+i),
 		"--cluster-announce-bus-port", strconv.Itoa(bus), "--save", "", "--appendonly", "no",
+		"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(s.base+i),
 		"--daemonize", "yes", "--pidfile", filepath.Join(s.dir, fmt.Sprintf("redis-%d.pid", i)),
 		"--logfile", filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", i))).CombinedOutput()
 	if err != nil {
@@ -280,27 +290,33 @@ func (s *sidecarCluster) restartNode(t *testing.T, i, timeoutMs int) {
 	}
 }
 
-// waitOwner waits until CLUSTER SLOTS through a live sidecar names want
-// as slot's owner and every surviving node reports cluster_state:ok.
-func (s *sidecarCluster) waitOwner(t *testing.T, ctx context.Context, slot int, want string) {
+// waitOwner waits until CLUSTER SLOTS through every sidecar of ask names
+// want as slot's owner and each reports cluster_state:ok.
+func (s *sidecarCluster) waitOwner(t *testing.T, ctx context.Context, slot int, want string, ask []string) {
 	t.Helper()
-	var got string
+	var got, from string
 	for tries := 0; tries < 300; tries++ {
-		c := utGoRedis(t, want, 5*time.Second)
-		ranges, err := c.ClusterSlots(ctx).Result()
-		info, _ := c.ClusterInfo(ctx).Result()
-		c.Close()
-		if err == nil {
+		agreed := true
+		for _, addr := range ask {
+			c := utGoRedis(t, addr, 5*time.Second)
+			ranges, err := c.ClusterSlots(ctx).Result()
+			info, _ := c.ClusterInfo(ctx).Result()
+			c.Close()
+			got, from = "", addr
 			for _, r := range ranges {
 				if r.Start <= slot && slot <= r.End && len(r.Nodes) > 0 {
 					got = r.Nodes[0].Addr
 				}
 			}
-			if got == want && strings.Contains(info, "cluster_state:ok") {
-				return
+			if err != nil || got != want || !strings.Contains(info, "cluster_state:ok") {
+				agreed = false
+				break
 			}
+		}
+		if agreed {
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("slot %d is served by %q; want %s promoted", slot, got, want)
+	t.Fatalf("slot %d is served by %q according to %s; want %s", slot, got, from, want)
 }

@@ -13,6 +13,8 @@
 # its sidecar's address (cluster-announce-ip/-port) and its own bus port
 # (cluster-announce-bus-port), so CLUSTER SLOTS/SHARDS/NODES, -MOVED and
 # -ASK name sidecars only, while the nodes gossip with each other directly.
+# A replica node also tells its primary its sidecar's address
+# (replica-announce-ip/-port), which the primary's INFO replication shows.
 # Environment: SPILLWAY (default bin/spillway next to this script's repo),
 # REDIS_SERVER, REDIS_CLI, SIDECAR_MAXMEMORY (default 4mb), CLUSTER_NODE_TIMEOUT
 # (ms, default 3000).
@@ -78,6 +80,7 @@ start_node() { # i
 		--cluster-port "$bus" \
 		--cluster-announce-ip 127.0.0.1 --cluster-announce-port "$side" \
 		--cluster-announce-bus-port "$bus" \
+		--replica-announce-ip 127.0.0.1 --replica-announce-port "$side" \
 		--save '' --appendonly no --daemonize yes \
 		--pidfile "$dir/redis-$i.pid" --logfile "$dir/redis-$i.log"
 }

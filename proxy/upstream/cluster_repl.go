@@ -50,7 +50,7 @@ func (c *client) clusterReplicaCmd(args [][]byte) {
 			c.TakeOver(c.f.serveColdFollower)
 			return
 		}
-		if len(args)%2 != 0 {
+		if len(args)%2 == 0 { // options come in pairs, as Redis checks
 			c.w.Error("ERR syntax error")
 			return
 		}
