@@ -97,6 +97,9 @@ type clusterFollow struct {
 	// replica; replicas is how many replicas it has as a primary.
 	polled, replica bool
 	replicas        int
+	// spliced counts the replica connections relayed now (cluster_repl.go):
+	// a replica attached since the last poll counts at once.
+	spliced int
 	// leader is the address followed (follower role) and stopFollow ends
 	// that follow.
 	leader     string
@@ -133,7 +136,19 @@ func (cf *clusterFollow) paused() bool {
 	}
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
-	return !cf.polled || cf.replica || (cf.replicas > 0 && len(cf.feeds) == 0)
+	return !cf.polled || cf.replica || (cf.hasReplicas() && len(cf.feeds) == 0)
+}
+
+// hasReplicas reports whether the node has a replica, as last polled or
+// relayed now; cf.mu is held.
+func (cf *clusterFollow) hasReplicas() bool { return cf.replicas > 0 || cf.spliced > 0 }
+
+// spliceRunning counts a relayed replica connection for its duration:
+// call it with +1 when it starts and -1 when it ends.
+func (cf *clusterFollow) spliceRunning(n int) {
+	cf.mu.Lock()
+	cf.spliced += n
+	cf.mu.Unlock()
 }
 
 // replicaNode reports whether the node is a cluster replica, or a
@@ -159,9 +174,9 @@ func (cf *clusterFollow) beforeUnlink(db int, keys [][]byte) error {
 		return errors.New("upstream: the cluster node is a replica: no demotion")
 	}
 	if len(cf.feeds) == 0 {
-		n := cf.replicas
+		has := cf.hasReplicas()
 		cf.mu.Unlock()
-		if n > 0 {
+		if has {
 			return errors.New("upstream: the cluster node has replicas and no cold follower is attached")
 		}
 		return nil

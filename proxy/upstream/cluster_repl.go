@@ -94,7 +94,12 @@ func (c *client) clusterReplicaCmd(args [][]byte) {
 		return
 	}
 	c.f.log.Info("cluster replica attached: relaying its replication connection to the node", "client", c.id, "command", cstr.ErrArg(args[0]))
-	c.TakeOver(func(nc net.Conn) { splice(nc, up.NetConn()); up.Close() })
+	c.TakeOver(func(nc net.Conn) {
+		c.f.follow.spliceRunning(1) // demotion now waits for a cold follower
+		defer c.f.follow.spliceRunning(-1)
+		splice(nc, up.NetConn())
+		up.Close()
+	})
 }
 
 // splice copies bytes both ways between the replica's socket and the
