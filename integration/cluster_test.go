@@ -22,7 +22,8 @@ import (
 )
 
 // sidecarCluster is a Redis Cluster started by scripts/redis-cluster.sh:
-// three primaries on loopback, each behind a Spillway sidecar.
+// three primaries on loopback, each behind a Spillway sidecar (and with
+// --replicas 1 a replica each, nodes 3 to 5, behind sidecars of their own).
 type sidecarCluster struct {
 	dir      string
 	base     int
@@ -33,10 +34,11 @@ type sidecarCluster struct {
 // no reply may name.
 func (s *sidecarCluster) nodePort(i int) int { return s.base + 10 + i }
 
-// startSidecarCluster runs the script with a base port whose nine ports
-// (sidecars, nodes, buses) are free, and stops everything when the test
-// ends.
-func startSidecarCluster(t *testing.T) *sidecarCluster {
+// startSidecarCluster runs the script with a base port whose ports
+// (sidecars, nodes, buses) are free, with replicas (0 or 1) replicas per
+// primary and env added to the script's environment, and stops everything
+// when the test ends.
+func startSidecarCluster(t *testing.T, replicas int, env ...string) *sidecarCluster {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal(harness.RedisMissing)
@@ -47,11 +49,14 @@ func startSidecarCluster(t *testing.T) *sidecarCluster {
 		t.Fatal(err)
 	}
 	s := &sidecarCluster{dir: t.TempDir()}
+	nodes := 3 * (1 + replicas)
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for attempt := 0; attempt < 50 && s.base == 0; attempt++ {
-		base := 20000 + rng.Intn(20000)
+		// Below the kernel's ephemeral ports (32768 up) with the buses
+		// (base+10010...), which a client's outgoing connection could hold.
+		base := 12000 + rng.Intn(10000)
 		free := true
-		for i := 0; i < 3 && free; i++ {
+		for i := 0; i < nodes && free; i++ {
 			for _, p := range []int{base + i, base + 10 + i, base + 10010 + i} {
 				l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 				if err != nil {
@@ -70,8 +75,12 @@ func startSidecarCluster(t *testing.T) *sidecarCluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", script, s.dir, strconv.Itoa(s.base))
-	cmd.Env = append(os.Environ(), "SPILLWAY="+bin)
+	args := []string{script, s.dir, strconv.Itoa(s.base)}
+	if replicas > 0 {
+		args = append(args, "--replicas", strconv.Itoa(replicas))
+	}
+	cmd := exec.CommandContext(ctx, "bash", args...)
+	cmd.Env = append(append(os.Environ(), "SPILLWAY="+bin), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	t.Cleanup(func() {
@@ -85,9 +94,9 @@ func startSidecarCluster(t *testing.T) *sidecarCluster {
 		t.Fatalf("redis-cluster.sh: %v\n%s", err, stderr.String())
 	}
 	s.sidecars = strings.Fields(string(out))
-	for i := 0; i < 3; i++ {
-		if want := fmt.Sprintf("127.0.0.1:%d", s.base+i); len(s.sidecars) != 3 || s.sidecars[i] != want {
-			t.Fatalf("redis-cluster.sh printed %q; want the sidecars 127.0.0.1:%d..%d", out, s.base, s.base+2)
+	for i := 0; i < nodes; i++ {
+		if want := fmt.Sprintf("127.0.0.1:%d", s.base+i); len(s.sidecars) != nodes || s.sidecars[i] != want {
+			t.Fatalf("redis-cluster.sh printed %q; want the sidecars 127.0.0.1:%d..%d", out, s.base, s.base+nodes-1)
 		}
 	}
 	return s
@@ -96,7 +105,7 @@ func startSidecarCluster(t *testing.T) *sidecarCluster {
 // checkNoNodeAddr fails if text names one of the nodes' own ports.
 func (s *sidecarCluster) checkNoNodeAddr(t *testing.T, what, text string) {
 	t.Helper()
-	for i := 0; i < 3; i++ {
+	for i := range s.sidecars {
 		if strings.Contains(text, ":"+strconv.Itoa(s.nodePort(i))) {
 			t.Fatalf("%s names node %d's own port %d:\n%s", what, i, s.nodePort(i), text)
 		}
@@ -104,10 +113,10 @@ func (s *sidecarCluster) checkNoNodeAddr(t *testing.T, what, text string) {
 }
 
 // slotOwners maps every slot to the sidecar that serves it, from CLUSTER
-// SLOTS through sidecar 0, checking that only sidecars are named.
+// SLOTS through the last sidecar, checking that only sidecars are named.
 func (s *sidecarCluster) slotOwners(t *testing.T, ctx context.Context) []string {
 	t.Helper()
-	c := utGoRedis(t, s.sidecars[0], 10*time.Second)
+	c := utGoRedis(t, s.sidecars[len(s.sidecars)-1], 10*time.Second) // alive in the failover test
 	ranges, err := c.ClusterSlots(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +156,7 @@ func clusterValue(i int) string {
 // rebalance` then moves about 2,000 slots back, with the same checks; a
 // sidecar restarted on its directory then serves its cold keys again.
 func TestClusterSidecars(t *testing.T) {
-	s := startSidecarCluster(t)
+	s := startSidecarCluster(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -530,13 +539,22 @@ func (s *sidecarCluster) restartSidecar(t *testing.T, i int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	s.spawnSidecar(t, i, "4mb")
+}
+
+// spawnSidecar starts sidecar i as the script does, on its directory and
+// log, with the given maxmemory, records its pid for the script's stop,
+// and waits until it answers.
+func (s *sidecarCluster) spawnSidecar(t *testing.T, i int, maxmemory string) {
+	t.Helper()
+	pidFile := filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.pid", i))
 	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("sidecar-%d.log", i)), os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(harness.BuildSpillway(t), "--port", strconv.Itoa(s.base+i), "--bind", "127.0.0.1",
-		"--dir", filepath.Join(s.dir, fmt.Sprintf("sidecar-%d", i)), "--maxmemory", "4mb",
+		"--dir", filepath.Join(s.dir, fmt.Sprintf("sidecar-%d", i)), "--maxmemory", maxmemory,
 		"--upstream", "redis://127.0.0.1:"+strconv.Itoa(s.nodePort(i)))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

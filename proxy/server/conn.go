@@ -67,15 +67,12 @@ func (c *Conn) ReplyError(err error) { c.cl().replyError(err) }
 // Quit closes the connection once the current command's reply is sent.
 func (c *Conn) Quit() { c.quit = true }
 
-// Takeover makes the connection a replica's (SYNC, PSYNC): once the
-// current command's reply is flushed, the server stops serving it and runs
-// fn on the connection's goroutine with its socket; fn owns the socket
-// from then on (repl.Master.Run closes it).
-func (c *Conn) Takeover(fn func(nc net.Conn)) {
-	cl := c.cl()
-	cl.replica.Store(true)
-	cl.quit = true
-	cl.takeover = func() { fn(cl.nc) }
+// BecomeReplica makes the connection a replica's (SYNC, PSYNC): it is
+// marked a replica (CLIENT LIST flags=S, a second SYNC ignored) and, as
+// with TakeOver, fn then owns its socket (repl.Master.Run closes it).
+func (c *Conn) BecomeReplica(fn func(nc net.Conn)) {
+	c.cl().replica.Store(true)
+	c.TakeOver(fn)
 }
 
 // ReplHandshake returns what the client told with REPLCONF (the zero value
@@ -105,6 +102,16 @@ func (c *Conn) WriteSocket(b []byte) (int, error) { return c.nc.Write(b) }
 // AddNetOut counts n bytes written to the client by the front (INFO's
 // total_net_output_bytes). Any goroutine may call it.
 func (c *Conn) AddNetOut(n int64) { c.s.stats.netOut.Add(n) }
+
+// TakeOver hands the client's socket to fn once the current command's
+// reply is flushed: the connection's goroutine runs fn, then ends the
+// connection (closing the socket) when fn returns. What the client sends
+// next is fn's to read from nc (a replication stream relayed verbatim).
+func (c *Conn) TakeOver(fn func(nc net.Conn)) {
+	cl := c.cl()
+	cl.quit = true
+	cl.takeover = func() { fn(cl.nc) }
+}
 
 // CloseSocket closes the client's socket: the connection's goroutine then
 // ends (its next read fails). Any goroutine may call it.

@@ -41,6 +41,7 @@ type client struct {
 	// state upstream: a non-default database, MULTI, WATCH, or a
 	// subscription (passthrough).
 	pinned            *link.Conn
+	replconf          [][][]byte // REPLCONFs of a cluster replica, for its splice (cluster_repl.go)
 	inMulti, watching bool
 	// txRefused is set when Spillway refused a command queued in the
 	// open transaction (the upstream never saw it): EXEC then discards

@@ -58,6 +58,7 @@ func (f *Front) acceptCluster(c *link.Conn, addr string) error {
 	if !f.cluster.Swap(true) {
 		f.log.Info("upstream is a Redis Cluster node announcing this Spillway's address", "upstream", addr, "announced", ip+":"+port)
 	}
+	f.follow.start() // the node's role decides the cold feed (cluster_follow.go)
 	return nil
 }
 
@@ -270,13 +271,19 @@ func upKeysInSlot(c *client, cmd *cmdtable.Command, args [][]byte) {
 }
 
 // migratingReloadError is the reply to a command whose cold key could not
-// be reloaded because its slot is being migrated away (the node answered
+// be reloaded because the node is a replica (its -MOVED, relayed) or the
+// key's slot is being migrated away (the node answered
 // the RESTORE with -ASK: it does not have the key, so it sends the client
 // to the target, which does not have it yet either). The key is still
 // this sidecar's: the reshard's MIGRATE moves it soon, so the client is
 // told to retry (-TRYAGAIN, which cluster clients retry), and then finds
 // it at the target.
 func migratingReloadError(key []byte, err error) (string, bool) {
+	if strings.HasPrefix(err.Error(), "MOVED ") {
+		// A replica's sidecar (the node refused the RESTORE): the
+		// client is sent to the slot's primary, as the node would.
+		return link.FirstLine(err.Error()), true
+	}
 	if !strings.HasPrefix(err.Error(), "ASK ") {
 		return "", false
 	}

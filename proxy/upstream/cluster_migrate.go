@@ -215,5 +215,6 @@ func (c *client) migrateCold(idx *uptier.ColdIndex, m *migrateArgs, conn **link.
 		return false, fmt.Errorf("ERR spillway moved cold key '%s' but could not drop it: %s", cstr.ErrArg(key), link.FirstLine(err.Error()))
 	}
 	idx.Remove(h)
+	c.f.follow.changed(c.DB(), key, false)
 	return true, nil
 }

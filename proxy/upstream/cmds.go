@@ -427,8 +427,10 @@ func upFlush(c *client, args [][]byte) {
 		for db := range c.f.indexes {
 			c.f.index(db).Clear()
 		}
+		c.f.follow.flushed(-1)
 	} else {
 		c.f.index(c.DB()).Clear()
+		c.f.follow.flushed(c.DB())
 	}
 }
 

@@ -34,12 +34,15 @@ var countCmds = map[string]bool{"del": true, "unlink": true, "exists": true, "to
 // found not cold) and it should be forwarded.
 func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 	idx := c.f.index(c.DB())
-	if countCmds[cmd.Name] {
+	// In front of a cluster replica, the node's answer to a reload says
+	// whose key it is (cluster_follow.go): no cold key is answered here.
+	onReplica := c.f.follow.replicaNode()
+	if countCmds[cmd.Name] && !onReplica {
 		c.upCount(cmd, args, keys)
 		return true
 	}
 	h0 := c.f.srv.Handler(cmd)
-	if h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
+	if !onReplica && h0 != nil && sameKey(args, keys) && !reloadAlways[cmd.Name] && (metaCmds[cmd.Name] || cmd.Is(cmdtable.FlagReadonly)) {
 		key := args[keys[0]]
 		h := codec.KeyHash(key)
 		c.lockKey(idx, h)
@@ -165,6 +168,7 @@ func (c *client) reloadLocked(idx *uptier.ColdIndex, db int, key []byte, h uint6
 		return err
 	}
 	idx.Remove(h)
+	c.f.follow.changed(db, key, true)
 	c.f.pool.Forget(db, key) // the upstream's copy is the key now
 	return nil
 }
@@ -199,6 +203,7 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 	for _, p := range keys {
 		rest = append(rest, args[p])
 	}
+	synced := false
 	for attempt := 0; attempt < 50; attempt++ {
 		next := rest[:1]
 		for _, key := range rest[1:] {
@@ -212,6 +217,7 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 					}
 					c.f.relay.barrier()
 					idx.Remove(h)
+					c.f.follow.changed(c.DB(), key, false)
 				} else if err == nil && !ok {
 					c.f.relay.barrier()
 					idx.Remove(h)
@@ -229,6 +235,13 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 			next = append(next, key)
 		}
 		rest = next
+		if drop && local > 0 && !synced {
+			// A cluster replica's sidecar drops them before the reply.
+			synced = true
+			if err := c.f.follow.sync(); err != nil {
+				c.f.log.Warn("cold follower behind after a deletion", "err", err)
+			}
+		}
 		if len(rest) == 1 {
 			c.w.Int(local)
 			return

@@ -69,6 +69,8 @@ type Front struct {
 	cluster atomic.Bool
 	// slots lists cold keys by hash slot (CLUSTER COUNTKEYSINSLOT...).
 	slots *uptier.SlotDirectory
+	// follow is the cold feed between a shard's sidecars (cluster_follow.go).
+	follow *clusterFollow
 
 	// passAddrs maps the id of each client in passthrough (subscribed,
 	// MONITOR, tracking) to its pinned connection's address, by which the
@@ -135,6 +137,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f.relay = f.newRelay()
 	f.local = f.localTable()
 	f.slots = uptier.NewSlotDirectory(opts.Engine)
+	f.follow = newClusterFollow(f)
 	f.scripts = map[*cmdtable.Command]bool{}
 	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
 		f.scripts[cmdtable.LookupFullName([]byte(name))] = true
@@ -177,8 +180,12 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		Demoted:   f.slots.Demoted,
 		// Spillway's replicas must not see demotions (relay.go).
 		UnlinkMarker: []byte(relayMarker),
+		BeforeUnlink: f.follow.beforeUnlink,
+		Dropped:      f.follow.dropped,
+		Paused:       f.follow.paused,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
+	f.follow.ready()
 	f.watchBudget()
 	srv.SetForwarder(f)
 	return f, nil
@@ -194,6 +201,7 @@ func (f *Front) index(db int) *uptier.ColdIndex { return f.indexes[db].Load() }
 // Close stops the demoter and closes the upstream connections.
 func (f *Front) Close() {
 	f.relay.close()
+	f.follow.close()
 	f.demoter.Stop()
 	f.pool.Close()
 	f.ctlMu.Lock()
@@ -271,6 +279,7 @@ func (f *Front) reconcile() error {
 							return err
 						}
 						f.index(db).Remove(codec.KeyHash(k))
+						f.follow.changed(db, k, true)
 						dropped++
 					}
 				}

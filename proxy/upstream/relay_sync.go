@@ -252,6 +252,10 @@ func (r *relay) mapOffset(gen, up int64) (int64, int, error) {
 // partial resynchronization continues from the backlog; a full one gets an
 // RDB of the whole dataset (relay.fetch, rdbfile.Splice).
 func upSync(c *client, args [][]byte) {
+	if c.f.cluster.Load() && !c.inMulti {
+		c.clusterReplicaCmd(args) // a cluster replica behind its sidecar (cluster_repl.go)
+		return
+	}
 	if c.inMulti {
 		c.forwardNow(args) // refused in a transaction: the upstream answers so
 		return
@@ -272,19 +276,12 @@ func upSync(c *client, args [][]byte) {
 		replid, off = string(args[1]), n
 	}
 	f := c.f
-	if f.cluster.Load() {
-		// A sidecar's demotions carry no marker (it would cross slots): the
-		// relay could not tell them from deletions. A cluster replica's SYNC
-		// is the cluster path's to serve.
-		c.Err("ERR Spillway in front of a Redis Cluster node does not relay replication")
-		return
-	}
 	if err := f.relay.start(); err != nil {
 		c.Err("ERR Spillway could not open its replication link to the upstream: " + err.Error())
 		return
 	}
 	m := f.srv.Replication()
-	c.Takeover(func(nc net.Conn) {
+	c.BecomeReplica(func(nc net.Conn) {
 		peer, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
 		f.serveReplica(nc, m, m.Attach(hs, psync, replid, off, peer))
 	})
@@ -327,6 +324,10 @@ func (f *Front) serveReplica(nc net.Conn, m *repl.Master, rep *repl.Replica) {
 // Spillway tells before its PSYNC); inside MULTI it is queued upstream.
 func upReplconf(h func(c *client, args [][]byte)) func(c *client, args [][]byte) {
 	return func(c *client, args [][]byte) {
+		if c.f.cluster.Load() && !c.inMulti {
+			c.clusterReplicaCmd(args) // cluster_repl.go
+			return
+		}
 		if c.inMulti {
 			c.forwardNow(args)
 			return

@@ -44,6 +44,18 @@ type DemoterOptions struct {
 	// the upstream's own replicas apply them). Not in cluster mode, where
 	// it would cross slots.
 	UnlinkMarker []byte
+	// BeforeUnlink, if set, runs once the keys' cold copies are written
+	// and synced, before they are removed upstream: an error aborts the
+	// demotion (the copies are dropped, the keys stay upstream). A cluster
+	// sidecar waits there for its cold followers' acknowledgement.
+	BeforeUnlink func(db int, keys [][]byte) error
+	// Dropped, if set, is told the keys whose cold copies an aborted
+	// demotion dropped.
+	Dropped func(db int, keys [][]byte)
+	// Paused, if set, holds demotion rounds while it reports true (a
+	// cluster sidecar whose node is a replica, or whose replicas have no
+	// cold follower yet).
+	Paused func() bool
 }
 
 // Demoter keeps the upstream under its memory budget. Each round samples
@@ -320,6 +332,9 @@ func (d *Demoter) connDBOr0() int {
 
 // round polls, and demotes while the upstream is over budget.
 func (d *Demoter) round() error {
+	if d.opts.Paused != nil && d.opts.Paused() {
+		return nil
+	}
 	used, dbs, err := d.poll()
 	if err != nil {
 		return err
@@ -547,6 +562,13 @@ func (d *Demoter) demote(db int, keys [][]byte) (int, error) {
 		c.Unwatch()
 		return 0, fmt.Errorf("upstream: sync cold store before demotion: %w", err)
 	}
+	if hook := d.opts.BeforeUnlink; hook != nil {
+		if err := hook(db, keep); err != nil {
+			d.drop(db, keep)
+			c.Unwatch()
+			return 0, err
+		}
+	}
 	execSent = true
 	unlink := keep
 	if m := d.opts.UnlinkMarker; m != nil && (d.opts.Cluster == nil || !d.opts.Cluster()) {
@@ -582,6 +604,9 @@ func (d *Demoter) drop(db int, keys [][]byte) {
 		if err := DropKey(d.eng, db, k); err != nil {
 			d.opts.Logger.Error("could not drop the cold copy of an aborted demotion", "key", string(k), "err", err)
 		}
+	}
+	if d.opts.Dropped != nil {
+		d.opts.Dropped(db, keys)
 	}
 }
 

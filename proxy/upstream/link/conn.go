@@ -205,8 +205,10 @@ func (c *Conn) Do(args ...string) ([]byte, error) {
 	return c.Read()
 }
 
-// NetConn returns the connection's socket, for a caller that reads it raw
-// from now on (a replication link): no reply may be pending.
+// NetConn returns the connection's socket, for a caller that takes it over
+// as a byte stream (a replication link, a stream relayed verbatim). Call it
+// only when no reply is pending: bytes the reply reader buffered are not in
+// it. The Conn's own methods must not be used afterwards, except Close.
 func (c *Conn) NetConn() net.Conn { return c.nc }
 
 // SetDeadline bounds the connection's I/O.

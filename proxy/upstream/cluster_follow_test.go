@@ -1,0 +1,103 @@
+package upstream
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/upstream/link"
+	"github.com/spillway/spillway/tiering"
+	"github.com/spillway/spillway/tiering/uptier"
+)
+
+func openFeedEngine(t *testing.T) *tiering.Engine {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cold, err := coldstore.Open(coldstore.Options{Dir: t.TempDir(), CacheBytes: 4 << 20, MemTableBytes: 4 << 20,
+		Fsync: coldstore.FsyncNo, Logger: quiet})
+	if err != nil {
+		t.Fatalf("coldstore.Open: %v", err)
+	}
+	eng, err := tiering.Open(cold, tiering.Options{Databases: 16, HotBudget: 0, PromoteMinHits: 1,
+		ColdReadMaxBytes: 1 << 20, Logger: quiet})
+	if err != nil {
+		cold.Close()
+		t.Fatalf("tiering.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		eng.Close()
+		if err := cold.Close(); err != nil {
+			t.Errorf("coldstore.Close: %v", err)
+		}
+	})
+	return eng
+}
+
+// TestColdFeedPayload: a cold copy sent on the feed (its RESTORE payload,
+// as the leader builds it from its store) and stored by the follower
+// (valueFromPayload, then the store's import) is the same copy: the
+// follower's payload of it is byte for byte the leader's, expiry included,
+// for every type the demoter writes but streams.
+func TestColdFeedPayload(t *testing.T) {
+	leader, follower := openFeedEngine(t), openFeedEngine(t)
+	exp := time.Now().Add(time.Hour).UnixMilli()
+	big := make([][]byte, 300)
+	for i := range big {
+		big[i] = []byte("member-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+	}
+	vals := []*uptier.Value{
+		{Key: []byte("s"), Type: codec.TypeString, Str: []byte("a string value")},
+		{Key: []byte("s-int"), Type: codec.TypeString, Str: []byte("12345"), ExpireAt: exp},
+		{Key: []byte("l"), Type: codec.TypeList, Elems: [][]byte{[]byte("x"), []byte("y"), []byte("x")}},
+		{Key: []byte("l-big"), Type: codec.TypeList, Elems: big, ExpireAt: exp},
+		{Key: []byte("set"), Type: codec.TypeSet, Elems: [][]byte{[]byte("1"), []byte("2"), []byte("30")}},
+		{Key: []byte("set-big"), Type: codec.TypeSet, Elems: big},
+		{Key: []byte("h"), Type: codec.TypeHash, Elems: [][]byte{[]byte("f"), []byte("v"), []byte("g"), []byte("w")}, ExpireAt: exp},
+		{Key: []byte("z"), Type: codec.TypeZSet, Members: [][]byte{[]byte("a"), []byte("b")}, Scores: []float64{1.5, -2}},
+	}
+	if err := uptier.Import(leader, 0, vals); err != nil {
+		t.Fatal(err)
+	}
+	var d link.Dump
+	for _, v := range vals {
+		want, ok, err := dumpOf(leader, v.Key, &d)
+		if err != nil || !ok {
+			t.Fatalf("leader's copy of %s: ok %v, %v", v.Key, ok, err)
+		}
+		got, err := valueFromPayload(v.Key, v.ExpireAt, want)
+		if err != nil {
+			t.Fatalf("valueFromPayload(%s): %v", v.Key, err)
+		}
+		if err := uptier.Import(follower, 0, []*uptier.Value{got}); err != nil {
+			t.Fatalf("follower's import of %s: %v", v.Key, err)
+		}
+		again, ok, err := dumpOf(follower, v.Key, &d)
+		if err != nil || !ok {
+			t.Fatalf("follower's copy of %s: ok %v, %v", v.Key, ok, err)
+		}
+		if !bytes.Equal(again, want) {
+			t.Fatalf("%s: the follower's payload differs from the leader's:\n%q\n%q", v.Key, again, want)
+		}
+		lexp, _, _ := link.DumpKey(leader, 0, v.Key, &d)
+		fexp, _, _ := link.DumpKey(follower, 0, v.Key, &d)
+		if lexp != v.ExpireAt || fexp != v.ExpireAt {
+			t.Fatalf("%s: expiry leader %d follower %d; want %d", v.Key, lexp, fexp, v.ExpireAt)
+		}
+	}
+	if _, err := valueFromPayload([]byte("bad"), 0, []byte("not a payload")); err == nil {
+		t.Fatal("valueFromPayload of a bad payload: no error")
+	}
+}
+
+// dumpOf returns a copy of key's RESTORE payload in eng's store.
+func dumpOf(eng *tiering.Engine, key []byte, d *link.Dump) ([]byte, bool, error) {
+	_, ok, err := link.DumpKey(eng, 0, key, d)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return append([]byte(nil), d.Finish()...), true, nil
+}
