@@ -21,6 +21,9 @@ type Tx struct {
 	keepExpired bool
 	// liveExpired: keys whose expiry passed are live (LiveExpired).
 	liveExpired bool
+	// writeLookups: lookups are a write command's, not counted in
+	// KeyspaceHits/KeyspaceMisses (SetWriteLookups).
+	writeLookups bool
 	batch       *coldstore.Batch
 	hk          []byte
 	mbuf        []byte
@@ -266,14 +269,14 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type, touch bool) (*Entry
 	}
 	e, err := tx.loadCold(pdb, key)
 	if err != nil || e == nil {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, err
 	}
 	if tx.expired(e) {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, tx.expire(pdb, key, e, false)
 	}
-	tx.e.Stats.KeyspaceHits.Add(1)
+	tx.countHit()
 	if promote != codec.TypeNone && e.Type == promote && tx.promotable(key, e) && tx.e.admit(tx.hk, tx.promotedSize(key, e)) {
 		switch {
 		case e.Type == codec.TypeList:
@@ -313,10 +316,10 @@ func (tx *Tx) promote(e *Entry) {
 // expired entry is deleted and reported absent.
 func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error) {
 	if tx.expired(e) {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, tx.expire(pdb, key, e, true)
 	}
-	tx.e.Stats.KeyspaceHits.Add(1)
+	tx.countHit()
 	if touch {
 		e.access = tx.now
 		e.lfu.touch(tx.e.lfu(), tx.now)
@@ -327,6 +330,42 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 		tx.e.Stats.ColdReads.Add(1)
 	}
 	return e, nil
+}
+
+// SetWriteLookups says whether the key lookups that follow are a write
+// command's (true: Redis's lookupKeyWrite, which counts nothing) or reads
+// (false: lookupKeyRead, counted in Stats.KeyspaceHits or KeyspaceMisses).
+// A transaction starts with reads; the server sets it before each command
+// from the command's write flag, and a write command that reads a source
+// key (GETDEL, SORT, SUNIONSTORE's sources...) sets it to false around
+// that lookup, as Redis reads those.
+func (tx *Tx) SetWriteLookups(write bool) { tx.writeLookups = write }
+
+// WriteLookups reports SetWriteLookups' current setting.
+func (tx *Tx) WriteLookups() bool { return tx.writeLookups }
+
+// CountLookup counts one more lookup of a key already looked up (a hit if
+// found), as Redis counts a command that looks a key up twice (XREAD's
+// second pass): nothing if lookups are a write's.
+func (tx *Tx) CountLookup(found bool) {
+	if found {
+		tx.countHit()
+	} else {
+		tx.countMiss()
+	}
+}
+
+// countHit and countMiss count a lookup's outcome unless it is a write's.
+func (tx *Tx) countHit() {
+	if !tx.writeLookups {
+		tx.e.Stats.KeyspaceHits.Add(1)
+	}
+}
+
+func (tx *Tx) countMiss() {
+	if !tx.writeLookups {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+	}
 }
 
 // KeepExpired makes the rest of the transaction report the expired keys
