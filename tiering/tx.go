@@ -24,10 +24,10 @@ type Tx struct {
 	// writeLookups: lookups are a write command's, not counted in
 	// KeyspaceHits/KeyspaceMisses (SetWriteLookups).
 	writeLookups bool
-	batch       *coldstore.Batch
-	hk          []byte
-	mbuf        []byte
-	meta        codec.Meta
+	batch        *coldstore.Batch
+	hk           []byte
+	mbuf         []byte
+	meta         codec.Meta
 	// deltas to the per-database counters, applied on commit
 	keyDelta map[uint8]int64
 	expDelta map[uint8]int64
