@@ -11,6 +11,7 @@ package integration
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ var keyspaceStatsScript = [][]string{
 	{"RPUSH", "ml", "a", "b"}, {"LMPOP", "2", "nokey", "ml", "LEFT"}, {"BLPOP", "ml", "1"},
 	{"ZADD", "mz", "1", "a"}, {"ZMPOP", "1", "mz", "MIN"}, {"HRANDFIELD", "h"}, {"LCS", "s", "n"},
 	{"SMOVE", "nokey", "st", "a"}, {"GEORADIUS", "geo", "15", "37", "200", "km", "STORE", "geo3"},
-	{"SCAN", "0", "TYPE", "string"}, {"SCAN", "0", "MATCH", "h*"}, {"OBJECT", "FREQ", "h"}, {"OBJECT", "IDLETIME", "nokey"},
+	{"SCAN", "0", "TYPE", "string", "COUNT", "1000"}, {"SCAN", "0", "MATCH", "h*"}, {"OBJECT", "FREQ", "h"}, {"OBJECT", "IDLETIME", "nokey"},
 	{"SET", "e1", "v", "PX", "1"}, {"SET", "e2", "v", "PX", "1"}, {"SET", "e3", "v", "PX", "1"}, {"#SLEEP"},
 	{"GET", "e1"}, {"INCR", "e2"}, {"EXISTS", "e3"},
 	{"FLUSHDB"}, {"GET", "h"},
@@ -146,20 +147,61 @@ func compareKeyspaceStats(t *testing.T, got, want []string) {
 	}
 }
 
+// checkKeyspaceMetrics checks that the Prometheus endpoint at maddr
+// reports the last counts of want (redis_exporter's names).
+func checkKeyspaceMetrics(t *testing.T, maddr string, want []string) {
+	t.Helper()
+	var hits, misses float64
+	if _, err := fmt.Sscanf(want[len(want)-1][61:], "hits=%g misses=%g", &hits, &misses); err != nil {
+		t.Fatalf("parse %q: %v", want[len(want)-1], err)
+	}
+	m := scrape(t, maddr)
+	if got := metric(t, m, "redis_keyspace_hits_total"); got != hits {
+		t.Errorf("redis_keyspace_hits_total %v, redis-server's keyspace_hits %v", got, hits)
+	}
+	if got := metric(t, m, "redis_keyspace_misses_total"); got != misses {
+		t.Errorf("redis_keyspace_misses_total %v, redis-server's keyspace_misses %v", got, misses)
+	}
+}
+
 func TestKeyspaceStatsAgainstRedis(t *testing.T) {
 	t.Setenv("SPILLWAY_TEST_HOOKS", "1") // DEBUG DEMOTE
 	rs := harness.StartRedis(t)
-	sp := harness.StartSpillway(t, "", "--appendfsync", "no", "--loglevel", "warning")
+	mport := harness.FreePort(t)
+	sp := harness.StartSpillway(t, "", "--appendfsync", "no", "--loglevel", "warning",
+		"--metrics-port", strconv.Itoa(mport))
 	want := keyspaceStats(t, rs.Addr(), false)
 	compareKeyspaceStats(t, keyspaceStats(t, sp.Addr(), true), want)
+	checkKeyspaceMetrics(t, "127.0.0.1:"+strconv.Itoa(mport), want)
 }
 
+// In upstream mode the upstream counts the forwarded commands, the engine
+// the reads answered from cold copies, and the demoter's own reads of the
+// upstream are taken out (proxy/upstream/infostats.go).
 func TestKeyspaceStatsUpstreamAgainstRedis(t *testing.T) {
 	t.Setenv("SPILLWAY_TEST_HOOKS", "1") // DEBUG DEMOTE
-	rs := harness.StartRedis(t)
-	up := harness.StartRedis(t)
-	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
-		"--appendfsync", "no", "--loglevel", "warning")
-	want := keyspaceStats(t, rs.Addr(), false)
-	compareKeyspaceStats(t, keyspaceStats(t, sp.Addr(), true), want)
+	for _, tc := range []struct{ name, minHits string }{
+		{"reloads", "1"},       // a cold key read is reloaded, then forwarded
+		{"cold-reads", "1000"}, // a cold key read is answered from the store
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := harness.StartRedis(t)
+			up := harness.StartRedis(t)
+			mport := harness.FreePort(t)
+			sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
+				"--appendfsync", "no", "--loglevel", "warning", "--metrics-port", strconv.Itoa(mport),
+				"--promote-min-hits", tc.minHits)
+			want := keyspaceStats(t, rs.Addr(), false)
+			compareKeyspaceStats(t, keyspaceStats(t, sp.Addr(), true), want)
+			checkKeyspaceMetrics(t, "127.0.0.1:"+strconv.Itoa(mport), want)
+			info, err := harness.Info(sp.Conn(t), "tiering")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("cold_reads %s, promotions %s", info["cold_reads"], info["promotions"])
+			if tc.minHits == "1000" && info["cold_reads"] == "0" {
+				t.Error("no read was answered from the store")
+			}
+		})
+	}
 }

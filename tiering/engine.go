@@ -365,7 +365,7 @@ func (e *Engine) begin() *Tx {
 	tx.now = time.Now().UnixMilli()
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed, tx.strmsUsed = 0, 0, 0, 0
 	tx.ready = tx.ready[:0]
-	tx.keepExpired, tx.liveExpired, tx.writeLookups = false, false, false
+	tx.keepExpired, tx.liveExpired, tx.counted = false, false, false
 	tx.touched = nil
 	return tx
 }

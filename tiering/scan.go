@@ -89,7 +89,7 @@ func (tx *Tx) scan(db int, cursor uint64, bits uint, opts ScanOptions, dst [][]b
 		expired := m.ExpireAt != 0 && tx.now > m.ExpireAt
 		if opts.Type != 0 {
 			// Redis looks the key up to read its type (keyspace_hits).
-			tx.CountLookup(!expired)
+			tx.AddLookup(!expired)
 		}
 		if expired || opts.Type != 0 && m.Type != opts.Type {
 			continue

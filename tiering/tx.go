@@ -21,13 +21,13 @@ type Tx struct {
 	keepExpired bool
 	// liveExpired: keys whose expiry passed are live (LiveExpired).
 	liveExpired bool
-	// writeLookups: lookups are a write command's, not counted in
-	// KeyspaceHits/KeyspaceMisses (SetWriteLookups).
-	writeLookups bool
-	batch        *coldstore.Batch
-	hk           []byte
-	mbuf         []byte
-	meta         codec.Meta
+	// counted: lookups are a client's reads, counted in
+	// KeyspaceHits/KeyspaceMisses (CountLookups).
+	counted bool
+	batch   *coldstore.Batch
+	hk      []byte
+	mbuf    []byte
+	meta    codec.Meta
 	// deltas to the per-database counters, applied on commit
 	keyDelta map[uint8]int64
 	expDelta map[uint8]int64
@@ -332,22 +332,20 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	return e, nil
 }
 
-// SetWriteLookups says whether the key lookups that follow are a write
-// command's (true: Redis's lookupKeyWrite, which counts nothing) or reads
-// (false: lookupKeyRead, counted in Stats.KeyspaceHits or KeyspaceMisses).
-// A transaction starts with reads; the server sets it before each command
-// from the command's write flag, and a write command that reads a source
-// key (GETDEL, SORT, SUNIONSTORE's sources...) sets it to false around
-// that lookup, as Redis reads those.
-func (tx *Tx) SetWriteLookups(write bool) { tx.writeLookups = write }
+// CountLookups says whether the key lookups that follow count in
+// Stats.KeyspaceHits or KeyspaceMisses: on for a client's read (Redis's
+// lookupKeyRead), off for a write command's (lookupKeyWrite, which counts
+// nothing) and for Spillway's own work (demotion, reloads, the sweeper).
+// A transaction starts off; the server sets it before each command from
+// the command's write flag, and a write command that reads a key (SET
+// GET, SORT's source...) turns it on around that lookup, as Redis reads
+// those.
+func (tx *Tx) CountLookups(on bool) { tx.counted = on }
 
-// WriteLookups reports SetWriteLookups' current setting.
-func (tx *Tx) WriteLookups() bool { return tx.writeLookups }
-
-// CountLookup counts one more lookup of a key already looked up (a hit if
-// found), as Redis counts a command that looks a key up twice (XREAD's
-// second pass): nothing if lookups are a write's.
-func (tx *Tx) CountLookup(found bool) {
+// AddLookup counts one lookup more (a hit if found) where Redis looks a
+// key up that Spillway does not (XREAD's second pass over its keys, SCAN
+// TYPE's candidates, OBJECT FREQ): nothing unless lookups are counted.
+func (tx *Tx) AddLookup(found bool) {
 	if found {
 		tx.countHit()
 	} else {
@@ -357,13 +355,13 @@ func (tx *Tx) CountLookup(found bool) {
 
 // countHit and countMiss count a lookup's outcome unless it is a write's.
 func (tx *Tx) countHit() {
-	if !tx.writeLookups {
+	if tx.counted {
 		tx.e.Stats.KeyspaceHits.Add(1)
 	}
 }
 
 func (tx *Tx) countMiss() {
-	if !tx.writeLookups {
+	if tx.counted {
 		tx.e.Stats.KeyspaceMisses.Add(1)
 	}
 }

@@ -194,10 +194,10 @@ func cmdBitfield(x *server.Ctx, args [][]byte, readOnly bool) error {
 	}
 	return x.Update(func(tx *tiering.Tx) error {
 		if !readOnly && onlyGets(ops) {
-			tx.SetWriteLookups(false) // Redis reads the key then (keyspace_hits)
+			tx.CountLookups(true) // Redis reads the key then (keyspace_hits)
 		}
 		e, err := getString(x, tx, args[1])
-		tx.SetWriteLookups(!readOnly)
+		tx.CountLookups(readOnly)
 		if err != nil {
 			return err
 		}

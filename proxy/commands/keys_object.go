@@ -108,7 +108,7 @@ func cmdObjectIdle(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
 		ms, ok, err := tx.IdleMillis(x.DB(), args[2])
 		if err == nil {
-			tx.CountLookup(ok) // Redis's lookupKeyRead (keyspace_hits)
+			tx.AddLookup(ok) // Redis's lookupKeyRead (keyspace_hits)
 		}
 		switch {
 		case err != nil:
@@ -139,7 +139,7 @@ func cmdObjectFreq(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
 		n, ok, err := tx.Freq(x.DB(), args[2])
 		if err == nil {
-			tx.CountLookup(ok) // Redis's lookupKeyRead (keyspace_hits)
+			tx.AddLookup(ok) // Redis's lookupKeyRead (keyspace_hits)
 		}
 		switch {
 		case err != nil:

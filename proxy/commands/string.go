@@ -121,9 +121,9 @@ func cmdSet(x *server.Ctx, args [][]byte) error {
 		var err error
 		looked := o.Get || o.NX || o.XX || o.KeepTTL
 		if o.Get {
-			tx.SetWriteLookups(false) // Redis reads the old value (keyspace_hits)
+			tx.CountLookups(true) // Redis reads the old value (keyspace_hits)
 			old, err = getString(x, tx, args[1])
-			tx.SetWriteLookups(true)
+			tx.CountLookups(false)
 			if err != nil {
 				return err
 			}

@@ -92,7 +92,7 @@ type Client struct {
 	// channel (Redis's CLIENT_PUBSUB flag).
 	subscribed bool
 	// writeLookups: the running command writes, so its key lookups do not
-	// count in keyspace_hits/misses (tiering.Tx.SetWriteLookups).
+	// count in keyspace_hits/misses (tiering.Tx.CountLookups).
 	writeLookups bool
 	// trk is the client's tracking state (CLIENT TRACKING; notify.go);
 	// trkCmd and trkArgs are the running command while tracking is on,

@@ -46,8 +46,15 @@ func (c *Conn) CountErrorReply() { c.s.stats.errorReplies.Add(1) }
 
 // Call runs one of the server's handlers (Server.Handler) for the client's
 // current command, as the server would: on an error, the command's reply
-// is replaced by the error's.
-func (c *Conn) Call(h Handler, args [][]byte) { c.cl().call(h, args) }
+// is replaced by the error's. Its key lookups count in keyspace_hits and
+// misses as the command's would (none for a write command's).
+func (c *Conn) Call(h Handler, args [][]byte) {
+	cl := c.cl()
+	if cmd := cl.lastCmd.Load(); cmd != nil {
+		cl.writeLookups = c.s.info.cmds[cmd.ID()].writeLookups
+	}
+	cl.call(h, args)
+}
 
 // Fail replaces the current command's reply, from where it started, by
 // err's: a Redis error (*resp.Error) as is, any other as a failure of the

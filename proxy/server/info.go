@@ -160,7 +160,7 @@ type cmdStat struct {
 // a key and then delete or expire it, and those that read source keys into
 // a destination (the destination's lookup counts in Redis, but Spillway's
 // handlers write it without a lookup). SET ... GET and a BITFIELD of GETs
-// only read as well: their handlers say so (tiering.Tx.SetWriteLookups).
+// only read as well: their handlers say so (tiering.Tx.CountLookups).
 var readingWrites = map[string]bool{"getset": true, "getdel": true, "getex": true, "sort": true,
 	"sinterstore": true, "sunionstore": true, "sdiffstore": true, "zunionstore": true,
 	"zinterstore": true, "zdiffstore": true, "zrangestore": true, "copy": true, "bitop": true,

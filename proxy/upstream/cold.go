@@ -211,6 +211,9 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 					return
 				}
 				if ok {
+					if !drop { // EXISTS and TOUCH read the key (keyspace_hits)
+						c.f.engine.Stats.KeyspaceHits.Add(1)
+					}
 					local++
 					continue
 				}

@@ -106,6 +106,8 @@ type Front struct {
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
+	// ownRun: the upstream process its own lookups were counted on (infostats.go)
+	ownRun ownStatsRun
 }
 
 // Options configure upstream mode.
@@ -260,7 +262,9 @@ func (f *Front) reconcile() error {
 						f.dropCtl(db)
 						return err
 					}
-					if n, _ := link.IntReply(r); n == 1 {
+					n, _ := link.IntReply(r)
+					f.pool.OwnLookups().Count(n == 1) // EXISTS looks the key up
+					if n == 1 {
 						if err := uptier.DropKey(f.engine, db, k); err != nil {
 							return err
 						}
