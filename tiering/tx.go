@@ -332,40 +332,6 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	return e, nil
 }
 
-// CountLookups says whether the key lookups that follow count in
-// Stats.KeyspaceHits or KeyspaceMisses: on for a client's read (Redis's
-// lookupKeyRead), off for a write command's (lookupKeyWrite, which counts
-// nothing) and for Spillway's own work (demotion, reloads, the sweeper).
-// A transaction starts off; the server sets it before each command from
-// the command's write flag, and a write command that reads a key (SET
-// GET, SORT's source...) turns it on around that lookup, as Redis reads
-// those.
-func (tx *Tx) CountLookups(on bool) { tx.counted = on }
-
-// AddLookup counts one lookup more (a hit if found) where Redis looks a
-// key up that Spillway does not (XREAD's second pass over its keys, SCAN
-// TYPE's candidates, OBJECT FREQ): nothing unless lookups are counted.
-func (tx *Tx) AddLookup(found bool) {
-	if found {
-		tx.countHit()
-	} else {
-		tx.countMiss()
-	}
-}
-
-// countHit and countMiss count a lookup's outcome unless it is a write's.
-func (tx *Tx) countHit() {
-	if tx.counted {
-		tx.e.Stats.KeyspaceHits.Add(1)
-	}
-}
-
-func (tx *Tx) countMiss() {
-	if tx.counted {
-		tx.e.Stats.KeyspaceMisses.Add(1)
-	}
-}
-
 // KeepExpired makes the rest of the transaction report the expired keys
 // it meets absent without deleting or counting them, as Redis leaves the
 // dataset alone while clients are paused (CLIENT PAUSE): the server calls
