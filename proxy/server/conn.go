@@ -56,6 +56,20 @@ func (c *Conn) Call(h Handler, args [][]byte) {
 	cl.call(h, args)
 }
 
+// CountLocal records a command the front ran without the server's
+// dispatch (upstream mode's local commands) as the server records its own:
+// its duration d in the command's latency histogram (latency-tracking) and,
+// at or past their thresholds, in the slow log and the latency monitor.
+func (c *Conn) CountLocal(cmd *cmdtable.Command, args [][]byte, d time.Duration) {
+	cl := c.cl()
+	if cl.s.info.latency.Load() {
+		cl.s.info.cmds[cmd.ID()].record(d)
+	}
+	if int64(d) >= cl.s.watchNs.Load() {
+		cl.noteSlow(cmd, args, d)
+	}
+}
+
 // Fail replaces the current command's reply, from where it started, by
 // err's: a Redis error (*resp.Error) as is, any other as a failure of the
 // store ("ERR ...", logged).

@@ -322,7 +322,9 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
+		start := time.Now()
 		h(c, args)
+		c.f.countLocal(c, cmd, args, start) // localstats.go
 		c.f.feedLocal(c, cmd, args)
 		return
 	}

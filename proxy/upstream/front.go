@@ -101,11 +101,13 @@ type Front struct {
 	// Spillway shows them to the monitors itself (feedLocal).
 	monitorLocal map[*cmdtable.Command]bool
 	monitors     monitors
+	marks        monitorMarks // local lines awaiting their place (monitor.go)
 	// guard serializes the upstream maxmemory override (oom.go).
 	guard sync.Mutex
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
+	latencyHistogram                            server.Handler
 	// ownRun: the upstream process its own lookups were counted on (infostats.go)
 	ownRun ownStatsRun
 }

@@ -221,7 +221,8 @@ func (c *client) startPassthrough() bool {
 				return
 			}
 			if addr := monitorAddr(r); addr != nil && pool.IsInternal(addr) {
-				continue // Spillway's own command, not a client's
+				c.f.relayMark(c, r) // a local command's line goes here (monitor.go)
+				continue            // Spillway's own command, not a client's
 			}
 			var drop bool
 			if r, drop = c.ptFixes.apply(r); drop {

@@ -85,6 +85,8 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		local(name, upPassthroughCommand)
 	}
 	local("info", upInfo)
+	f.latencyHistogram = f.srv.Handler(lookup("latency|histogram"))
+	local("latency|histogram", upLatencyHistogram) // localstats.go
 	local("dbsize", upDBSize)
 	local("keys", upKeys)
 	local("scan", upScan)
