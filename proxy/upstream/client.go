@@ -68,6 +68,12 @@ type client struct {
 	// nil before one.
 	redir *redirIDs
 	wmu   sync.Mutex // serializes socket writes in passthrough
+	// sink is the upstream connection of a redirect target (tracking.go);
+	// sinkOn is set once it is open (its relay writes to the socket).
+	sinkMu     sync.Mutex
+	sink       *redirSink
+	sinkClosed bool
+	sinkOn     atomic.Bool
 	// protected are the keys this client keeps from demotion.
 	protected []protectedKey
 
@@ -98,6 +104,7 @@ const (
 func (f *Front) NewConn(conn *server.Conn) server.ForwardConn {
 	c := &client{Conn: conn, f: f, w: conn.W(), id: conn.ID(), call: link.NewCall(), ctlCall: link.NewCall()}
 	c.onDone = c.onAsyncDone
+	f.clients.Store(c.id, c)
 	return c
 }
 
@@ -126,7 +133,7 @@ func (c *client) Flush(unbuffered bool) (done, ok bool) {
 	if !c.awaitAsync() {
 		return false, false
 	}
-	if c.n > 0 && c.pinned == nil && unbuffered && c.submitAsync() {
+	if c.n > 0 && c.pinned == nil && unbuffered && !c.sinkOn.Load() && c.submitAsync() {
 		return true, true
 	}
 	c.flushForwards()
@@ -135,7 +142,7 @@ func (c *client) Flush(unbuffered bool) (done, ok bool) {
 
 // WriteLock is the passthrough relay's socket lock (server.ForwardConn).
 func (c *client) WriteLock() *sync.Mutex {
-	if c.passthrough {
+	if c.passthrough || c.sinkOn.Load() {
 		return &c.wmu
 	}
 	return nil

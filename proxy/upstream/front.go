@@ -74,6 +74,9 @@ type Front struct {
 	// MONITOR, tracking) to its pinned connection's address, by which the
 	// upstream knows it (CLIENT TRACKING ... REDIRECT).
 	passAddrs sync.Map
+	// clients maps every client's id to its *client (a REDIRECT target's
+	// sink: tracking.go).
+	clients sync.Map
 
 	// fence orders writes after the blocking commands that reached the
 	// front before them; orderWrites are the writes that also wait for

@@ -60,6 +60,8 @@ func (c *client) dropPinned() {
 
 // upClose releases what a closing client holds.
 func (c *client) upClose() {
+	c.f.clients.Delete(c.id)
+	c.closeSink()
 	c.f.passAddrs.Delete(c.id)
 	c.f.monitors.remove(c)
 	c.awaitAsync()
