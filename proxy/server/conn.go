@@ -60,14 +60,16 @@ func (c *Conn) Call(h Handler, args [][]byte) {
 // dispatch (upstream mode's local commands) as the server records its own:
 // its duration d in the command's latency histogram (latency-tracking) and,
 // at or past their thresholds, in the slow log and the latency monitor.
-func (c *Conn) CountLocal(cmd *cmdtable.Command, args [][]byte, d time.Duration) {
+// It returns the slow log entry's ID, or -1 if it made none.
+func (c *Conn) CountLocal(cmd *cmdtable.Command, args [][]byte, d time.Duration) int64 {
 	cl := c.cl()
 	if cl.s.info.latency.Load() {
 		cl.s.info.cmds[cmd.ID()].record(d)
 	}
 	if int64(d) >= cl.s.watchNs.Load() {
-		cl.noteSlow(cmd, args, d)
+		return cl.noteSlow(cmd, args, d)
 	}
+	return -1
 }
 
 // Fail replaces the current command's reply, from where it started, by

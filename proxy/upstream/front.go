@@ -110,7 +110,12 @@ type Front struct {
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
-	latencyHistogram                            server.Handler
+	latencyHistogram, slowlogGet, slowlogReset  server.Handler
+	// slowAnchors place Spillway's slow log entries among the upstream's.
+	slowAnchors slowAnchors
+	// ctlAddrs are the control connections' addresses: their upstream
+	// slow log entries are clients' requests (CONFIG SET...).
+	ctlAddrs sync.Map
 	// ownRun: the upstream process its own lookups were counted on (infostats.go)
 	ownRun ownStatsRun
 }
@@ -305,11 +310,13 @@ func (f *Front) ctlConn(db int) (*link.Conn, error) {
 		return nil, err
 	}
 	f.ctl[db] = c
+	f.ctlAddrs.Store(c.LocalAddr(), true) // requests for clients (slowlog.go)
 	return c, nil
 }
 
 func (f *Front) dropCtl(db int) {
 	if c := f.ctl[db]; c != nil {
+		f.ctlAddrs.Delete(c.LocalAddr())
 		c.Close()
 		delete(f.ctl, db)
 	}

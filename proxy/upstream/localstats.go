@@ -32,7 +32,9 @@ func (f *Front) localOnly(cmd *cmdtable.Command) bool {
 // start, if only Spillway ran it.
 func (f *Front) countLocal(c *client, cmd *cmdtable.Command, args [][]byte, start time.Time) {
 	if f.localOnly(cmd) {
-		c.CountLocal(cmd, args, time.Since(start))
+		if id := c.CountLocal(cmd, args, time.Since(start)); id >= 0 {
+			f.anchorLocal(id) // slowlog.go
+		}
 	}
 }
 
@@ -161,6 +163,17 @@ func (p *respParser) aggregate() int {
 		return 0
 	case t == '*':
 		return n / 2 // pairs of entries in RESP2's flattened form
+	}
+	return n
+}
+
+// array reads an array's length.
+func (p *respParser) array() int {
+	t, s := p.line()
+	n, err := strconv.Atoi(s)
+	if p.err == nil && (t != '*' || err != nil || n < 0) {
+		p.err = errors.New("not an array")
+		return 0
 	}
 	return n
 }

@@ -87,6 +87,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	local("info", upInfo)
 	f.latencyHistogram = f.srv.Handler(lookup("latency|histogram"))
 	local("latency|histogram", upLatencyHistogram) // localstats.go
+	f.slowlogTable(lookup, local)                  // slowlog.go
 	local("dbsize", upDBSize)
 	local("keys", upKeys)
 	local("scan", upScan)

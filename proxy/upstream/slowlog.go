@@ -1,0 +1,270 @@
+package upstream
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/upstream/link"
+)
+
+// SLOWLOG in upstream mode. The upstream logs the commands it runs; the
+// commands Spillway alone answers (AUTH, HELLO, ACL SETUSER, CLIENT ...:
+// localOnly) are logged in Spillway's own slow log (server.Conn.CountLocal),
+// and SLOWLOG GET and LEN show both, newest first, as one redis-server
+// would. The upstream's entries made by Spillway's internal connections
+// (the demoter's reads, control requests) are left out, found by their
+// client address (link.Pool.IsInternal).
+//
+// Both logs stamp seconds, too coarse to interleave them, so each local
+// entry is anchored when it is logged: Spillway asks the upstream for its
+// newest entry's ID on its control connection (SLOWLOG GET 1, itself an
+// internal entry, left out), and the local entry is newer than every
+// upstream entry up to that ID. Entries keep the ID their log gave them.
+
+// slowAnchors maps a local slow log entry's ID to its anchor: the newest
+// upstream entry ID when it was logged (-1: the upstream's log was empty).
+type slowAnchors struct {
+	mu sync.Mutex
+	m  map[int64]int64
+	// conn is the connection anchors are asked on (its entries are left
+	// out as every internal connection's but the control connections').
+	connMu sync.Mutex
+	conn   *link.Conn
+}
+
+// maxAnchors bounds the anchors kept (the oldest local entries' go first;
+// slowlog-max-len is at most what a log holds in practice).
+const maxAnchors = 4096
+
+func (a *slowAnchors) put(id, anchor int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[int64]int64{}
+	}
+	a.m[id] = anchor
+	for old := id - maxAnchors; len(a.m) > maxAnchors; old-- {
+		delete(a.m, old)
+	}
+}
+
+func (a *slowAnchors) get(id int64) (int64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok := a.m[id]
+	return v, ok
+}
+
+func (a *slowAnchors) reset() {
+	a.mu.Lock()
+	a.m = nil
+	a.mu.Unlock()
+}
+
+// anchorLocal anchors local slow log entry id (slowAnchors).
+func (f *Front) anchorLocal(id int64) {
+	a := &f.slowAnchors
+	a.connMu.Lock()
+	if a.conn == nil {
+		c, err := f.pool.DialInternal(2, f.defaultDB)
+		if err != nil {
+			a.connMu.Unlock()
+			return // unanchored: shown after the upstream's entries
+		}
+		a.conn = c
+	}
+	a.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r, err := a.conn.Do("SLOWLOG", "GET", "1")
+	if err != nil {
+		a.conn.Close()
+		a.conn = nil
+		a.connMu.Unlock()
+		return
+	}
+	entries, perr := parseSlowEntries(r) // r is valid until the next read
+	a.connMu.Unlock()
+	if link.IsError(r) || perr != nil {
+		return
+	}
+	anchor := int64(-1)
+	if len(entries) > 0 {
+		anchor = entries[0].id
+	}
+	f.slowAnchors.put(id, anchor)
+}
+
+// slowEntry is a SLOWLOG GET entry: its ID, and its reply bytes.
+type slowEntry struct {
+	id  int64
+	raw []byte
+}
+
+// parseSlowEntries reads a SLOWLOG GET reply (RESP2 or RESP3: arrays).
+func parseSlowEntries(b []byte) ([]slowEntry, error) {
+	p := respParser{b: b}
+	n := p.array()
+	var out []slowEntry
+	for i := 0; i < n && p.err == nil; i++ {
+		start := p.b
+		if p.array() != 6 {
+			p.err = errors.New("not a slow log entry")
+			break
+		}
+		e := slowEntry{id: p.integer()}
+		p.integer()
+		p.integer()
+		for k := p.array(); k > 0 && p.err == nil; k-- {
+			p.bulk()
+		}
+		p.bulk()
+		p.bulk()
+		e.raw = start[:len(start)-len(p.b)]
+		out = append(out, e)
+	}
+	return out, p.err
+}
+
+// entryAddr returns the client address field of an entry's reply bytes.
+func entryAddr(raw []byte) string {
+	p := respParser{b: raw}
+	p.array()
+	p.integer()
+	p.integer()
+	p.integer()
+	for k := p.array(); k > 0 && p.err == nil; k-- {
+		p.bulk()
+	}
+	return p.bulk()
+}
+
+// ownEntry reports whether an upstream entry of client address addr is a
+// request Spillway made for itself: an internal connection's, but for the
+// control connections, which carry clients' requests (CONFIG SET, INFO...).
+func (f *Front) ownEntry(addr string) bool {
+	if !f.pool.IsInternal([]byte(addr)) {
+		return false
+	}
+	_, ctl := f.ctlAddrs.Load(addr)
+	return !ctl
+}
+
+// mergedSlowlog returns the merged log, newest first, at most max entries
+// (-1: all), or the reply to send instead (an error).
+func (c *client) mergedSlowlog(max int64) ([]slowEntry, bool) {
+	r, err := c.ctlDo(c.DB(), [][]byte{[]byte("SLOWLOG"), []byte("GET"), []byte("-1")})
+	if err != nil {
+		c.Err(link.ErrorReply(err))
+		return nil, false
+	}
+	if link.IsError(r) {
+		c.CountErrorReply()
+		c.w.Raw(r)
+		return nil, false
+	}
+	up, err := parseSlowEntries(r)
+	if err != nil {
+		c.Err("ERR spillway: the upstream's SLOWLOG GET reply: " + err.Error())
+		return nil, false
+	}
+	mark := c.w.Len()
+	c.Call(c.f.slowlogGet, [][]byte{[]byte("SLOWLOG"), []byte("GET"), []byte("-1")})
+	local, err := parseSlowEntries(c.w.Buf[mark:])
+	for i := range local {
+		local[i].raw = append([]byte(nil), local[i].raw...)
+	}
+	c.w.Truncate(mark)
+	if err != nil {
+		c.Err("ERR spillway: SLOWLOG GET: " + err.Error())
+		return nil, false
+	}
+	v, _ := c.f.cfg.Value("slowlog-max-len")
+	limit, _ := strconv.ParseInt(v, 10, 64)
+	if max < 0 || max > limit {
+		max = limit
+	}
+	var out []slowEntry
+	i, j := 0, 0
+	for int64(len(out)) < max && (i < len(up) || j < len(local)) {
+		if i < len(up) && c.f.ownEntry(entryAddr(up[i].raw)) {
+			i++ // Spillway's own request, not a client's
+			continue
+		}
+		takeLocal := i == len(up)
+		if !takeLocal && j < len(local) {
+			anchor, ok := c.f.slowAnchors.get(local[j].id)
+			takeLocal = ok && anchor >= up[i].id
+		}
+		if takeLocal {
+			out = append(out, local[j])
+			j++
+		} else {
+			out = append(out, up[i])
+			i++
+		}
+	}
+	return out, true
+}
+
+// upSlowlogGet is SLOWLOG GET [count]: the merged log.
+func upSlowlogGet(c *client, args [][]byte) {
+	count := int64(10)
+	if len(args) > 3 {
+		c.Call(c.f.slowlogGet, args) // Redis's error
+		return
+	}
+	if len(args) == 3 {
+		n, ok := cstr.ParseInt(args[2])
+		if !ok || n < -1 {
+			c.Call(c.f.slowlogGet, args) // Redis's error
+			return
+		}
+		count = n
+	}
+	entries, ok := c.mergedSlowlog(count)
+	if !ok {
+		return
+	}
+	c.w.Array(len(entries))
+	for _, e := range entries {
+		c.w.Raw(e.raw)
+	}
+}
+
+// upSlowlogLen is SLOWLOG LEN: the merged log's length.
+func upSlowlogLen(c *client, _ [][]byte) {
+	if entries, ok := c.mergedSlowlog(-1); ok {
+		c.w.Int(int64(len(entries)))
+	}
+}
+
+// upSlowlogReset is SLOWLOG RESET: both logs.
+func upSlowlogReset(c *client, args [][]byte) {
+	mark := c.w.Len()
+	c.Call(c.f.slowlogReset, args)
+	c.f.slowAnchors.reset()
+	if c.replyOK(mark) {
+		r, err := c.ctlDo(c.DB(), args)
+		if err != nil || link.IsError(r) {
+			c.w.Truncate(mark)
+			if err != nil {
+				c.Err(link.ErrorReply(err))
+			} else {
+				c.CountErrorReply()
+				c.w.Raw(r)
+			}
+		}
+	}
+}
+
+// slowlogTable registers the SLOWLOG subcommands the front answers.
+func (f *Front) slowlogTable(lookup func(string) *cmdtable.Command, local func(string, localHandler)) {
+	f.slowlogGet = f.srv.Handler(lookup("slowlog|get"))
+	f.slowlogReset = f.srv.Handler(lookup("slowlog|reset"))
+	local("slowlog|get", upSlowlogGet)
+	local("slowlog|len", upSlowlogLen)
+	local("slowlog|reset", upSlowlogReset)
+}
