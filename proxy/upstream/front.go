@@ -113,6 +113,7 @@ type Front struct {
 	latencyHistogram, slowlogGet, slowlogReset  server.Handler
 	// slowAnchors place Spillway's slow log entries among the upstream's.
 	slowAnchors slowAnchors
+	own         ownConn // Spillway's own requests (slowlog.go)
 	// ctlAddrs are the control connections' addresses: their upstream
 	// slow log entries are clients' requests (CONFIG SET...).
 	ctlAddrs sync.Map

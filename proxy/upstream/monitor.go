@@ -22,8 +22,8 @@ import (
 // A local line must take its place among the relayed ones: after the
 // lines of the commands the upstream ran before it (the client's MIGRATE
 // before its AUTH), which the relays may not have read yet. So the line
-// waits in marks, and Spillway sends ECHO <token> to the upstream on its
-// control connection: every monitor's relay meets that command's line (an
+// waits in marks, and Spillway sends ECHO <token> to the upstream on a
+// connection of its own (ownConn): every monitor's relay meets that command's line (an
 // internal connection's, otherwise dropped) exactly where the local
 // command falls in the upstream's order, and writes the waiting line
 // there instead.
@@ -109,8 +109,9 @@ func (f *Front) feedLocal(c *client, cmd *cmdtable.Command, args [][]byte) {
 		return
 	}
 	token := f.marks.add(line, others)
-	r, err := f.ctlDo(f.defaultDB, [][]byte{[]byte("ECHO"), []byte(token)})
-	if err == nil && !link.IsError(r) {
+	ok = false
+	err := f.own.do(f, []string{"ECHO", token}, func(r []byte) { ok = !link.IsError(r) })
+	if err == nil && ok {
 		return // each relay writes the line where it meets the marker
 	}
 	// The upstream did not take the marker: the line goes out now.

@@ -30,10 +30,37 @@ import (
 type slowAnchors struct {
 	mu sync.Mutex
 	m  map[int64]int64
-	// conn is the connection anchors are asked on (its entries are left
-	// out as every internal connection's but the control connections').
-	connMu sync.Mutex
-	conn   *link.Conn
+}
+
+// ownConn is a connection of Spillway's own for requests no client made
+// (slow log anchors, MONITOR markers): an internal one but not a control
+// connection, so that its commands stay out of the slow log (ownEntry)
+// and out of MONITOR.
+type ownConn struct {
+	mu   sync.Mutex
+	conn *link.Conn
+}
+
+// do sends args and hands the reply to read (valid during the call).
+func (o *ownConn) do(f *Front, args []string, read func(r []byte)) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.conn == nil {
+		c, err := f.pool.DialInternal(2, f.defaultDB)
+		if err != nil {
+			return err
+		}
+		o.conn = c
+	}
+	o.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r, err := o.conn.Do(args...)
+	if err != nil {
+		o.conn.Close()
+		o.conn = nil
+		return err
+	}
+	read(r)
+	return nil
 }
 
 // maxAnchors bounds the anchors kept (the oldest local entries' go first;
@@ -67,28 +94,17 @@ func (a *slowAnchors) reset() {
 
 // anchorLocal anchors local slow log entry id (slowAnchors).
 func (f *Front) anchorLocal(id int64) {
-	a := &f.slowAnchors
-	a.connMu.Lock()
-	if a.conn == nil {
-		c, err := f.pool.DialInternal(2, f.defaultDB)
-		if err != nil {
-			a.connMu.Unlock()
-			return // unanchored: shown after the upstream's entries
+	var entries []slowEntry
+	var perr error
+	err := f.own.do(f, []string{"SLOWLOG", "GET", "1"}, func(r []byte) {
+		if link.IsError(r) {
+			perr = errors.New(link.ReplyText(r))
+			return
 		}
-		a.conn = c
-	}
-	a.conn.SetDeadline(time.Now().Add(10 * time.Second))
-	r, err := a.conn.Do("SLOWLOG", "GET", "1")
-	if err != nil {
-		a.conn.Close()
-		a.conn = nil
-		a.connMu.Unlock()
-		return
-	}
-	entries, perr := parseSlowEntries(r) // r is valid until the next read
-	a.connMu.Unlock()
-	if link.IsError(r) || perr != nil {
-		return
+		entries, perr = parseSlowEntries(r)
+	})
+	if err != nil || perr != nil {
+		return // unanchored: shown after the upstream's entries
 	}
 	anchor := int64(-1)
 	if len(entries) > 0 {
