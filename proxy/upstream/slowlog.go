@@ -202,17 +202,26 @@ func (c *client) mergedSlowlog(max int64) ([]slowEntry, bool) {
 	if max < 0 || max > limit {
 		max = limit
 	}
+	return mergeSlow(up, local, c.f.slowAnchors.get, c.f.ownEntry, max), true
+}
+
+// mergeSlow merges the upstream's entries up and Spillway's local ones
+// (each newest first) into at most max entries, newest first: the
+// upstream's made by Spillway itself (own, by client address) are left
+// out, and a local entry comes before every upstream entry whose ID is at
+// most its anchor (an unanchored one after all of them).
+func mergeSlow(up, local []slowEntry, anchor func(id int64) (int64, bool), own func(addr string) bool, max int64) []slowEntry {
 	var out []slowEntry
 	i, j := 0, 0
 	for int64(len(out)) < max && (i < len(up) || j < len(local)) {
-		if i < len(up) && c.f.ownEntry(entryAddr(up[i].raw)) {
+		if i < len(up) && own(entryAddr(up[i].raw)) {
 			i++ // Spillway's own request, not a client's
 			continue
 		}
 		takeLocal := i == len(up)
 		if !takeLocal && j < len(local) {
-			anchor, ok := c.f.slowAnchors.get(local[j].id)
-			takeLocal = ok && anchor >= up[i].id
+			a, ok := anchor(local[j].id)
+			takeLocal = ok && a >= up[i].id
 		}
 		if takeLocal {
 			out = append(out, local[j])
@@ -222,7 +231,7 @@ func (c *client) mergedSlowlog(max int64) ([]slowEntry, bool) {
 			i++
 		}
 	}
-	return out, true
+	return out
 }
 
 // upSlowlogGet is SLOWLOG GET [count]: the merged log.
