@@ -46,10 +46,13 @@ func (c *Conn) CountErrorReply() { c.s.stats.errorReplies.Add(1) }
 
 // Call runs one of the server's handlers (Server.Handler) for the client's
 // current command, as the server would: on an error, the command's reply
-// is replaced by the error's. Its key lookups count in keyspace_hits and
-// misses as the command's would (none for a write command's).
+// is replaced by the error's: the reply starts where the buffer ends (the
+// replies the front appended before it are kept). Its key lookups count
+// in keyspace_hits and misses as the command's would (none for a write
+// command's).
 func (c *Conn) Call(h Handler, args [][]byte) {
 	cl := c.cl()
+	cl.mark = cl.w.Len()
 	if cmd := cl.lastCmd.Load(); cmd != nil {
 		cl.writeLookups = c.s.info.cmds[cmd.ID()].writeLookups
 	}

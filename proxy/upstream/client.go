@@ -74,6 +74,10 @@ type client struct {
 	sink       *redirSink
 	sinkClosed bool
 	sinkOn     atomic.Bool
+	// localQ are the local commands queued in MULTI, multiQueued the
+	// commands queued upstream so far (multilocal.go).
+	localQ      []queuedLocal
+	multiQueued int
 	// protected are the keys this client keeps from demotion.
 	protected []protectedKey
 
@@ -243,6 +247,9 @@ func (c *client) leaveGate() {
 
 // enqueue adds a request to the batch.
 func (c *client) enqueue(args [][]byte) {
+	if c.inMulti {
+		c.multiQueued++ // where a local command queued next goes (multilocal.go)
+	}
 	c.reqs = link.AppendCommand(c.reqs, args)
 	c.n++
 	if len(c.reqs) >= maxBatchBytes || c.n >= maxBatchCmds {
@@ -329,6 +336,10 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
+		if c.inMulti && c.f.queueableLocal(cmd) {
+			c.queueLocal(h, cmd, args) // run at EXEC (multilocal.go)
+			return
+		}
 		start := time.Now()
 		h(c, args)
 		c.f.countLocal(c, cmd, args, start) // localstats.go

@@ -51,6 +51,7 @@ func (c *client) dropPinned() {
 	c.pinned.Close()
 	c.pinned = nil
 	c.inMulti, c.watching, c.txRefused = false, false, false
+	c.localQ, c.multiQueued = nil, 0
 	c.unprotectAll()
 	if c.passthrough {
 		c.passthrough, c.subscribed = false, false
