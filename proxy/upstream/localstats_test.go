@@ -94,3 +94,19 @@ func TestMergeSlow(t *testing.T) {
 		t.Errorf("unanchored: %d entries", len(got))
 	}
 }
+
+func TestSkipReply(t *testing.T) {
+	for _, r := range []string{"+OK\r\n", "-ERR x\r\n", ":12\r\n", "$-1\r\n", "$3\r\nabc\r\n", "*-1\r\n",
+		"*2\r\n$1\r\na\r\n:1\r\n", "%1\r\n+k\r\n*1\r\n_\r\n", "~2\r\n#t\r\n,1.5\r\n", "=7\r\ntxt:abc\r\n",
+		"|1\r\n+a\r\n+b\r\n:3\r\n", ">2\r\n+x\r\n(12\r\n"} {
+		n, ok := skipReply([]byte(r + "+NEXT\r\n"))
+		if !ok || n != len(r) {
+			t.Errorf("skipReply(%q) = %d, %v; want %d", r, n, ok, len(r))
+		}
+	}
+	for _, bad := range []string{"", "$5\r\nab\r\n", "*2\r\n+a\r\n", "x\r\n"} {
+		if _, ok := skipReply([]byte(bad)); ok {
+			t.Errorf("skipReply(%q) accepted", bad)
+		}
+	}
+}
