@@ -53,7 +53,8 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			idx.Remove(h)
 			return false
 		}
-		if metaCmds[cmd.Name] || !c.f.admitReload(h, size) {
+		// While paused, the upstream is too (pause.go): a reload would wait.
+		if metaCmds[cmd.Name] || c.f.srv.Paused() || !c.f.admitReload(h, size) {
 			c.Call(h0, args)
 			if !metaCmds[cmd.Name] {
 				// A read leaves the copy (an expired one is found gone later).

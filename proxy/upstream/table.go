@@ -53,6 +53,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		delete(t, lookup(name))
 		delete(f.monitorLocal, lookup(name))
 	}
+	f.pauseTable(t, lookup) // pause.go
 	f.configSet = f.srv.Handler(lookup("config|set"))
 	f.configResetStat = f.srv.Handler(lookup("config|resetstat"))
 	local("config|set", upConfigSet)
