@@ -55,7 +55,7 @@ func (tx *Tx) GetOrProbe(db int, key []byte) (*Entry, ColdProbe, error) {
 		return e, ColdProbe{}, err
 	}
 	if tx.allHot(pdb) {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, ColdProbe{}, nil
 	}
 	return nil, ColdProbe{pdb: pdb, writes: tx.e.writes, cold: true}, nil
@@ -89,10 +89,10 @@ func (tx *Tx) FinishGet(db int, key []byte, p ColdProbe, read *Entry) (*Entry, e
 		return tx.Get(db, key) // promoted or written meanwhile: newer
 	}
 	if read == nil {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, nil
 	}
-	tx.e.Stats.KeyspaceHits.Add(1)
+	tx.countHit()
 	if tx.e.writes == p.writes && read.Type == codec.TypeString &&
 		tx.e.admit(tx.hk, tx.promotedSize(key, read)) {
 		tx.promote(read)

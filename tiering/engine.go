@@ -354,6 +354,40 @@ func (e *Engine) KeysOnDisk() int64 {
 	return n
 }
 
+// CountLookups says whether the key lookups that follow count in
+// Stats.KeyspaceHits or KeyspaceMisses: on for a client's read (Redis's
+// lookupKeyRead), off for a write command's (lookupKeyWrite, which counts
+// nothing) and for Spillway's own work (demotion, reloads, the sweeper).
+// A transaction starts off; the server sets it before each command from
+// the command's write flag, and a write command that reads a key (SET
+// GET, SORT's source...) turns it on around that lookup, as Redis reads
+// those.
+func (tx *Tx) CountLookups(on bool) { tx.counted = on }
+
+// AddLookup counts one lookup more (a hit if found) where Redis looks a
+// key up that Spillway does not (XREAD's second pass over its keys, SCAN
+// TYPE's candidates, OBJECT FREQ): nothing unless lookups are counted.
+func (tx *Tx) AddLookup(found bool) {
+	if found {
+		tx.countHit()
+	} else {
+		tx.countMiss()
+	}
+}
+
+// countHit and countMiss count a lookup's outcome unless it is a write's.
+func (tx *Tx) countHit() {
+	if tx.counted {
+		tx.e.Stats.KeyspaceHits.Add(1)
+	}
+}
+
+func (tx *Tx) countMiss() {
+	if tx.counted {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+	}
+}
+
 // begin starts a transaction: it takes the engine's lock, which commit or
 // abort releases. now is the command's time in unix milliseconds. Outside
 // this package the lock is taken only through Update and View.
@@ -365,7 +399,7 @@ func (e *Engine) begin() *Tx {
 	tx.now = time.Now().UnixMilli()
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed, tx.strmsUsed = 0, 0, 0, 0
 	tx.ready = tx.ready[:0]
-	tx.keepExpired, tx.liveExpired = false, false
+	tx.keepExpired, tx.liveExpired, tx.counted = false, false, false
 	tx.touched = nil
 	return tx
 }

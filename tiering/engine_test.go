@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -326,12 +327,32 @@ func TestKeyspaceHitsMisses(t *testing.T) {
 	v.set(0, "hot", "v", 0)
 	v.set(0, "cold", "v", 0)
 	v.demoteAll()
+	// Lookups count only when the transaction counts them (a client's
+	// read); Spillway's own and a write command's count nothing.
 	v.get(0, "hot")
 	v.get(0, "missing")
-	v.peek(0, "missing")
-	v.get(0, "cold")
-	if h, m := st.KeyspaceHits.Load(), st.KeyspaceMisses.Load(); h != 2 || m != 2 {
-		t.Fatalf("hits %d misses %d, want 2 and 2", h, m)
+	if h, m := st.KeyspaceHits.Load(), st.KeyspaceMisses.Load(); h != 0 || m != 0 {
+		t.Fatalf("uncounted lookups: hits %d misses %d, want 0 and 0", h, m)
+	}
+	v.do(func(tx *Tx) error {
+		tx.CountLookups(true)
+		for _, k := range []string{"hot", "missing"} {
+			if _, err := tx.Get(0, []byte(k)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Peek(0, []byte("missing")); err != nil {
+			return err
+		}
+		_, err := tx.Get(0, []byte("cold"))
+		tx.AddLookup(false)
+		tx.CountLookups(false)
+		_, err2 := tx.Get(0, []byte("hot"))
+		tx.AddLookup(true)
+		return errors.Join(err, err2)
+	})
+	if h, m := st.KeyspaceHits.Load(), st.KeyspaceMisses.Load(); h != 2 || m != 3 {
+		t.Fatalf("hits %d misses %d, want 2 and 3", h, m)
 	}
 	st.ResetStats()
 	if st.KeyspaceHits.Load() != 0 || st.Promotions.Load() != 0 {

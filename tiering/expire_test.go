@@ -117,6 +117,7 @@ func TestExpiredReadCountsMiss(t *testing.T) {
 				if err := tx.SetString(0, []byte("k"), []byte(val), tx.Now()-1); err != nil {
 					return err
 				}
+				tx.CountLookups(true) // a client's read
 				_, err := tx.Get(0, []byte("k"))
 				return err
 			})

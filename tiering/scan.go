@@ -13,7 +13,9 @@ type ScanOptions struct {
 	Count int
 	// Match, if set, keeps only keys it accepts.
 	Match func(key []byte) bool
-	// Type, if non-zero, keeps only keys of that type.
+	// Type, if non-zero, keeps only keys of that type; each key Match
+	// accepted counts as a read lookup (keyspace_hits), as Redis's SCAN
+	// TYPE looks every candidate up.
 	Type codec.Type
 }
 
@@ -84,10 +86,12 @@ func (tx *Tx) scan(db int, cursor uint64, bits uint, opts ScanOptions, dst [][]b
 		if err := codec.DecodeMeta(v, &m); err != nil {
 			return dst, 0, err
 		}
-		if m.ExpireAt != 0 && tx.now > m.ExpireAt {
-			continue
+		expired := m.ExpireAt != 0 && tx.now > m.ExpireAt
+		if opts.Type != 0 {
+			// Redis looks the key up to read its type (keyspace_hits).
+			tx.AddLookup(!expired)
 		}
-		if opts.Type != 0 && m.Type != opts.Type {
+		if expired || opts.Type != 0 && m.Type != opts.Type {
 			continue
 		}
 		dst = append(dst, append([]byte(nil), key...))

@@ -21,10 +21,13 @@ type Tx struct {
 	keepExpired bool
 	// liveExpired: keys whose expiry passed are live (LiveExpired).
 	liveExpired bool
-	batch       *coldstore.Batch
-	hk          []byte
-	mbuf        []byte
-	meta        codec.Meta
+	// counted: lookups are a client's reads, counted in
+	// KeyspaceHits/KeyspaceMisses (CountLookups).
+	counted bool
+	batch   *coldstore.Batch
+	hk      []byte
+	mbuf    []byte
+	meta    codec.Meta
 	// deltas to the per-database counters, applied on commit
 	keyDelta map[uint8]int64
 	expDelta map[uint8]int64
@@ -266,14 +269,14 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type, touch bool) (*Entry
 	}
 	e, err := tx.loadCold(pdb, key)
 	if err != nil || e == nil {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, err
 	}
 	if tx.expired(e) {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, tx.expire(pdb, key, e, false)
 	}
-	tx.e.Stats.KeyspaceHits.Add(1)
+	tx.countHit()
 	if promote != codec.TypeNone && e.Type == promote && tx.promotable(key, e) && tx.e.admit(tx.hk, tx.promotedSize(key, e)) {
 		switch {
 		case e.Type == codec.TypeList:
@@ -313,10 +316,10 @@ func (tx *Tx) promote(e *Entry) {
 // expired entry is deleted and reported absent.
 func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error) {
 	if tx.expired(e) {
-		tx.e.Stats.KeyspaceMisses.Add(1)
+		tx.countMiss()
 		return nil, tx.expire(pdb, key, e, true)
 	}
-	tx.e.Stats.KeyspaceHits.Add(1)
+	tx.countHit()
 	if touch {
 		e.access = tx.now
 		e.lfu.touch(tx.e.lfu(), tx.now)

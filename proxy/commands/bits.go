@@ -193,7 +193,11 @@ func cmdBitfield(x *server.Ctx, args [][]byte, readOnly bool) error {
 		return resp.Err(msg)
 	}
 	return x.Update(func(tx *tiering.Tx) error {
+		if !readOnly && onlyGets(ops) {
+			tx.CountLookups(true) // Redis reads the key then (keyspace_hits)
+		}
 		e, err := getString(x, tx, args[1])
+		tx.CountLookups(readOnly)
 		if err != nil {
 			return err
 		}
@@ -229,6 +233,16 @@ func cmdBitfield(x *server.Ctx, args [][]byte, readOnly bool) error {
 		}
 		return nil
 	})
+}
+
+// onlyGets reports whether ops are all GETs.
+func onlyGets(ops []strops.BitfieldOp) bool {
+	for _, op := range ops {
+		if op.Op != strops.BitfieldGet {
+			return false
+		}
+	}
+	return true
 }
 
 // bitfieldChanged reports whether BITFIELD counts a change, as Redis 7.0

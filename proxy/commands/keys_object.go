@@ -107,6 +107,9 @@ func cmdObjectEncoding(x *server.Ctx, args [][]byte) error {
 func cmdObjectIdle(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
 		ms, ok, err := tx.IdleMillis(x.DB(), args[2])
+		if err == nil {
+			tx.AddLookup(ok) // Redis's lookupKeyRead (keyspace_hits)
+		}
 		switch {
 		case err != nil:
 			return err
@@ -135,6 +138,9 @@ func lfuPolicy(x *server.Ctx) bool {
 func cmdObjectFreq(x *server.Ctx, args [][]byte) error {
 	return x.View(func(tx *tiering.Tx) error {
 		n, ok, err := tx.Freq(x.DB(), args[2])
+		if err == nil {
+			tx.AddLookup(ok) // Redis's lookupKeyRead (keyspace_hits)
+		}
 		switch {
 		case err != nil:
 			return err

@@ -362,6 +362,7 @@ func storeSorted(x *server.Ctx, tx *tiering.Tx, window []sortElem, o *sortOpts) 
 			vals = append(vals, bytes.Clone(v))
 		}
 	}
+	tx.CountLookups(false) // the destination is written, not read (keyspace_hits)
 	dst := o.store
 	if len(vals) == 0 {
 		deleted, err := tx.Delete(x.DB(), dst)

@@ -121,7 +121,10 @@ func cmdSet(x *server.Ctx, args [][]byte) error {
 		var err error
 		looked := o.Get || o.NX || o.XX || o.KeepTTL
 		if o.Get {
-			if old, err = getString(x, tx, args[1]); err != nil {
+			tx.CountLookups(true) // Redis reads the old value (keyspace_hits)
+			old, err = getString(x, tx, args[1])
+			tx.CountLookups(false)
+			if err != nil {
 				return err
 			}
 		} else if looked {

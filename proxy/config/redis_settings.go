@@ -189,8 +189,10 @@ var redisSettings = []*setting{
 	intSetting("tls-port", 0, 65535, "0",
 		"TLS port to listen on, on the bind addresses, besides port or alone (port 0); 0: none. "+
 			"CONFIG SET rebinds as for port.").acted(),
-	integer("tls-session-cache-size", 0, maxInt32, "20480"),
-	integer("tls-session-cache-timeout", 0, maxInt32, "300"),
+	intSetting("tls-session-cache-size", 0, maxInt32, "20480",
+		"Sessions the TLS port's session cache holds (0: no limit); the oldest make room.").acted(),
+	intSetting("tls-session-cache-timeout", 0, maxInt32, "300",
+		"Seconds a cached TLS session stays resumable.").acted(),
 	yesNo("tls-cluster", "no"),
 	yesNo("tls-replication", "no"),
 	enumSetting("tls-auth-clients", []string{"no", "yes", "optional"}, "yes",
@@ -199,7 +201,8 @@ var redisSettings = []*setting{
 	boolSetting("tls-prefer-server-ciphers", "no",
 		"Accepted; Go's TLS always chooses the suite by its own preference order.").acted(),
 	boolSetting("tls-session-caching", "yes",
-		"Session resumption (Go's session tickets); no disables it.").acted(),
+		"Session resumption from a server-side session cache (tls-session-cache-size, "+
+			"tls-session-cache-timeout); no disables it.").acted(),
 	tlsFile("tls-cert-file", "Certificate (PEM chain) of the TLS port and, without "+
 		"tls-client-cert-file, of rediss:// upstream connections."),
 	tlsFile("tls-key-file", "Private key of tls-cert-file (PEM; PKCS#8 or legacy encrypted with tls-key-file-pass)."),

@@ -91,6 +91,9 @@ type Client struct {
 	// subscribed: the client subscribes to a channel, pattern or shard
 	// channel (Redis's CLIENT_PUBSUB flag).
 	subscribed bool
+	// writeLookups: the running command writes, so its key lookups do not
+	// count in keyspace_hits/misses (tiering.Tx.CountLookups).
+	writeLookups bool
 	// trk is the client's tracking state (CLIENT TRACKING; notify.go);
 	// trkCmd and trkArgs are the running command while tracking is on,
 	// whose keys a read remembers; trkPending are the invalidations for

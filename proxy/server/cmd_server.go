@@ -508,8 +508,9 @@ func (s *Server) initMonitors() {
 // latency monitor ("fast-command" for a command flagged fast, else
 // "command") and in the slow log (not EXEC, whose commands are logged
 // each, nor the other skip_slowlog commands), its arguments redacted as
-// Redis redacts them.
-func (c *Client) noteSlow(cmd *cmdtable.Command, args [][]byte, d time.Duration) {
+// Redis redacts them. It returns the slow log entry's ID, or -1 if the
+// command was not logged there.
+func (c *Client) noteSlow(cmd *cmdtable.Command, args [][]byte, d time.Duration) int64 {
 	s := c.s
 	us := int64(d / time.Microsecond)
 	now := time.Now().Unix()
@@ -528,8 +529,9 @@ func (c *Client) noteSlow(cmd *cmdtable.Command, args [][]byte, d time.Duration)
 		c.mu.Lock()
 		name := c.name
 		c.mu.Unlock()
-		s.slowlog.Add(args, redactedArgs(args), us, now, addr, name)
+		return s.slowlog.Add(args, redactedArgs(args), us, now, addr, name)
 	}
+	return -1
 }
 
 func cmdSlowlogGet(x *Ctx, args [][]byte) error {

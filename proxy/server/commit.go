@@ -32,6 +32,7 @@ import (
 // for the write to be durable. It returns fn's error, or the commit's.
 func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	if tx := c.group; tx != nil {
+		tx.CountLookups(!c.writeLookups)
 		err := fn(tx)
 		c.failGroup(err)
 		if c.trk.On() && c.trkCmd != nil {
@@ -48,6 +49,7 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		if c.s.paused.Load() || c.s.replica.Active() {
 			c.expiryOnReplica(tx)
 		}
+		tx.CountLookups(!c.writeLookups)
 		ferr = fn(tx)
 		if ferr != nil && !isReplyError(ferr) {
 			c.s.prop.Reset()

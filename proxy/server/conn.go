@@ -48,11 +48,34 @@ func (c *Conn) CountErrorReply() { c.s.stats.errorReplies.Add(1) }
 
 // Call runs one of the server's handlers (Server.Handler) for the client's
 // current command, as the server would: on an error, the command's reply
-// is replaced by the error's.
+// is replaced by the error's: the reply starts where the buffer ends (the
+// replies the front appended before it are kept). Its key lookups count
+// in keyspace_hits and misses as the command's would (none for a write
+// command's).
 func (c *Conn) Call(h Handler, args [][]byte) {
 	cl := c.cl()
+	cl.mark = cl.w.Len()
 	cl.stat.evKey = nil // a new command: its first change counts (countChange)
+	if cmd := cl.lastCmd.Load(); cmd != nil {
+		cl.writeLookups = c.s.info.cmds[cmd.ID()].writeLookups
+	}
 	cl.call(h, args)
+}
+
+// CountLocal records a command the front ran without the server's
+// dispatch (upstream mode's local commands) as the server records its own:
+// its duration d in the command's latency histogram (latency-tracking) and,
+// at or past their thresholds, in the slow log and the latency monitor.
+// It returns the slow log entry's ID, or -1 if it made none.
+func (c *Conn) CountLocal(cmd *cmdtable.Command, args [][]byte, d time.Duration) int64 {
+	cl := c.cl()
+	if cl.s.info.latency.Load() {
+		cl.s.info.cmds[cmd.ID()].record(d)
+	}
+	if int64(d) >= cl.s.watchNs.Load() {
+		return cl.noteSlow(cmd, args, d)
+	}
+	return -1
 }
 
 // Fail replaces the current command's reply, from where it started, by

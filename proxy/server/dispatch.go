@@ -248,6 +248,8 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	c.stat.blocked, c.stat.evKey = 0, nil
 	scriptErrs := c.stat.scriptErrs
 	mark := c.mark // EXEC's queued commands move c.mark
+	st := &c.s.info.cmds[cmd.ID()]
+	c.writeLookups = st.writeLookups
 	if c.trk.On() {
 		c.trkCmd, c.trkArgs = cmd, args // a read remembers its keys (withLock)
 	}
@@ -255,7 +257,6 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	if c.trkCmd != nil {
 		c.trkCmd, c.trkArgs = nil, nil // args are the reader's: not kept
 	}
-	st := &c.s.info.cmds[cmd.ID()]
 	d := time.Since(start) - c.stat.blocked
 	st.nanos.Add(int64(d))
 	st.calls.Add(1)

@@ -149,8 +149,23 @@ type cmdStat struct {
 	calls, nanos, rejected, failed atomic.Int64
 	// hist is the latency histogram, allocated at the first call.
 	hist atomic.Pointer[latency.Histogram]
-	_    [3]int64
+	// writeLookups: the command's key lookups are a write's, which
+	// keyspace_hits/misses do not count (readingWrites).
+	writeLookups bool
+	_            [23]byte
 }
+
+// readingWrites are the write commands whose key lookups Redis makes as
+// reads (lookupKeyRead), counted in keyspace_hits/misses: those that read
+// a key and then delete or expire it, and those that read source keys into
+// a destination (the destination's lookup counts in Redis, but Spillway's
+// handlers write it without a lookup). SET ... GET and a BITFIELD of GETs
+// only read as well: their handlers say so (tiering.Tx.CountLookups).
+var readingWrites = map[string]bool{"getset": true, "getdel": true, "getex": true, "sort": true,
+	"sinterstore": true, "sunionstore": true, "sdiffstore": true, "zunionstore": true,
+	"zinterstore": true, "zdiffstore": true, "zrangestore": true, "copy": true, "bitop": true,
+	"pfmerge": true, "georadius": true, "georadiusbymember": true, "geosearchstore": true,
+	"xreadgroup": true, "xack": true, "xclaim": true, "xautoclaim": true}
 
 // record adds one command's duration to st's histogram.
 func (st *cmdStat) record(d time.Duration) {
@@ -191,6 +206,12 @@ func (s *Server) initInfo() {
 	runtime.ReadMemStats(&ms)
 	st := &s.info
 	st.cmds = make([]cmdStat, cmdtable.NumIDs())
+	for _, cmd := range cmdtable.All() {
+		st.cmds[cmd.ID()].writeLookups = cmd.Is(cmdtable.FlagWrite) && !readingWrites[cmd.Name]
+		for _, sub := range cmd.Subcommands {
+			st.cmds[sub.ID()].writeLookups = sub.Is(cmdtable.FlagWrite)
+		}
+	}
 	st.errs = map[string]int64{}
 	st.startup = int64(ms.HeapAlloc)
 	st.runID = randomHex()

@@ -623,6 +623,9 @@ func (s *Server) pausedFor(mayWrite bool) (chan struct{}, bool) {
 	return s.pauseEnded, true
 }
 
+// Paused reports whether a CLIENT PAUSE is in effect (one atomic load).
+func (s *Server) Paused() bool { return s.paused.Load() }
+
 // PostponedClients returns how many clients wait for a CLIENT PAUSE to end
 // (upstream mode adds them to the upstream's blocked_clients).
 func (s *Server) PostponedClients() int { return int(s.postponed.Load()) }

@@ -104,8 +104,8 @@ func (l *Log) SetMaxLen(n int64) {
 // arguments (copied and trimmed, those whose bit is set in redacted
 // replaced by Redacted), the client's address and name. Call it only when
 // Slow(us) holds; it then drops the oldest entries beyond the maximum
-// length.
-func (l *Log) Add(args [][]byte, redacted uint64, us, now int64, addr, name string) {
+// length. It returns the entry's ID.
+func (l *Log) Add(args [][]byte, redacted uint64, us, now int64, addr, name string) int64 {
 	e := Entry{Time: now, Duration: us, Args: trimArgs(args, redacted), Addr: addr, Name: name}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -113,6 +113,7 @@ func (l *Log) Add(args [][]byte, redacted uint64, us, now int64, addr, name stri
 	l.nextID++
 	l.entries = append(l.entries, e)
 	l.trim()
+	return e.ID
 }
 
 // trim drops the oldest entries beyond maxLen; l.mu is held.

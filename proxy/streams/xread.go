@@ -212,6 +212,7 @@ func (op *readOp) resolve(x *server.Ctx, tx *tiering.Tx, a *readArgs) (bool, err
 	// keymiss comes where that lookup falls among the reply's parts.
 	header := false
 	for i, t := range ts {
+		tx.AddLookup(t.s != nil) // Redis's second lookup (keyspace_hits)
 		if t.s == nil {
 			x.NotifyKeyMiss(a.keys[i])
 		}

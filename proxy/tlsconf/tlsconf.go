@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,12 @@ type Settings struct {
 	Protocols, Ciphers, Ciphersuites                 string
 	// DHParamsFile must be readable, as Redis reads it; Go's TLS has no
 	// finite-field DHE, so its parameters are not used.
-	DHParamsFile   string
-	SessionCaching bool
+	DHParamsFile string
+	// SessionCaching keeps a server-side session cache of SessionCacheSize
+	// sessions (0: no limit), each resumable for SessionCacheTimeout
+	// seconds (sessions.go); off, no session is resumed.
+	SessionCaching                        bool
+	SessionCacheSize, SessionCacheTimeout int
 	// Server: the server side is needed (tls-port is set). Without it a
 	// certificate is optional: a rediss:// upstream that asks for none.
 	Server bool
@@ -47,7 +52,7 @@ type Settings struct {
 // FromConfig reads the settings from cfg.
 func FromConfig(cfg *config.Config) Settings {
 	v := func(name string) string { s, _ := cfg.Value(name); return s }
-	return Settings{
+	s := Settings{
 		CertFile: v("tls-cert-file"), KeyFile: v("tls-key-file"), KeyFilePass: v("tls-key-file-pass"),
 		ClientCertFile: v("tls-client-cert-file"), ClientKeyFile: v("tls-client-key-file"),
 		ClientKeyFilePass: v("tls-client-key-file-pass"),
@@ -57,6 +62,9 @@ func FromConfig(cfg *config.Config) Settings {
 		SessionCaching: v("tls-session-caching") == "yes",
 		DHParamsFile:   v("tls-dh-params-file"),
 	}
+	s.SessionCacheSize, _ = strconv.Atoi(v("tls-session-cache-size"))
+	s.SessionCacheTimeout, _ = strconv.Atoi(v("tls-session-cache-timeout"))
+	return s
 }
 
 // Bundle is one loaded configuration: the server side for each
@@ -66,6 +74,8 @@ type Bundle struct {
 	// side, Settings.Server was false and no certificate is set).
 	server [3]*tls.Config
 	client *tls.Config
+	// sessions is the server side's session cache (nil: caching off).
+	sessions *sessionCache
 }
 
 // authIndex maps tls-auth-clients to Bundle.server's index.
@@ -130,6 +140,13 @@ func Build(s Settings) (*Bundle, error) {
 		CipherSuites:           suites,
 		SessionTicketsDisabled: !s.SessionCaching,
 	}
+	b := &Bundle{}
+	if s.SessionCaching {
+		// Shared by the three server configurations (Clone copies the
+		// functions): one cache, whatever tls-auth-clients is.
+		b.sessions = newSessionCache(s.SessionCacheSize, s.SessionCacheTimeout)
+		b.sessions.install(base)
+	}
 	// Client certificates are verified against the CA by hand, not with
 	// ClientCAs: Go would send the CA's name in the certificate request,
 	// and Go clients then hold back a certificate of another CA instead
@@ -141,7 +158,6 @@ func Build(s Settings) (*Bundle, error) {
 		caPool = x509.NewCertPool()
 	}
 	verify := func(raw [][]byte, _ [][]*x509.Certificate) error { return verifyClient(raw, caPool) }
-	b := &Bundle{}
 	for i, auth := range []tls.ClientAuthType{tls.NoClientCert, tls.RequestClientCert, tls.RequireAnyClientCert} {
 		if certs == nil {
 			break

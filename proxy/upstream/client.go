@@ -69,6 +69,16 @@ type client struct {
 	// nil before one.
 	redir *redirIDs
 	wmu   sync.Mutex // serializes socket writes in passthrough
+	// sink is the upstream connection of a redirect target (tracking.go);
+	// sinkOn is set once it is open (its relay writes to the socket).
+	sinkMu     sync.Mutex
+	sink       *redirSink
+	sinkClosed bool
+	sinkOn     atomic.Bool
+	// localQ are the local commands queued in MULTI, multiQueued the
+	// commands queued upstream so far (multilocal.go).
+	localQ      []queuedLocal
+	multiQueued int
 	// protected are the keys this client keeps from demotion.
 	protected []protectedKey
 
@@ -99,6 +109,7 @@ const (
 func (f *Front) NewConn(conn *server.Conn) server.ForwardConn {
 	c := &client{Conn: conn, f: f, w: conn.W(), id: conn.ID(), call: link.NewCall(), ctlCall: link.NewCall()}
 	c.onDone = c.onAsyncDone
+	f.clients.Store(c.id, c)
 	return c
 }
 
@@ -127,7 +138,7 @@ func (c *client) Flush(unbuffered bool) (done, ok bool) {
 	if !c.awaitAsync() {
 		return false, false
 	}
-	if c.n > 0 && c.pinned == nil && unbuffered && c.submitAsync() {
+	if c.n > 0 && c.pinned == nil && unbuffered && !c.sinkOn.Load() && c.submitAsync() {
 		return true, true
 	}
 	c.flushForwards()
@@ -136,7 +147,7 @@ func (c *client) Flush(unbuffered bool) (done, ok bool) {
 
 // WriteLock is the passthrough relay's socket lock (server.ForwardConn).
 func (c *client) WriteLock() *sync.Mutex {
-	if c.passthrough {
+	if c.passthrough || c.sinkOn.Load() {
 		return &c.wmu
 	}
 	return nil
@@ -237,6 +248,9 @@ func (c *client) leaveGate() {
 
 // enqueue adds a request to the batch.
 func (c *client) enqueue(args [][]byte) {
+	if c.inMulti {
+		c.multiQueued++ // where a local command queued next goes (multilocal.go)
+	}
 	c.reqs = link.AppendCommand(c.reqs, args)
 	c.n++
 	if len(c.reqs) >= maxBatchBytes || c.n >= maxBatchCmds {
@@ -323,7 +337,13 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
+		if c.inMulti && c.f.queueableLocal(cmd) {
+			c.queueLocal(h, cmd, args) // run at EXEC (multilocal.go)
+			return
+		}
+		start := time.Now()
 		h(c, args)
+		c.f.countLocal(c, cmd, args, start) // localstats.go
 		c.f.feedLocal(c, cmd, args)
 		return
 	}

@@ -75,6 +75,7 @@ func upReset(c *client, args [][]byte) {
 		c.pinned = nil
 	}
 	c.inMulti, c.watching, c.passthrough, c.subscribed, c.txRefused = false, false, false, false, false
+	c.localQ, c.multiQueued = nil, 0 // multilocal.go
 	c.Call(c.f.reset, args)
 	c.SetDB(c.f.defaultDB)
 }
@@ -142,6 +143,7 @@ func upEndTx(c *client, args [][]byte) {
 	} else {
 		c.forwardNow(args)
 	}
+	c.runQueuedLocal(mark, cstr.EqualFold(args[0], "exec")) // multilocal.go
 	c.txRefused = false
 	// An EXEC that ran (an array reply) ran its queued SELECTs too.
 	if c.inMulti && c.queueDB != c.DB() && cstr.EqualFold(args[0], "exec") &&
@@ -570,6 +572,7 @@ func (f *Front) infoBody(r []byte, err error, args [][]byte) string {
 	}
 	body = addBlockedClients(body, f.srv.PostponedClients())
 	body = f.replicationSection(body)
+	body = f.keyspaceStats(body) // infostats.go
 	// The clients are Spillway's (CLIENT LIST and KILL are), not the
 	// upstream's, whose are Spillway's own connections.
 	body = setInfoField(body, "connected_clients", f.srv.ConnectedClients())

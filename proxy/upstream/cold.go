@@ -57,7 +57,8 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			idx.Remove(h)
 			return false
 		}
-		if metaCmds[cmd.Name] || !c.f.admitReload(h, size) {
+		// While paused, the upstream is too (pause.go): a reload would wait.
+		if metaCmds[cmd.Name] || c.f.srv.Paused() || !c.f.admitReload(h, size) {
 			c.Call(h0, args)
 			c.f.relay.barrier() // what it changed is in the replicas' stream
 			if !metaCmds[cmd.Name] {
@@ -228,6 +229,9 @@ func (c *client) upCount(cmd *cmdtable.Command, args [][]byte, keys []int) {
 					return
 				}
 				if ok {
+					if !drop { // EXISTS and TOUCH read the key (keyspace_hits)
+						c.f.engine.Stats.KeyspaceHits.Add(1)
+					}
 					local++
 					continue
 				}

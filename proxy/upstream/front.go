@@ -76,6 +76,9 @@ type Front struct {
 	// MONITOR, tracking) to its pinned connection's address, by which the
 	// upstream knows it (CLIENT TRACKING ... REDIRECT).
 	passAddrs sync.Map
+	// clients maps every client's id to its *client (a REDIRECT target's
+	// sink: tracking.go).
+	clients sync.Map
 
 	// fence orders writes after the blocking commands that reached the
 	// front before them; orderWrites are the writes that also wait for
@@ -103,6 +106,7 @@ type Front struct {
 	// Spillway shows them to the monitors itself (feedLocal).
 	monitorLocal map[*cmdtable.Command]bool
 	monitors     monitors
+	marks        monitorMarks // local lines awaiting their place (monitor.go)
 	// guard serializes the upstream maxmemory override (oom.go).
 	guard sync.Mutex
 	// The server's handlers the front's own commands run.
@@ -110,6 +114,15 @@ type Front struct {
 	configSet, configResetStat                  server.Handler
 	// relay serves Spillway's own replicas (relay.go).
 	relay *relay
+	latencyHistogram, slowlogGet, slowlogReset  server.Handler
+	// slowAnchors place Spillway's slow log entries among the upstream's.
+	slowAnchors slowAnchors
+	own         ownConn // Spillway's own requests (slowlog.go)
+	// ctlAddrs are the control connections' addresses: their upstream
+	// slow log entries are clients' requests (CONFIG SET...).
+	ctlAddrs sync.Map
+	// ownRun: the upstream process its own lookups were counted on (infostats.go)
+	ownRun ownStatsRun
 }
 
 // Options configure upstream mode.
@@ -274,7 +287,9 @@ func (f *Front) reconcile() error {
 						f.dropCtl(db)
 						return err
 					}
-					if n, _ := link.IntReply(r); n == 1 {
+					n, _ := link.IntReply(r)
+					f.pool.OwnLookups().Count(n == 1) // EXISTS looks the key up
+					if n == 1 {
 						if err := uptier.DropKey(f.engine, db, k); err != nil {
 							return err
 						}
@@ -311,11 +326,13 @@ func (f *Front) ctlConn(db int) (*link.Conn, error) {
 		return nil, err
 	}
 	f.ctl[db] = c
+	f.ctlAddrs.Store(c.LocalAddr(), true) // requests for clients (slowlog.go)
 	return c, nil
 }
 
 func (f *Front) dropCtl(db int) {
 	if c := f.ctl[db]; c != nil {
+		f.ctlAddrs.Delete(c.LocalAddr())
 		c.Close()
 		delete(f.ctl, db)
 	}

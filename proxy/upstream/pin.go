@@ -51,6 +51,7 @@ func (c *client) dropPinned() {
 	c.pinned.Close()
 	c.pinned = nil
 	c.inMulti, c.watching, c.txRefused = false, false, false
+	c.localQ, c.multiQueued = nil, 0
 	c.unprotectAll()
 	if c.passthrough {
 		c.passthrough, c.subscribed = false, false
@@ -60,6 +61,8 @@ func (c *client) dropPinned() {
 
 // upClose releases what a closing client holds.
 func (c *client) upClose() {
+	c.f.clients.Delete(c.id)
+	c.closeSink()
 	c.f.passAddrs.Delete(c.id)
 	c.f.monitors.remove(c)
 	c.awaitAsync()
@@ -221,7 +224,8 @@ func (c *client) startPassthrough() bool {
 				return
 			}
 			if addr := monitorAddr(r); addr != nil && pool.IsInternal(addr) {
-				continue // Spillway's own command, not a client's
+				c.f.relayMark(c, r) // a local command's line goes here (monitor.go)
+				continue            // Spillway's own command, not a client's
 			}
 			var drop bool
 			if r, drop = c.ptFixes.apply(r); drop {

@@ -53,6 +53,7 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		delete(t, lookup(name))
 		delete(f.monitorLocal, lookup(name))
 	}
+	f.pauseTable(t, lookup) // pause.go
 	f.configSet = f.srv.Handler(lookup("config|set"))
 	f.configResetStat = f.srv.Handler(lookup("config|resetstat"))
 	local("config|set", upConfigSet)
@@ -85,6 +86,9 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 		local(name, upPassthroughCommand)
 	}
 	local("info", upInfo)
+	f.latencyHistogram = f.srv.Handler(lookup("latency|histogram"))
+	local("latency|histogram", upLatencyHistogram) // localstats.go
+	f.slowlogTable(lookup, local)                  // slowlog.go
 	local("dbsize", upDBSize)
 	local("keys", upKeys)
 	local("scan", upScan)

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -86,11 +87,15 @@ func upClientTracking(c *client, args [][]byte) {
 		if !ok {
 			break
 		}
-		addr, ok := c.f.passAddrs.Load(id)
-		if !ok {
+		var upID string
+		var err error
+		if addr, ok := c.f.passAddrs.Load(id); ok {
+			upID, err = c.f.upstreamClientID(addr.(string))
+		} else if t, ok := c.f.clients.Load(id); ok && t.(*client) != c {
+			upID, err = c.f.redirectSink(t.(*client))
+		} else {
 			break
 		}
-		upID, err := c.f.upstreamClientID(addr.(string))
 		if err != nil {
 			c.Err(link.ErrorReply(err))
 			return
@@ -103,6 +108,80 @@ func upClientTracking(c *client, args [][]byte) {
 		break
 	}
 	upPassthroughCommand(c, args)
+}
+
+// redirSink is the upstream connection of a client named by another's
+// CLIENT TRACKING ... REDIRECT while it has no connection of its own
+// upstream (it is not subscribed, nor in MONITOR or tracking itself): the
+// upstream sends the redirected invalidations there, in the client's
+// protocol, and a goroutine copies them to the client's socket, as Redis
+// writes them to the redirect target.
+type redirSink struct {
+	conn *link.Conn
+	upID string // the upstream's id of conn
+}
+
+// redirectSink returns the upstream id of target's sink, opening it on the
+// first redirect to target ("" once target is closing: the upstream then
+// refuses the id, as Redis refuses a client that is gone).
+func (f *Front) redirectSink(target *client) (string, error) {
+	target.sinkMu.Lock()
+	defer target.sinkMu.Unlock()
+	if s := target.sink; s != nil || target.sinkClosed {
+		if s == nil {
+			return "", nil
+		}
+		return s.upID, nil
+	}
+	conn, err := f.pool.Dial(target.w.Proto, f.defaultDB)
+	if err != nil {
+		return "", err
+	}
+	r, err := conn.Do("CLIENT", "ID")
+	id, ok := link.IntReply(r)
+	if err != nil || !ok {
+		conn.Close()
+		if err == nil {
+			err = errors.New("upstream: CLIENT ID: " + link.ReplyText(r))
+		}
+		return "", err
+	}
+	s := &redirSink{conn: conn, upID: strconv.FormatInt(id, 10)}
+	target.sink = s
+	target.sinkOn.Store(true) // its socket writes now take wmu (WriteLock)
+	go target.relaySink(conn)
+	return s.upID, nil
+}
+
+// relaySink copies what the upstream sends on the sink to c's socket
+// until either closes.
+func (c *client) relaySink(conn *link.Conn) {
+	for {
+		r, err := conn.Read()
+		if err != nil {
+			return
+		}
+		c.wmu.Lock()
+		n, werr := c.WriteSocket(r)
+		c.wmu.Unlock()
+		c.AddNetOut(int64(n))
+		if werr != nil {
+			conn.Close()
+			return
+		}
+	}
+}
+
+// closeSink closes c's sink, if any, as c closes: the upstream then tells
+// the redirecting clients their target is gone (tracking-redir-broken).
+func (c *client) closeSink() {
+	c.sinkMu.Lock()
+	defer c.sinkMu.Unlock()
+	c.sinkClosed = true
+	if c.sink != nil {
+		c.sink.conn.Close()
+		c.sink = nil
+	}
 }
 
 // upTrackingQuery is CLIENT GETREDIR and CLIENT TRACKINGINFO. On the

@@ -147,6 +147,7 @@ func (pc policyConn) Object(sub string, keys [][]byte) ([]uptier.ObjectReply, er
 		if err != nil {
 			return nil, err
 		}
+		pc.countOwn(foundNonNull(r)) // OBJECT looks the key up
 		n, ok := IntReply(r)
 		out[i] = uptier.ObjectReply{N: n, IsInt: ok, IsErr: IsError(r)}
 	}
@@ -182,6 +183,10 @@ func (pc policyConn) WatchDescribe(keys [][]byte) ([]uptier.KeyInfo, error) {
 			return nil, err
 		}
 		out[i].Encoding = ReplyText(r)
+		found := out[i].Type != "none" // TYPE, PEXPIRETIME, OBJECT: three lookups
+		for j := 0; j < 3; j++ {
+			pc.countOwn(found)
+		}
 	}
 	return out, nil
 }
@@ -231,6 +236,7 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 		if IsError(r) {
 			return nil, fmt.Errorf("upstream: demotion read of %q: %s", q.Key, ReplyText(r))
 		}
+		pc.countOwn(chunkFound(q.Type, r))
 		switch q.Type {
 		case codec.TypeString:
 			p := replyParser{b: r}
@@ -252,6 +258,18 @@ func (pc policyConn) ReadChunks(reqs []uptier.Chunk) ([]uptier.ChunkReply, error
 		}
 	}
 	return out, nil
+}
+
+// chunkFound reports whether r, a ReadChunks reply of type t, found the
+// key (OwnLookups).
+func chunkFound(t codec.Type, r []byte) bool {
+	switch t {
+	case codec.TypeList, codec.TypeZSet:
+		return foundRange(r)
+	case codec.TypeHash, codec.TypeSet:
+		return foundScan(r)
+	}
+	return foundNonNull(r) // GET, DUMP
 }
 
 // MaxStreamDemotion bounds the streams the demoter moves, by the

@@ -35,6 +35,8 @@ type Options struct {
 // exponential backoff, logging when the upstream goes away and comes back.
 type Pool struct {
 	opts Options
+	// own counts Spillway's own key lookups on the upstream (ownlookups.go).
+	own OwnLookups
 
 	// shared holds the shared connections by protocol ([0] RESP2, [1]
 	// RESP3); a broken one is replaced in place by the reconnect loop.

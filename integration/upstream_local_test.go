@@ -1,0 +1,124 @@
+package integration
+
+// The commands upstream-mode Spillway answers itself (ACL, CLIENT, AUTH...)
+// mixed with forwarded ones, against a real redis-server: pipelined (a
+// local command's error must not swallow the forwarded replies before it)
+// and inside MULTI (queued, run at EXEC, their replies in place). The raw
+// reply bytes must be redis-server's.
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/integration/harness"
+)
+
+// upstreamLocalScripts are pipelines sent whole; each reply is read in turn.
+var upstreamLocalScripts = [][][]string{
+	{{"SET", "a", "1"}, {"ACL", "SETUSER", "bad user"}, {"GET", "a"}, {"CLIENT", "SETNAME", "bad name"}, {"PING"}},
+	{{"MULTI"}, {"SET", "k", "v"}, {"CLIENT", "SETNAME", "n1"}, {"ACL", "SETUSER", "x y"}, {"GET", "k"},
+		{"CLIENT", "GETNAME"}, {"EXEC"}, {"CLIENT", "GETNAME"}},
+	{{"MULTI"}, {"CLIENT", "SETNAME", "n2"}, {"DISCARD"}, {"CLIENT", "GETNAME"}},
+	{{"SET", "w", "1"}, {"WATCH", "w"}, {"SET", "w", "2"}, {"MULTI"}, {"CLIENT", "SETNAME", "n3"}, {"EXEC"},
+		{"CLIENT", "GETNAME"}},
+	{{"MULTI"}, {"SET", "k2", "v"}, {"CLIENT", "PAUSE", "10", "WRITE"}, {"INCR", "k2"}, {"EXEC"}, {"GET", "k2"}},
+}
+
+// upstreamLocalReplies runs every script on a connection of its own to
+// addr and returns the raw replies.
+func upstreamLocalReplies(t *testing.T, addr string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, script := range upstreamLocalScripts {
+		c := harness.MustDial(t, addr)
+		for _, cmd := range script {
+			if err := c.Send(cmd...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cmd := range script {
+			raw, err := c.ReadRaw()
+			if err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
+			out = append(out, raw)
+		}
+		c.Close()
+	}
+	return out
+}
+
+func TestUpstreamLocalCommandsMatchRedis(t *testing.T) {
+	rs := harness.StartRedis(t)
+	up := harness.StartRedis(t)
+	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
+		"--appendfsync", "no", "--loglevel", "warning")
+	want := upstreamLocalReplies(t, rs.Addr())
+	got := upstreamLocalReplies(t, sp.Addr())
+	var cmds [][]string
+	for _, s := range upstreamLocalScripts {
+		cmds = append(cmds, s...)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("%v:\n  spillway:     %q\n  redis-server: %q", cmds[i], got[i], want[i])
+		}
+	}
+}
+
+// CLIENT PAUSE in upstream mode pauses the upstream too: a key whose TTL
+// passes during the pause reads as missing but is not expired (INFO
+// expired_keys) until the pause ends, as on redis-server; a cold key is
+// still read during a WRITE pause (from the store: a reload would wait for
+// the upstream's pause).
+func TestUpstreamPauseStopsExpiry(t *testing.T) {
+	t.Setenv("SPILLWAY_TEST_HOOKS", "1") // DEBUG DEMOTE
+	rs := harness.StartRedis(t)
+	up := harness.StartRedis(t)
+	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
+		"--appendfsync", "no", "--loglevel", "warning")
+	run := func(addr string, spillway bool) []string {
+		c := harness.MustDial(t, addr)
+		defer c.Close()
+		c.Timeout = 5 * time.Second
+		expired := func() string {
+			m, err := harness.Info(c, "stats")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m["expired_keys"]
+		}
+		var out []string
+		do := func(args ...string) {
+			r := c.Do(args...)
+			if r.Err != nil {
+				t.Fatalf("%v: %v", args, r.Err)
+			}
+			out = append(out, r.String())
+		}
+		do("SET", "cold", "value")
+		if spillway {
+			if r := c.Do("DEBUG", "DEMOTE", "cold"); r.Err != nil || r.IsError() {
+				t.Fatalf("DEBUG DEMOTE: %s %v", r.String(), r.Err)
+			}
+		}
+		before := expired()
+		do("SET", "k", "v", "PX", "20")
+		do("CLIENT", "PAUSE", "20000", "WRITE")
+		time.Sleep(100 * time.Millisecond) // k's TTL passes, paused
+		do("GET", "k")
+		do("GET", "cold")
+		out = append(out, "expired during the pause: "+before+" -> "+expired())
+		do("CLIENT", "UNPAUSE")
+		do("GET", "k")
+		out = append(out, "expired after: "+before+" -> "+expired())
+		return out
+	}
+	want := run(rs.Addr(), false)
+	got := run(sp.Addr(), true)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("spillway:\n%s\nredis-server:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
