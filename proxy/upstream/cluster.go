@@ -148,6 +148,19 @@ func (f *Front) clusterTable(lookup func(string) *cmdtable.Command, local func(s
 	}
 }
 
+// nodeInCluster returns h for a front in front of a plain Redis, and the
+// node's own answer in front of a cluster node: a sidecar's replicas are
+// the node's (spliced, cluster_repl.go), so ROLE and WAIT are the node's.
+func nodeInCluster(cmd *cmdtable.Command, h localHandler) localHandler {
+	return func(c *client, args [][]byte) {
+		if c.f.cluster.Load() {
+			c.upRouteNow(cmd, args)
+			return
+		}
+		h(c, args)
+	}
+}
+
 // upClusterFlag handles ASKING, READONLY and READWRITE, which set a flag on
 // the connection they come on. On a pinned connection, the client's own,
 // they are forwarded. Otherwise ASKING is kept for the client's next

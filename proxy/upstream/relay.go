@@ -425,6 +425,11 @@ func (r *relay) close() {
 // upstream's, whose replicas include Spillway's relay) with Spillway's own:
 // its replicas, replication ID and offsets.
 func (f *Front) replicationSection(body string) string {
+	if f.cluster.Load() {
+		// A sidecar's cluster replicas are spliced to its node
+		// (cluster_repl.go): the node's section is the one that lists them.
+		return body
+	}
 	const head = "# Replication\r\n"
 	i := strings.Index(body, head)
 	if i < 0 {

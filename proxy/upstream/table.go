@@ -103,8 +103,8 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	local("sync", upSync)
 	local("psync", upSync)
 	local("replconf", upReplconf(serverHandler(lookup("replconf"))))
-	local("role", serverHandler(lookup("role")))
-	local("wait", upWait)
+	local("role", nodeInCluster(lookup("role"), serverHandler(lookup("role"))))
+	local("wait", nodeInCluster(lookup("wait"), upWait))
 	for _, name := range []string{"replicaof", "slaveof", "failover"} {
 		local(name, upRefuseReplicaOf)
 	}
