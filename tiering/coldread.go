@@ -26,6 +26,13 @@ import (
 //
 // A database mapping changed by SWAPDB in between, or a value read that has
 // expired, sends step 3 back to the ordinary locked lookup.
+//
+// A read of one field of a cold hash or set (HGET) runs the same three
+// steps: CollOrProbe, ReadColdField (the meta record, then the field's
+// record under the version it names) and FinishField. Two records are read
+// at two moments, so FinishField uses them only if no transaction wrote
+// anything in between (then both show the state of step 1); otherwise it
+// reads again under the lock.
 
 // ColdProbe names a key that step 1 found only in the store.
 type ColdProbe struct {
@@ -39,8 +46,9 @@ func (p ColdProbe) Cold() bool { return p.cold }
 
 // ColdBuffers are a reader's reusable buffers for ReadCold; one per client.
 type ColdBuffers struct {
-	key, val []byte
-	meta     codec.Meta
+	key, val   []byte
+	fkey, fval []byte
+	meta       codec.Meta
 }
 
 // GetOrProbe is Get's first half: a hot key (or, when every stored key is
@@ -94,10 +102,99 @@ func (tx *Tx) FinishGet(db int, key []byte, p ColdProbe, read *Entry) (*Entry, e
 	}
 	tx.e.Stats.KeyspaceHits.Add(1)
 	if tx.e.writes == p.writes && read.Type == codec.TypeString &&
-		tx.e.admit(tx.hk, tx.promotedSize(key, read)) {
+		tx.e.admit(tx.hk, tx.promotedSize(key, read), tx.now) {
 		tx.promote(read)
 		return read, nil
 	}
 	tx.e.Stats.ColdReads.Add(1)
 	return read, nil
+}
+
+// CollOrProbe is OpenColl's first half for a read of one field (HGET): a
+// hot structure, or, when every stored key is hot, an absent one, is
+// opened as OpenColl(db, key, t, false) opens it; otherwise the returned
+// probe is Cold and the Coll nil, and the transaction holds no writes from
+// this call. A hot key of another type yields ErrWrongType.
+func (tx *Tx) CollOrProbe(db int, key []byte, t codec.Type) (*Coll, ColdProbe, error) {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	if e, ok := tx.e.hot.get(tx.hk); ok {
+		e, err := tx.hotHit(pdb, key, e, true)
+		switch {
+		case err != nil || e == nil:
+			return nil, ColdProbe{}, err
+		case e.Type != t:
+			return nil, ColdProbe{}, ErrWrongType
+		}
+		return tx.coll(pdb, key, e), ColdProbe{}, nil
+	}
+	if tx.allHot(pdb) {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+		return nil, ColdProbe{}, nil
+	}
+	return nil, ColdProbe{pdb: pdb, writes: tx.e.writes, cold: true}, nil
+}
+
+// ReadColdField reads the probed key's committed meta record and, when it
+// is a hash or a set, field's record under the version the meta names,
+// without the engine's lock (step 2). It returns the key's entry (nil when
+// the key is not stored) and, for a hash or set, field's value and whether
+// it exists; val aliases b until its next use. It may be called
+// concurrently with transactions and other cold reads.
+func (e *Engine) ReadColdField(p ColdProbe, key, field []byte, b *ColdBuffers) (read *Entry, val []byte, found bool, err error) {
+	read, err = e.ReadCold(p, key, b)
+	if err != nil || read == nil || (read.Type != codec.TypeHash && read.Type != codec.TypeSet) {
+		return read, nil, false, err
+	}
+	b.fkey = codec.AppendFieldKey(b.fkey[:0], p.pdb, key, read.Version, field)
+	b.fval, found, err = e.cold.Get(b.fkey, b.fval)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("tiering: read field of %q: %w", key, err)
+	}
+	return read, b.fval, found, nil
+}
+
+// FinishField completes a lock-free field read (step 3) with the entry
+// ReadColdField returned. When fresh is set, what step 2 read is the key's
+// current state (the read is accounted, the structure promoted if the
+// policy admits it): read nil is a missing key, a read of another type than
+// t is ErrWrongType, otherwise step 2's field value is the answer. When
+// fresh is false (a write or SWAPDB came in between, the key expired or was
+// promoted meanwhile), step 2's read is discarded and c is the structure
+// opened under the lock as OpenColl(db, key, t, false) opens it (nil if
+// missing), to read the field from.
+func (tx *Tx) FinishField(db int, key []byte, t codec.Type, p ColdProbe, read *Entry) (c *Coll, fresh bool, err error) {
+	pdb := tx.pdb(db)
+	tx.hk = hotKey(tx.hk, pdb, key)
+	if pdb != p.pdb || tx.e.writes != p.writes || (read != nil && tx.expired(read)) {
+		c, err = tx.OpenColl(db, key, t, false)
+		return c, false, err
+	}
+	if _, ok := tx.e.hot.peek(tx.hk); ok {
+		c, err = tx.OpenColl(db, key, t, false)
+		return c, false, err
+	}
+	if read == nil {
+		tx.e.Stats.KeyspaceMisses.Add(1)
+		return nil, true, nil
+	}
+	tx.e.Stats.KeyspaceHits.Add(1)
+	if read.Type != t {
+		return nil, true, ErrWrongType
+	}
+	if !tx.promotable(key, read) || !tx.e.admit(tx.hk, tx.promotedSize(key, read), tx.now) {
+		tx.e.Stats.ColdReads.Add(1)
+		return nil, true, nil
+	}
+	if needsSteps(read) {
+		// Answered from disk this time; loaded in the background.
+		tx.startPromotion(pdb, key, read)
+		tx.e.Stats.ColdReads.Add(1)
+		return nil, true, nil
+	}
+	if err := tx.loadFields(pdb, key, read); err != nil {
+		return nil, false, err
+	}
+	tx.promote(read)
+	return nil, true, nil
 }
