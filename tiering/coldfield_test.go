@@ -272,3 +272,42 @@ func TestPromotionAgainstRival(t *testing.T) {
 	}
 	v.checkInvariants()
 }
+
+// The cold meta cache: a second field read of a cold hash reads only the
+// field's record; any write retires what the cache knew, and the reads
+// that follow see the new state (here the hash deleted and written again
+// under a new version, then a SWAPDB).
+func TestColdMetaCache(t *testing.T) {
+	o := defaultOpts()
+	o.PromoteMinHits = 1000 // the hash stays cold
+	v := newEnv(t, o)
+	v.hset(0, "h", "f", "v")
+	v.hset(0, "h", "g", "w")
+	v.demoteAll()
+	read := func(field, want string, wantGets int64) {
+		t.Helper()
+		before := v.s.ReadStats().Gets
+		val, found, cold, fresh, err := v.coldField(0, "h", field, nil)
+		if err != nil || !cold || !fresh || val != want || found != (want != "") {
+			t.Fatalf("%s: got %q found %v cold %v fresh %v err %v, want %q", field, val, found, cold, fresh, err, want)
+		}
+		if gets := v.s.ReadStats().Gets - before; gets != wantGets {
+			t.Fatalf("%s: %d store lookups, want %d", field, gets, wantGets)
+		}
+	}
+	read("f", "v", 2) // meta and field
+	read("g", "w", 1) // field only
+	read("x", "", 1)
+	v.del(0, "h")
+	v.hset(0, "h", "f", "new")
+	v.demoteAll()
+	read("f", "new", 2)
+	read("g", "", 1)
+	v.hset(1, "h", "f", "one")
+	v.demoteAll()
+	read("f", "new", 2)
+	v.do(func(tx *Tx) error { return tx.SwapDB(0, 1) })
+	read("f", "one", 2)
+	read("f", "one", 1)
+	v.checkInvariants()
+}

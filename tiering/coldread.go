@@ -38,7 +38,12 @@ import (
 type ColdProbe struct {
 	pdb    uint8
 	writes uint64 // Engine.writes at step 1
+	layout uint64 // Engine.layoutGen at step 1
 	cold   bool
+	// meta is the key's meta record as the cold meta cache knew it at step
+	// 1 (known set): step 2 then reads only the field's record.
+	meta  coldMeta
+	known bool
 }
 
 // Cold reports whether the key must be read from the store (step 2).
@@ -66,7 +71,7 @@ func (tx *Tx) GetOrProbe(db int, key []byte) (*Entry, ColdProbe, error) {
 		tx.e.Stats.KeyspaceMisses.Add(1)
 		return nil, ColdProbe{}, nil
 	}
-	return nil, ColdProbe{pdb: pdb, writes: tx.e.writes, cold: true}, nil
+	return nil, ColdProbe{pdb: pdb, writes: tx.e.writes, layout: tx.e.layoutGen, cold: true}, nil
 }
 
 // ReadCold reads the probed key's committed meta record without the
@@ -132,7 +137,9 @@ func (tx *Tx) CollOrProbe(db int, key []byte, t codec.Type) (*Coll, ColdProbe, e
 		tx.e.Stats.KeyspaceMisses.Add(1)
 		return nil, ColdProbe{}, nil
 	}
-	return nil, ColdProbe{pdb: pdb, writes: tx.e.writes, cold: true}, nil
+	p := ColdProbe{pdb: pdb, writes: tx.e.writes, layout: tx.e.layoutGen, cold: true}
+	p.meta, p.known = tx.e.coldMetas.get(tx.hk, p.writes, p.layout)
+	return nil, p, nil
 }
 
 // ReadColdField reads the probed key's committed meta record and, when it
@@ -142,7 +149,11 @@ func (tx *Tx) CollOrProbe(db int, key []byte, t codec.Type) (*Coll, ColdProbe, e
 // it exists; val aliases b until its next use. It may be called
 // concurrently with transactions and other cold reads.
 func (e *Engine) ReadColdField(p ColdProbe, key, field []byte, b *ColdBuffers) (read *Entry, val []byte, found bool, err error) {
-	read, err = e.ReadCold(p, key, b)
+	if p.known {
+		read = p.meta.entry()
+	} else {
+		read, err = e.ReadCold(p, key, b)
+	}
 	if err != nil || read == nil || (read.Type != codec.TypeHash && read.Type != codec.TypeSet) {
 		return read, nil, false, err
 	}
@@ -166,7 +177,7 @@ func (e *Engine) ReadColdField(p ColdProbe, key, field []byte, b *ColdBuffers) (
 func (tx *Tx) FinishField(db int, key []byte, t codec.Type, p ColdProbe, read *Entry) (c *Coll, fresh bool, err error) {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
-	if pdb != p.pdb || tx.e.writes != p.writes || (read != nil && tx.expired(read)) {
+	if pdb != p.pdb || tx.e.writes != p.writes || tx.e.layoutGen != p.layout || (read != nil && tx.expired(read)) {
 		c, err = tx.OpenColl(db, key, t, false)
 		return c, false, err
 	}
@@ -183,6 +194,9 @@ func (tx *Tx) FinishField(db int, key []byte, t codec.Type, p ColdProbe, read *E
 		return nil, true, ErrWrongType
 	}
 	if !tx.promotable(key, read) || !tx.e.admit(tx.hk, tx.promotedSize(key, read), tx.now) {
+		if !p.known {
+			tx.e.coldMetas.put(tx.hk, read, p.writes, p.layout)
+		}
 		tx.e.Stats.ColdReads.Add(1)
 		return nil, true, nil
 	}
@@ -197,4 +211,65 @@ func (tx *Tx) FinishField(db int, key []byte, t codec.Type, p ColdProbe, read *E
 	}
 	tx.promote(read)
 	return nil, true, nil
+}
+
+// coldMetaEntries bounds the cold meta cache: about 1.3 MB at most.
+const coldMetaEntries = 16384
+
+// coldMetaCache remembers the meta records of cold hashes and sets that
+// lock-free field reads found, so that the next read of a field of one of
+// them reads only the field's record. An entry is valid only while no
+// transaction has committed a write, and no SWAPDB or FLUSH has moved
+// records, since it was read (Engine.writes and Engine.layoutGen): a
+// write anywhere retires every entry at once, without a scan, so the
+// cache serves read-mostly periods and is never wrong. It is guarded by
+// the engine's lock.
+type coldMetaCache struct {
+	m map[string]coldMeta
+}
+
+// coldMeta is what a field read needs of a meta record, and when it was
+// read.
+type coldMeta struct {
+	typ                    codec.Type
+	version                uint64
+	count, bytes, expireAt int64
+	writes, layout         uint64
+}
+
+// get returns hk's meta if it is still valid at writes and layout.
+func (c *coldMetaCache) get(hk []byte, writes, layout uint64) (coldMeta, bool) {
+	m, ok := c.m[view(hk)]
+	if !ok || m.writes != writes || m.layout != layout {
+		return coldMeta{}, false
+	}
+	return m, true
+}
+
+// put remembers e, a hash's or set's cold entry read at writes and layout.
+func (c *coldMetaCache) put(hk []byte, e *Entry, writes, layout uint64) {
+	if e.Type != codec.TypeHash && e.Type != codec.TypeSet {
+		return
+	}
+	if c.m == nil {
+		c.m = make(map[string]coldMeta)
+	}
+	m := coldMeta{typ: e.Type, version: e.Version, count: e.Count, bytes: e.Bytes, expireAt: e.ExpireAt,
+		writes: writes, layout: layout}
+	if _, ok := c.m[view(hk)]; ok {
+		c.m[view(hk)] = m // the map keeps its key string
+		return
+	}
+	if len(c.m) >= coldMetaEntries {
+		for k := range c.m { // an arbitrary entry makes room
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[string(hk)] = m
+}
+
+// entry returns a new cold entry of m.
+func (m coldMeta) entry() *Entry {
+	return &Entry{Type: m.typ, Version: m.version, Count: m.count, Bytes: m.bytes, ExpireAt: m.expireAt}
 }

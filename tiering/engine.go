@@ -107,6 +107,8 @@ type Engine struct {
 	// writes counts the transactions that committed writes: a lock-free
 	// cold read promotes only if it did not change in between (coldread.go).
 	writes uint64
+	// coldMetas: meta records of cold hashes and sets (coldread.go).
+	coldMetas coldMetaCache
 	// admitted is the read count of the key admit let in last, for the
 	// promotion that follows it in the same hold of the lock.
 	admitted uint32
