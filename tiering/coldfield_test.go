@@ -311,3 +311,58 @@ func TestColdMetaCache(t *testing.T) {
 	read("f", "one", 1)
 	v.checkInvariants()
 }
+
+// Read-only field reads of many cold hashes by concurrent readers, with a
+// hot tier that holds a few of them (promotions and demotions all along):
+// every field is found with its value.
+func TestColdFieldsReadOnlyChurn(t *testing.T) {
+	o := defaultOpts()
+	o.HotBudget = 40 << 10
+	o.PromoteMinHits = 2
+	v := newEnv(t, o)
+	const hashes, fields = 64, 8
+	for h := range hashes {
+		for f := range fields {
+			v.hset(0, fmt.Sprint("h", h), fmt.Sprint("f", f), fmt.Sprintf("h%d|f%d|%s", h, f, strings.Repeat("x", 300)))
+		}
+	}
+	v.demoteAll()
+	deadline := time.Now().Add(time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline) && i < 100_000; i++ {
+				h, f := (i*17+r*5)%hashes, (i*3+r)%fields
+				val, found, _, _, err := v.coldField(0, fmt.Sprint("h", h), fmt.Sprint("f", f), nil)
+				if want := fmt.Sprintf("h%d|f%d|", h, f); err != nil || !found || !strings.HasPrefix(val, want) {
+					errs <- fmt.Errorf("read %d of h%d f%d: %.20q found %v err %v", i, h, f, val, found, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	v.checkInvariants()
+}
+
+// Putting a key the cache already holds (two readers missed it at once)
+// must not leave the map keyed by the caller's reusable buffer.
+func TestColdMetaCachePutTwice(t *testing.T) {
+	var c coldMetaCache
+	buf := []byte("\x00hash-a")
+	e := &Entry{Type: codec.TypeHash, Version: 7, Count: 1, Bytes: 2}
+	c.put(buf, e, 1, 0)
+	c.put(buf, e, 1, 0)
+	copy(buf, "\x00hash-b") // the buffer is reused for another key
+	if _, ok := c.get(buf, 1, 0); ok {
+		t.Fatal("hash-b found: the map's key aliases the caller's buffer")
+	}
+	if m, ok := c.get([]byte("\x00hash-a"), 1, 0); !ok || m.version != 7 {
+		t.Fatalf("hash-a: %+v %v, want version 7", m, ok)
+	}
+}

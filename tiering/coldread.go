@@ -256,11 +256,10 @@ func (c *coldMetaCache) put(hk []byte, e *Entry, writes, layout uint64) {
 	}
 	m := coldMeta{typ: e.Type, version: e.Version, count: e.Count, bytes: e.Bytes, expireAt: e.ExpireAt,
 		writes: writes, layout: layout}
-	if _, ok := c.m[view(hk)]; ok {
-		c.m[view(hk)] = m // the map keeps its key string
-		return
-	}
-	if len(c.m) >= coldMetaEntries {
+	// An assignment to an existing key stores the key given (the map
+	// updates string keys), so it must be a string of its own, never a
+	// view of hk.
+	if _, ok := c.m[view(hk)]; !ok && len(c.m) >= coldMetaEntries {
 		for k := range c.m { // an arbitrary entry makes room
 			delete(c.m, k)
 			break
