@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"math"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -45,6 +46,12 @@ type Admission struct {
 	ghost *simplelru.LRU[uint64, int]
 }
 
+// rivalHalfLifeMs is how fast a hot entry's read count fades while it is
+// not read: it counts half per this many milliseconds since its last
+// access, so that a key read often long ago does not hold its place
+// against keys read now (AdmitOver).
+const rivalHalfLifeMs = 10_000
+
 // NewAdmission returns a policy that reads its settings from settings
 // (called once per Admit, under the caller's locks).
 func NewAdmission(settings func() AdmissionSettings) *Admission {
@@ -76,4 +83,36 @@ func (a *Admission) Admit(hash uint64, size int64) bool {
 	}
 	a.ghost.Add(hash, n)
 	return false
+}
+
+// AdmitOver is Admit for a hot tier that must displace an entry to take the
+// key (embedded mode): when full is set, a key that Admit would promote is
+// promoted only if it was read more often than rival, the read count of
+// the entry that would be demoted first (Entry.rivalHits); otherwise its
+// count is kept and it stays cold. Under a uniform load over a data set
+// larger than the tier no key is read more often than another, so the
+// tier stops trading one key for an equally cold one (each trade reads the
+// whole value from the store and demotes another); under a skewed load the
+// keys read most win their places, as in W-TinyLFU. With MinHits of 1 or
+// less every read key is promoted, full or not (plain LRU). It returns
+// whether to promote and the key's read count, which the promoted entry
+// keeps as its own (Entry.hits).
+func (a *Admission) AdmitOver(hash uint64, size int64, full bool, rival uint32) (bool, uint32) {
+	s := a.settings()
+	if !s.Fits(size) {
+		return false, 0
+	}
+	if s.MinHits <= 1 {
+		return true, 1
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, _ := a.ghost.Get(hash)
+	n++
+	if n < s.MinHits || (full && uint64(n) <= uint64(rival)) {
+		a.ghost.Add(hash, n)
+		return false, 0
+	}
+	a.ghost.Remove(hash)
+	return true, uint32(min(n, math.MaxUint32))
 }

@@ -76,3 +76,44 @@ func TestAdmissionWindow(t *testing.T) {
 		t.Fatal("a read within the window was not counted")
 	}
 }
+
+// TestAdmitOver checks the full tier's rule: a key Admit would promote
+// displaces an entry only if it was read more often (its count is kept
+// until then), a tier with room takes it as Admit does, and MinHits 1
+// promotes every read.
+func TestAdmitOver(t *testing.T) {
+	set := AdmissionSettings{MinHits: 2, ColdReadMax: 1000, HotBudget: 80000}
+	a := NewAdmission(func() AdmissionSettings { return set })
+	if ok, _ := a.AdmitOver(1, 100, true, 0); ok {
+		t.Fatal("first read admitted under MinHits 2")
+	}
+	// Second read: MinHits reached, but the rival was read 3 times.
+	for i, want := range []bool{false, false, true} { // counts 2, 3, 4 against 3
+		ok, n := a.AdmitOver(1, 100, true, 3)
+		if ok != want {
+			t.Fatalf("read %d against a rival of 3: admitted %v, want %v", i+2, ok, want)
+		}
+		if ok && n != 4 {
+			t.Fatalf("admitted with count %d, want 4", n)
+		}
+	}
+	// Admitted: the count starts again.
+	if ok, _ := a.AdmitOver(1, 100, false, 0); ok {
+		t.Fatal("count not reset by the admission")
+	}
+	// Room in the tier: Admit's rule.
+	a.AdmitOver(2, 100, false, 0)
+	if ok, n := a.AdmitOver(2, 100, false, 1000); !ok || n != 2 {
+		t.Fatalf("with room: admitted %v count %d, want true 2", ok, n)
+	}
+	// Too big: never, full or not.
+	for range 3 {
+		if ok, _ := a.AdmitOver(3, 1001, false, 0); ok {
+			t.Fatal("admitted a value over cold-read-max-bytes")
+		}
+	}
+	set.MinHits = 1
+	if ok, _ := a.AdmitOver(4, 10, true, 1000); !ok {
+		t.Fatal("MinHits 1 did not admit the first read of a full tier")
+	}
+}

@@ -107,6 +107,11 @@ type Engine struct {
 	// writes counts the transactions that committed writes: a lock-free
 	// cold read promotes only if it did not change in between (coldread.go).
 	writes uint64
+	// coldMetas: meta records of cold hashes and sets (coldread.go).
+	coldMetas coldMetaCache
+	// admitted is the read count of the key admit let in last, for the
+	// promotion that follows it in the same hold of the lock.
+	admitted uint32
 	// layoutGen changes when a database's physical records move or vanish
 	// wholesale (SWAPDB, FLUSHDB, FLUSHALL), under the lock: a Stage
 	// written meanwhile is stale (stage.go).
@@ -481,10 +486,16 @@ func (e *Engine) admissionSettings() AdmissionSettings {
 }
 
 // admit is the promotion policy: it reports whether a cold value of size
-// bytes read now should be promoted (see Admission). Reads are counted per
-// hot key (physical database and key), hashed with codec.KeyHash.
-func (e *Engine) admit(hk []byte, size int64) bool {
-	return e.admission.Admit(codec.KeyHash(hk), size)
+// bytes read at nowMs should be promoted (see Admission.AdmitOver: when the
+// tier has no room for it, the key must have been read more often than the
+// entry it would displace). Reads are counted per hot key (physical
+// database and key), hashed with codec.KeyHash. The key's read count is
+// left in admitted for the promotion that follows (Tx.promote).
+func (e *Engine) admit(hk []byte, size int64, nowMs int64) bool {
+	full, rival := e.hot.rival(size, nowMs)
+	ok, n := e.admission.AdmitOver(codec.KeyHash(hk), size, full, rival)
+	e.admitted = n
+	return ok
 }
 
 // keepHot reports whether a freshly written value of size bytes stays in the

@@ -67,6 +67,9 @@ type Entry struct {
 	// lfu is the key's LFU counter (lfu.go) while hot.
 	lfu  lfuState
 	size int64
+	// hits counts the key's reads: those that earned its promotion, then
+	// every access while hot (the admission policy's weight, rivalHits).
+	hits uint32
 }
 
 // entryOverhead approximates the bytes a hot entry costs beyond its key and
@@ -181,6 +184,21 @@ func (l *LRU) remove(hk []byte) bool {
 		return true
 	}
 	return false
+}
+
+// rival reports whether taking a value of size bytes would displace an
+// entry (the tier has no room for it) and, if so, the read count of the
+// entry demoted first: the least recently used one's hits, halved per
+// rivalHalfLifeMs since its last access.
+func (l *LRU) rival(size, nowMs int64) (full bool, hits uint32) {
+	if l.used+size <= l.budget {
+		return false, 0
+	}
+	_, e, ok := l.lru.GetOldest()
+	if !ok {
+		return false, 0
+	}
+	return true, e.hits >> min(max(nowMs-e.access, 0)/rivalHalfLifeMs, 31)
 }
 
 // demoteOldest drops the least recently used entry; it reports false when

@@ -58,6 +58,7 @@ func (tx *Tx) startPromotion(pdb uint8, key []byte, e *Entry) bool {
 	select {
 	case tx.e.promoteQ <- j:
 		e.access = tx.now
+		e.hits, tx.e.admitted = tx.e.admitted, 0
 		tx.e.hot.put(j.hk, e)
 		return true
 	default:

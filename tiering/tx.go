@@ -277,7 +277,7 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type, touch bool) (*Entry
 		return nil, tx.expire(pdb, key, e, false)
 	}
 	tx.countHit()
-	if promote != codec.TypeNone && e.Type == promote && tx.promotable(key, e) && tx.e.admit(tx.hk, tx.promotedSize(key, e)) {
+	if promote != codec.TypeNone && e.Type == promote && tx.promotable(key, e) && tx.e.admit(tx.hk, tx.promotedSize(key, e), tx.now) {
 		switch {
 		case e.Type == codec.TypeList:
 			if err := tx.cacheList(pdb, key, e); err != nil {
@@ -308,6 +308,7 @@ func (tx *Tx) lookup(db int, key []byte, promote codec.Type, touch bool) (*Entry
 // promote puts cold entry e, loaded whole, into the hot tier under tx.hk.
 func (tx *Tx) promote(e *Entry) {
 	e.access = tx.now
+	e.hits, tx.e.admitted = tx.e.admitted, 0
 	tx.e.hot.put(tx.hk, e)
 	tx.e.Stats.Promotions.Add(1)
 }
@@ -322,6 +323,9 @@ func (tx *Tx) hotHit(pdb uint8, key []byte, e *Entry, touch bool) (*Entry, error
 	tx.countHit()
 	if touch {
 		e.access = tx.now
+		if e.hits != ^uint32(0) {
+			e.hits++
+		}
 		e.lfu.touch(tx.e.lfu(), tx.now)
 		e.spared = false
 		tx.touched = e

@@ -95,16 +95,55 @@ func cmdHSetNX(x *server.Ctx, args [][]byte) error {
 	})
 }
 
+// cmdHGet reads a field of a cold hash without holding the engine's lock
+// across the store lookups, as cmdGet does (tiering/coldread.go): probe
+// under the lock, read the meta and field records without it, finish under
+// the lock. Inside a group it reads under the lock.
 func cmdHGet(x *server.Ctx, args [][]byte) error {
-	return x.View(func(tx *tiering.Tx) error {
-		h, err := tx.OpenColl(x.DB(), args[1], codec.TypeHash, false)
+	key, field := args[1], args[2]
+	var probe tiering.ColdProbe
+	err := x.View(func(tx *tiering.Tx) error {
+		h, p, err := tx.CollOrProbe(x.DB(), key, codec.TypeHash)
+		if err == nil && p.Cold() && !x.InGroup() {
+			probe = p // nothing written: committing only releases the lock
+			return nil
+		} else if err == nil && p.Cold() {
+			h, err = tx.OpenColl(x.DB(), key, codec.TypeHash, false)
+		}
 		if err != nil {
 			return err
 		}
 		if h == nil {
-			x.NotifyKeyMiss(args[1])
+			x.NotifyKeyMiss(key)
 		}
-		return replyField(x.W, h, args[2])
+		return replyField(x.W, h, field)
+	})
+	if err != nil || !probe.Cold() {
+		return err
+	}
+	read, val, found, err := x.Engine().ReadColdField(probe, key, field, x.ColdBuffers())
+	if err != nil {
+		return err
+	}
+	return x.View(func(tx *tiering.Tx) error {
+		h, fresh, err := tx.FinishField(x.DB(), key, codec.TypeHash, probe, read)
+		switch {
+		case err != nil:
+			return err
+		case !fresh:
+			if h == nil {
+				x.NotifyKeyMiss(key)
+			}
+			return replyField(x.W, h, field)
+		case read == nil:
+			x.NotifyKeyMiss(key)
+			x.W.Null()
+		case found:
+			x.W.Bulk(val)
+		default:
+			x.W.Null()
+		}
+		return nil
 	})
 }
 
