@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/config"
+	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering"
 	"github.com/spillway/spillway/tiering/uptier"
@@ -100,4 +104,55 @@ func dumpOf(eng *tiering.Engine, key []byte, d *link.Dump) ([]byte, bool, error)
 		return nil, ok, err
 	}
 	return append([]byte(nil), d.Finish()...), true, nil
+}
+
+// TestColdFollowerAuthenticates: a follower whose sidecar has masterauth
+// (and masteruser) sends the leader AUTH first, as a Redis replica to its
+// master, and reports the leader's refusal of it; without masterauth it
+// sends none. The leader here only records what it is sent.
+func TestColdFollowerAuthenticates(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		first string
+	}{
+		{nil, "REPLCONF"},
+		{[]string{"--masterauth", "pw"}, "AUTH pw"},
+		{[]string{"--masterauth", "pw", "--masteruser", "side"}, "AUTH side pw"},
+	} {
+		cfg, err := config.Parse(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			nc, err := l.Accept()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			rd := resp.NewReader(nc, 4096)
+			args, err := rd.ReadCommand()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- string(bytes.Join(args, []byte(" ")))
+			nc.Write([]byte("-WRONGPASS invalid username-password pair or user is disabled.\r\n"))
+		}()
+		cf := &clusterFollow{f: &Front{cfg: cfg}, stop: make(chan struct{})}
+		err = cf.followOnce(l.Addr().String(), make(chan struct{}))
+		l.Close()
+		if first := <-got; !strings.HasPrefix(first, tc.first) {
+			t.Errorf("%v: the leader got %q first, want %q", tc.args, first, tc.first)
+		}
+		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+			t.Errorf("%v: followOnce = %v, want the leader's refusal", tc.args, err)
+		}
+	}
 }

@@ -57,11 +57,26 @@ func (cf *clusterFollow) followOnce(addr string, stop chan struct{}) error {
 		nc.Close()
 	}()
 	bw := bufio.NewWriter(nc)
+	rd := resp.NewReplyReader(bufio.NewReaderSize(nc, 64<<10))
+	if auth := cf.f.followAuth(); auth != nil {
+		// The leader is a sidecar like this one: with requirepass (or
+		// users) it wants the AUTH a replica sends its master.
+		bw.Write(link.AppendCommandStrings(nil, auth))
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		r, err := rd.Read()
+		if err != nil {
+			return err
+		}
+		if link.IsError(r) {
+			return fmt.Errorf("unable to AUTH to the primary's sidecar: %s", link.ReplyText(r))
+		}
+	}
 	bw.Write(link.AppendCommandStrings(nil, []string{"REPLCONF", coldFollowOption}))
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	rd := resp.NewReplyReader(bufio.NewReaderSize(nc, 64<<10))
 	r, err := rd.Read()
 	if err != nil {
 		return err
@@ -90,6 +105,20 @@ func (cf *clusterFollow) followOnce(addr string, stop chan struct{}) error {
 			}
 		}
 	}
+}
+
+// followAuth is the AUTH the follower sends its leader first, from
+// masterauth and masteruser as a Redis replica's to its master, or nil
+// when masterauth is empty.
+func (f *Front) followAuth() []string {
+	pass, _ := f.cfg.Value("masterauth")
+	if pass == "" {
+		return nil
+	}
+	if user, _ := f.cfg.Value("masteruser"); user != "" {
+		return []string{"AUTH", user, pass}
+	}
+	return []string{"AUTH", pass}
 }
 
 // applyFeed applies one frame of the feed to the follower's store; for a
