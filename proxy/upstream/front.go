@@ -113,8 +113,8 @@ type Front struct {
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
 	// relay serves Spillway's own replicas (relay.go).
-	relay *relay
-	latencyHistogram, slowlogGet, slowlogReset  server.Handler
+	relay                                      *relay
+	latencyHistogram, slowlogGet, slowlogReset server.Handler
 	// slowAnchors place Spillway's slow log entries among the upstream's.
 	slowAnchors slowAnchors
 	own         ownConn // Spillway's own requests (slowlog.go)
