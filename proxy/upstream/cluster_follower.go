@@ -58,10 +58,9 @@ func (cf *clusterFollow) followOnce(addr string, stop chan struct{}) error {
 	}()
 	bw := bufio.NewWriter(nc)
 	rd := resp.NewReplyReader(bufio.NewReaderSize(nc, 64<<10))
-	if auth := cf.f.followAuth(); auth != nil {
-		// The leader is a sidecar like this one: with requirepass (or
-		// users) it wants the AUTH a replica sends its master.
-		bw.Write(link.AppendCommandStrings(nil, auth))
+	// ask sends one handshake command and fails on an error reply.
+	ask := func(args []string, refused string) error {
+		bw.Write(link.AppendCommandStrings(nil, args))
 		if err := bw.Flush(); err != nil {
 			return err
 		}
@@ -70,19 +69,19 @@ func (cf *clusterFollow) followOnce(addr string, stop chan struct{}) error {
 			return err
 		}
 		if link.IsError(r) {
-			return fmt.Errorf("unable to AUTH to the primary's sidecar: %s", link.ReplyText(r))
+			return fmt.Errorf("%s: %s", refused, link.ReplyText(r))
+		}
+		return nil
+	}
+	if auth := cf.f.followAuth(); auth != nil {
+		// The leader is a sidecar like this one: with requirepass (or
+		// users) it wants the AUTH a replica sends its master.
+		if err := ask(auth, "unable to AUTH to the primary's sidecar"); err != nil {
+			return err
 		}
 	}
-	bw.Write(link.AppendCommandStrings(nil, []string{"REPLCONF", coldFollowOption}))
-	if err := bw.Flush(); err != nil {
+	if err := ask([]string{"REPLCONF", coldFollowOption}, "leader refused the cold feed"); err != nil {
 		return err
-	}
-	r, err := rd.Read()
-	if err != nil {
-		return err
-	}
-	if link.IsError(r) {
-		return fmt.Errorf("leader refused the cold feed: %s", link.ReplyText(r))
 	}
 	cf.f.log.Info("following the primary's sidecar's cold store", "leader", addr)
 	for {
