@@ -369,6 +369,9 @@ func (s *Server) applyFromMaster(args [][]byte, raw, rec []byte) {
 	ml.raw, ml.rec, ml.fed = raw, rec, raw == nil
 	if len(args) > 0 {
 		c.execute(args)
+		if c.fwd != nil {
+			c.fwd.Flush(false) // upstream mode: applied before the next
+		}
 		if err := c.waitPending(); err != nil {
 			s.log.Error("a command from the master is not durable", "err", err)
 		}

@@ -180,6 +180,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
 	f.watchBudget()
+	f.useReplicaLoader()
 	srv.SetForwarder(f)
 	return f, nil
 }

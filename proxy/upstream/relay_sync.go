@@ -279,6 +279,10 @@ func upSync(c *client, args [][]byte) {
 		c.Err("ERR Spillway in front of a Redis Cluster node does not relay replication")
 		return
 	}
+	if f.srv.Replica().Active() {
+		c.Err(errReplicaSync)
+		return
+	}
 	if err := f.relay.start(); err != nil {
 		c.Err("ERR Spillway could not open its replication link to the upstream: " + err.Error())
 		return
