@@ -14,7 +14,8 @@ import (
 // full resynchronization loads the master's RDB into the upstream while
 // the demoter moves keys into the store, and afterwards, and after more
 // writes on the master, every key reads back through Spillway as on the
-// master. Writes to Spillway answer READONLY; with
+// master, also after the link is lost and resumed. Writes to Spillway
+// answer READONLY; with
 // replica-serve-stale-data no and the master gone, reads answer
 // MASTERDOWN; REPLICAOF NO ONE makes Spillway a writable master again,
 // with the data kept.
@@ -69,6 +70,22 @@ func TestUpstreamReplicaOf(t *testing.T) {
 	}
 	replicaCatchUp(t, mc, c)
 	relayCompare(t, "after the master's writes", mc, c)
+
+	// The link lost (the master drops its replicas): Spillway reconnects
+	// and continues from its offset (a partial resynchronization).
+	if r := mc.Do("CLIENT", "KILL", "TYPE", "replica"); r.IsError() || r.Int != 1 {
+		t.Fatalf("CLIENT KILL TYPE replica on the master: %s", r.String())
+	}
+	for _, cmd := range [][]string{{"SET", "k:5", "after the link loss"}, {"SELECT", "2"}, {"RPUSH", "l", "v"}, {"SELECT", "0"}} {
+		if r := mc.Do(cmd...); r.IsError() {
+			t.Fatalf("%v: %s", cmd, r.Str)
+		}
+	}
+	replicaCatchUp(t, mc, c)
+	relayCompare(t, "after the link was lost and resumed", mc, c)
+	if m, err := harness.Info(mc, "stats"); err != nil || m["sync_partial_ok"] != "1" || m["sync_full"] != "1" {
+		t.Fatalf("the master's sync counters %v (%v); want one full and one partial resynchronization", m, err)
+	}
 
 	if r := c.Do("SET", "k:1", "x"); !r.IsError() || !strings.HasPrefix(r.Str, "READONLY") {
 		t.Fatalf("SET on the replica = %s; want READONLY", r.String())

@@ -149,12 +149,16 @@ func upEndTx(c *client, args [][]byte) {
 		replicaOf = nil
 	} else {
 		if exec && replicaOf != nil {
+			// Nothing of the transaction reaches Spillway's replicas,
+			// and no relay starts until REPLICAOF is applied.
+			c.f.relay.startMu.Lock()
+			defer c.f.relay.startMu.Unlock()
 			c.f.stopRelay(c, "REPLICAOF in a transaction")
 		}
 		c.forwardNow(args)
 	}
 	if exec && replicaOf != nil && bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
-		c.f.replicaOf(c, replicaOf[0], replicaOf[1]) // its reply is the script's +OK
+		c.f.replicaOf(c, replicaOf[0], replicaOf[1], true) // its reply is the script's +OK
 	}
 	c.txRefused, c.txNotStale, c.txWrite, c.txReplicaOf = false, false, false, nil
 	// An EXEC that ran (an array reply) ran its queued SELECTs too.

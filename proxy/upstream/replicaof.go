@@ -83,7 +83,7 @@ func upReplicaOf(c *client, args [][]byte) {
 		c.forwardNow([][]byte{[]byte("EVAL"), []byte("return redis.status_reply('OK')"), []byte("0")})
 		return
 	}
-	if msg, ok := c.f.replicaOf(c, args[1], args[2]); !ok {
+	if msg, ok := c.f.replicaOf(c, args[1], args[2], false); !ok {
 		c.Err(msg)
 	} else {
 		c.w.Simple(msg)
@@ -91,8 +91,9 @@ func upReplicaOf(c *client, args [][]byte) {
 }
 
 // replicaOf applies REPLICAOF host port (or NO ONE): it returns the reply
-// (a status, or an error when !ok).
-func (f *Front) replicaOf(c *client, host, port []byte) (string, bool) {
+// (a status, or an error when !ok). held: the caller holds the relay's
+// startMu.
+func (f *Front) replicaOf(c *client, host, port []byte, held bool) (string, bool) {
 	rs := f.srv.Replica()
 	if cstr.EqualFold(host, "no") && cstr.EqualFold(port, "one") {
 		rs.Stop()
@@ -104,6 +105,12 @@ func (f *Front) replicaOf(c *client, host, port []byte) (string, bool) {
 	p, ok := cstr.ParseInt(port)
 	if !ok || p < 0 || p > 65535 {
 		return "ERR Invalid master port", false
+	}
+	// No relay starts between its stop and Start (relay.start checks
+	// Active under startMu; upEndTx holds it already).
+	if !held {
+		f.relay.startMu.Lock()
+		defer f.relay.startMu.Unlock()
 	}
 	f.stopRelay(c, "REPLICAOF") // Spillway's replicas are disconnected
 	if !rs.Start(string(host), int(p)) {
