@@ -171,6 +171,14 @@ func TestUpstreamReplicaOfUnreachable(t *testing.T) {
 	if r := c.Do("SET", "foo4", "bar"); !r.IsError() || !strings.HasPrefix(r.Str, "READONLY") {
 		t.Fatalf("SET on the replica = %s; want READONLY", r.String())
 	}
+	// Queued in MULTI, a write is refused and fails the transaction.
+	want := []string{"+OK", "-READONLY You can't write against a read only replica.", "+QUEUED",
+		"-EXECABORT Transaction discarded because of previous errors."}
+	for i, args := range [][]string{{"MULTI"}, {"SET", "foo5", "bar"}, {"GET", "foo"}, {"EXEC"}} {
+		if r := c.Do(args...); strings.TrimSpace(string(r.Raw)) != want[i] {
+			t.Fatalf("%v in MULTI on a replica = %q; want %q", args, r.Raw, want[i])
+		}
+	}
 	if r := c.Do("GET", "foo3"); r.Str != "bar" {
 		t.Fatalf("the transaction's last SET did not run: %s", r.String())
 	}
@@ -212,6 +220,18 @@ func TestUpstreamReplicaOfUnreachable(t *testing.T) {
 		}
 		c2.Do("REPLICAOF", "NO", "ONE")
 	}
+	// Reads queued while the link is down and stale data is refused fail
+	// the transaction.
+	c2.Do("REPLICAOF", "localhsot", "0")
+	masterDown := "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	want = []string{"+OK", masterDown, masterDown, "-EXECABORT Transaction discarded because of previous errors."}
+	for i, args := range [][]string{{"MULTI"}, {"GET", "xx"}, {"PING"}, {"EXEC"}} {
+		if r := c.Do(args...); strings.TrimSpace(string(r.Raw)) != want[i] {
+			t.Fatalf("%v in MULTI on a stale replica = %q; want %q", args, r.Raw, want[i])
+		}
+	}
+	c2.Do("REPLICAOF", "NO", "ONE")
+
 	// A transaction opened while stale runs once the server is a master.
 	c2.Do("REPLICAOF", "localhsot", "0")
 	c.Do("MULTI")

@@ -193,7 +193,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
-	if c.s.replica.Active() && c.group == nil &&
+	// A forwarded transaction's queued commands are refused by the front
+	// (which fails the transaction).
+	if c.s.replica.Active() && c.group == nil && (c.fwd == nil || !c.fwd.InTransaction()) &&
 		(c.refuse(cmd, args, readOnlyRule) || c.refuse(cmd, args, masterDownRule)) {
 		return
 	}

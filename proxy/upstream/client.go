@@ -326,6 +326,10 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 		}
 	}
 	if c.inMulti && cmd.Name != "exec" && cmd.Name != "discard" {
+		if msg := c.queueRefusal(cmd); msg != "" {
+			c.refuse(msg)
+			return
+		}
 		c.noteQueued(cmd)
 	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {

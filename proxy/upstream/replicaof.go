@@ -130,11 +130,30 @@ func (c *client) noteQueued(cmd *cmdtable.Command) {
 	}
 }
 
+// queueRefusal is the refusal of a command queued in MULTI while
+// Spillway is a replica (READONLY, MASTERDOWN: the server's dispatch
+// leaves them to the front inside a forwarded transaction), or "". The
+// refusal fails the transaction (refuse), as on Redis. Scripts are judged
+// by their command's flags only.
+func (c *client) queueRefusal(cmd *cmdtable.Command) string {
+	rs := c.f.srv.Replica()
+	if !rs.Active() || c.IsMaster() {
+		return ""
+	}
+	if cmd.Is(cmdtable.FlagWrite) && cfgIs(c, "replica-read-only", "yes") {
+		return "READONLY You can't write against a read only replica."
+	}
+	if !cmd.Is(cmdtable.FlagStale) && !rs.LinkUp() && cfgIs(c, "replica-serve-stale-data", "no") {
+		return "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	}
+	return ""
+}
+
 // execRefusal is the reason EXEC is refused on a replica (Redis's
 // processCommand checks of the queued commands' flags), or "".
 func (c *client) execRefusal() string {
 	rs := c.f.srv.Replica()
-	if !rs.Active() {
+	if !rs.Active() || c.IsMaster() {
 		return ""
 	}
 	if c.txWrite && cfgIs(c, "replica-read-only", "yes") {
