@@ -127,6 +127,9 @@ func upMulti(c *client, args [][]byte) {
 	if c.replyOK(mark) {
 		c.inMulti = true
 		c.queueDB = c.DB()
+		// What a transaction ended otherwise (RESET, a lost connection)
+		// noted is not this one's.
+		c.txNotStale, c.txWrite, c.txReplicaOf = false, false, nil
 	}
 	c.maybeUnpin()
 }
