@@ -325,7 +325,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 			return
 		}
 	}
-	if c.inMulti && cmd.Name != "exec" && cmd.Name != "discard" {
+	if c.inMulti && !runsInMulti(cmd) {
 		if msg := c.queueRefusal(cmd); msg != "" {
 			c.refuse(msg)
 			return

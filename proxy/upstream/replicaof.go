@@ -130,12 +130,17 @@ func (c *client) noteQueued(cmd *cmdtable.Command) {
 	}
 }
 
-// queueRefusal is the refusal of a command queued in MULTI while
-// Spillway is a replica (READONLY, MASTERDOWN: the server's dispatch
-// leaves them to the front inside a forwarded transaction), or "". The
+// queueRefusal is the refusal of a command queued in MULTI: one that may
+// not run in a transaction (the no-multi flag), or, while Spillway is a
+// replica, READONLY and MASTERDOWN (the server's dispatch leaves them to
+// the front inside a forwarded transaction); "" if none. The
 // refusal fails the transaction (refuse), as on Redis. Scripts are judged
 // by their command's flags only.
 func (c *client) queueRefusal(cmd *cmdtable.Command) string {
+	if cmd.Is(cmdtable.FlagNoMulti) {
+		// As the server's queueCommand (SHUTDOWN must not run).
+		return "ERR Command not allowed inside a transaction"
+	}
 	rs := c.f.srv.Replica()
 	if !rs.Active() || c.IsMaster() {
 		return ""
@@ -185,4 +190,14 @@ func (f *Front) stopRelay(c *client, why string) {
 	gen := f.relay.gen
 	f.relay.mu.Unlock()
 	f.relay.stop(gen, errors.New(why))
+}
+
+// runsInMulti reports whether cmd runs at once inside MULTI rather than
+// being queued (the server's list: its own handling, never refused here).
+func runsInMulti(cmd *cmdtable.Command) bool {
+	switch cmd.Name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
 }
