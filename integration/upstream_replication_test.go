@@ -11,55 +11,50 @@ import (
 	"github.com/spillway/spillway/integration/harness"
 )
 
-// TestUpstreamRefusesReplicaOf: in upstream mode Spillway refuses the
-// commands that would make its upstream a replica (REPLICAOF, SLAVEOF,
-// FAILOVER), never forwarding them; inside MULTI they are queued and EXEC
-// answers the refusal in their slots; a SYNC in MULTI fails the
-// transaction as Redis fails it. (Replicas of Spillway itself
-// are served: upstream_relay_test.go.)
-func TestUpstreamRefusesReplicaOf(t *testing.T) {
+// TestUpstreamRefusesFailover: in upstream mode Spillway refuses FAILOVER
+// (it would make the upstream a replica), never forwarding it; inside
+// MULTI it is queued and EXEC answers the refusal in its slot; a SYNC in
+// MULTI fails the transaction as Redis fails it. (REPLICAOF makes
+// Spillway itself a replica: upstream_replicaof_test.go; replicas of
+// Spillway are served: upstream_relay_test.go.)
+func TestUpstreamRefusesFailover(t *testing.T) {
 	up := harness.StartRedis(t)
 	sp := utStartSpillway(t, up, "", 64*utMB)
 	c := utDial(t, sp.Addr(), 10*time.Second)
 
-	for _, args := range [][]string{{"REPLICAOF", "127.0.0.1", "1"}, {"SLAVEOF", "127.0.0.1", "1"}, {"FAILOVER"}} {
-		if r := c.Do(args...); !r.IsError() || !strings.HasPrefix(r.Str, "ERR REPLICAOF, SLAVEOF and FAILOVER are not served") {
-			t.Fatalf("%v = %s; want the refusal", args, r.String())
-		}
+	if r := c.Do("FAILOVER"); !r.IsError() || !strings.HasPrefix(r.Str, "ERR FAILOVER is not served") {
+		t.Fatalf("FAILOVER = %s; want the refusal", r.String())
 	}
 	if r := c.Do("PING"); r.Str != "PONG" {
-		t.Fatalf("PING after the refusals = %s", r.String())
+		t.Fatalf("PING after the refusal = %s", r.String())
 	}
 
 	// Inside MULTI: SYNC fails as Redis fails it, and EXEC discards the
 	// transaction.
-	for _, refused := range [][]string{{"SYNC"}} {
-		want := []string{"+OK", "+QUEUED", "-", "-EXECABORT"}
-		got := []string{}
-		for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, refused, {"EXEC"}} {
-			r := c.Do(args...)
-			got = append(got, strings.TrimSpace(string(r.Raw)))
-		}
-		for i := range want {
-			if !strings.HasPrefix(got[i], want[i]) {
-				t.Fatalf("MULTI / SET / %v / EXEC = %q; want prefixes %q", refused, got, want)
-			}
-		}
-		if r := c.Do("EXISTS", "tx:key"); r.Int != 0 {
-			t.Fatalf("the discarded transaction's SET ran (EXISTS = %s)", r.String())
+	want := []string{"+OK", "+QUEUED", "-", "-EXECABORT"}
+	got := []string{}
+	for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, {"SYNC"}, {"EXEC"}} {
+		r := c.Do(args...)
+		got = append(got, strings.TrimSpace(string(r.Raw)))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Fatalf("MULTI / SET / SYNC / EXEC = %q; want prefixes %q", got, want)
 		}
 	}
-	// REPLICAOF, SLAVEOF and FAILOVER are queued, as Redis queues them;
-	// EXEC runs the others and answers the refusal in their slots.
-	for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, {"REPLICAOF", "127.0.0.1", "1"}, {"FAILOVER"}} {
+	if r := c.Do("EXISTS", "tx:key"); r.Int != 0 {
+		t.Fatalf("the discarded transaction's SET ran (EXISTS = %s)", r.String())
+	}
+	// FAILOVER is queued, as Redis queues it; EXEC runs the others and
+	// answers the refusal in its slot.
+	for _, args := range [][]string{{"MULTI"}, {"SET", "tx:key", "v"}, {"FAILOVER"}} {
 		if r := c.Do(args...); r.IsError() {
 			t.Fatalf("%v = %s", args, r.String())
 		}
 	}
 	r := c.Do("EXEC")
-	if len(r.Elems) != 3 || r.Elems[0].Str != "OK" || !strings.HasPrefix(r.Elems[1].Str, "ERR REPLICAOF, SLAVEOF and FAILOVER are not served") ||
-		r.Elems[2].Str != r.Elems[1].Str {
-		t.Fatalf("EXEC = %s; want OK and the refusals", r.String())
+	if len(r.Elems) != 2 || r.Elems[0].Str != "OK" || !strings.HasPrefix(r.Elems[1].Str, "ERR FAILOVER is not served") {
+		t.Fatalf("EXEC = %s; want OK and the refusal", r.String())
 	}
 	if r := c.Do("GET", "tx:key"); r.Str != "v" {
 		t.Fatalf("the transaction's SET did not run: GET = %s", r.String())

@@ -15,11 +15,16 @@
 // the server stores them (the Record system record) in the same batch as
 // each applied command's effects, so a restart resumes with a partial
 // resynchronization and never claims an offset whose data it lacks.
+//
+// Upstream mode uses the same link with a Loader (UseLoader): the full
+// resynchronization loads into the upstream Redis, and no durable state
+// is kept.
 package replica
 
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -84,10 +89,31 @@ type Host struct {
 	FunctionsLoaded func() error
 }
 
+// Loader replaces the engine as the place a full resynchronization loads
+// the master's RDB into (upstream mode: the upstream Redis and the cold
+// store). Set it with UseLoader before the first REPLICAOF.
+type Loader struct {
+	// Load reads the RDB from r into the dataset, which Apply(FLUSHALL
+	// SYNC) and Apply(FUNCTION FLUSH SYNC) emptied first. r holds size
+	// bytes; a diskless RDB (size < 0) is followed on r by the master's
+	// EOF mark and stream, and r is then the link's 256 KB
+	// *bufio.Reader: read it through proxy/rdbfile (whose reader reads
+	// from that very buffer) and no further than the RDB's checksum. stop is closed when the link ends (REPLICAOF changed): a
+	// load still running should end. It reports the number of keys
+	// loaded.
+	Load func(r io.Reader, size int64, stop <-chan struct{}) (keys int64, err error)
+	// NoRecord: the replica's replication state is not stored in the
+	// engine (no Record is written, none is resumed from): the dataset
+	// does not live in the engine's batches, so a stored offset could
+	// claim data the dataset lacks after a restart.
+	NoRecord bool
+}
+
 // Replica is the replica side's state. Its methods are safe for
 // concurrent use.
 type Replica struct {
-	h Host
+	h      Host
+	loader atomic.Pointer[Loader]
 
 	mu   sync.Mutex
 	host string
@@ -128,6 +154,16 @@ func New(h Host) *Replica {
 	return &Replica{h: h}
 }
 
+// UseLoader makes full resynchronizations load through l instead of
+// into the engine (nil: the engine again).
+func (r *Replica) UseLoader(l *Loader) { r.loader.Store(l) }
+
+// noRecord reports whether the Record is neither stored nor resumed from.
+func (r *Replica) noRecord() bool {
+	l := r.loader.Load()
+	return l != nil && l.NoRecord
+}
+
 // Active reports whether the server is a replica (one atomic load).
 func (r *Replica) Active() bool { return r.active.Load() }
 
@@ -165,7 +201,7 @@ func (r *Replica) Start(host string, port int) bool {
 	if wasMaster {
 		r.down.Store(0)
 		r.reploff.Store(r.h.Master.Offset())
-		if id, off, db, ok := r.durableState(); ok {
+		if id, off, db, ok := r.durableState(); ok && !r.noRecord() {
 			r.h.Master.Adopt(id, off)
 			r.reploff.Store(off)
 			r.h.ResetClient(db)
@@ -386,4 +422,17 @@ func (c *countingConn) Read(p []byte) (int, error) {
 		c.r.xferIO.Store(now)
 	}
 	return n, err
+}
+
+// stopChan returns the stop channel of the link of generation gen (a
+// closed one if the link was replaced).
+func (r *Replica) stopChan(gen uint64) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gen != gen || r.stop == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return r.stop
 }

@@ -161,7 +161,11 @@ func (r *Replica) fullSync(nc net.Conn, br *bufio.Reader, gen uint64, id string,
 	defer r.h.Loading(false)
 	// The old data goes, and with it the stored state: a crash from here
 	// on must not resume from an offset the data no longer matches.
-	r.h.Apply([][]byte{[]byte("FLUSHALL"), []byte("SYNC")}, nil, []byte{})
+	var noRec []byte // an empty Record: cleared
+	if !r.noRecord() {
+		noRec = []byte{}
+	}
+	r.h.Apply([][]byte{[]byte("FLUSHALL"), []byte("SYNC")}, nil, noRec)
 	r.h.Apply([][]byte{[]byte("FUNCTION"), []byte("FLUSH"), []byte("SYNC")}, nil, nil)
 	nc.SetReadDeadline(time.Time{})
 	var src io.Reader = br
@@ -175,7 +179,12 @@ func (r *Replica) fullSync(nc net.Conn, br *bufio.Reader, gen uint64, id string,
 	streamDB := streamDBOf(br)
 	// Now 1: no key counts as expired, as a replica loading its master's
 	// RDB keeps them all (the master's DELs remove them).
-	st, err := rdbfile.Load(src, r.h.Engine, rdbfile.LoadOptions{Logger: r.h.Log, Size: max(size, 0), Now: 1})
+	var st rdbfile.LoadStats
+	if l := r.loader.Load(); l != nil {
+		st.Keys, err = l.Load(src, size, r.stopChan(gen))
+	} else {
+		st, err = rdbfile.Load(src, r.h.Engine, rdbfile.LoadOptions{Logger: r.h.Log, Size: max(size, 0), Now: 1})
+	}
 	stopWD()
 	if err != nil {
 		return fmt.Errorf("load the master's RDB: %w", err)
@@ -204,9 +213,11 @@ func (r *Replica) fullSync(nc net.Conn, br *bufio.Reader, gen uint64, id string,
 	r.reploff.Store(off)
 	r.readOff.Store(off)
 	r.h.ResetClient(streamDB)
-	rec := []byte(id + " " + strconv.FormatInt(off, 10) + " " + strconv.Itoa(streamDB))
-	if _, err := r.h.Engine.Update(func(tx *tiering.Tx) error { return tx.PutSystem(Record, rec) }); err != nil {
-		return fmt.Errorf("store the replication state: %w", err)
+	if !r.noRecord() {
+		rec := []byte(id + " " + strconv.FormatInt(off, 10) + " " + strconv.Itoa(streamDB))
+		if _, err := r.h.Engine.Update(func(tx *tiering.Tx) error { return tx.PutSystem(Record, rec) }); err != nil {
+			return fmt.Errorf("store the replication state: %w", err)
+		}
 	}
 	r.SyncFull.Add(1)
 	r.h.Log.Info("MASTER <-> REPLICA sync: finished with success", "keys", st.Keys, "replid", id, "offset", off)
@@ -269,10 +280,13 @@ func (r *Replica) stream(nc net.Conn, br *bufio.Reader, gen uint64) error {
 			return errStopped
 		}
 		next := r.reploff.Load() + n
-		rec := make([]byte, 0, 64)
-		rec = append(rec, r.h.Master.ID()...)
-		rec = append(rec, ' ')
-		rec = strconv.AppendInt(rec, next, 10)
+		var rec []byte
+		if !r.noRecord() {
+			rec = make([]byte, 0, 64)
+			rec = append(rec, r.h.Master.ID()...)
+			rec = append(rec, ' ')
+			rec = strconv.AppendInt(rec, next, 10)
+		}
 		r.h.Apply(args, raw, rec)
 		r.reploff.Store(next)
 	}

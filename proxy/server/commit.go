@@ -360,17 +360,33 @@ func (s *Server) applyFromMaster(args [][]byte, raw, rec []byte) {
 	defer s.mc.mu.Unlock()
 	c := s.mc.client(s)
 	if s.mc.resetAsk.CompareAndSwap(true, false) {
-		c.discardMulti()
-		c.unwatchAll()
-		if db := int(s.mc.pendingDB.Load()); db >= 0 && db < s.engine.Databases() {
-			c.db = db
-			c.dbShown.Store(int32(db))
+		if c.fwd != nil {
+			// Upstream mode: the front holds the transaction and the
+			// database, reset with the commands that change them.
+			if c.fwd.InTransaction() {
+				c.execute([][]byte{[]byte("DISCARD")})
+			}
+			if db := s.mc.pendingDB.Load(); db >= 0 && int(db) < s.engine.Databases() {
+				c.execute([][]byte{[]byte("SELECT"), strconv.AppendInt(nil, db, 10)})
+			}
+			c.fwd.Flush(false)
+			c.w.Reset()
+		} else {
+			c.discardMulti()
+			c.unwatchAll()
+			if db := int(s.mc.pendingDB.Load()); db >= 0 && db < s.engine.Databases() {
+				c.db = db
+				c.dbShown.Store(int32(db))
+			}
 		}
 	}
 	ml := c.ml
 	ml.raw, ml.rec, ml.fed = raw, rec, raw == nil
 	if len(args) > 0 {
 		c.execute(args)
+		if c.fwd != nil {
+			c.fwd.Flush(false) // upstream mode: applied before the next
+		}
 		if err := c.waitPending(); err != nil {
 			s.log.Error("a command from the master is not durable", "err", err)
 		}

@@ -98,6 +98,10 @@ func (c *Conn) BecomeReplica(fn func(nc net.Conn)) {
 	c.TakeOver(fn)
 }
 
+// IsMaster reports whether the connection is the master client (a
+// replica applying its master's stream): no refusal applies to it.
+func (c *Conn) IsMaster() bool { return c.ml != nil }
+
 // ReplHandshake returns what the client told with REPLCONF (the zero value
 // if it sent none), and whether the connection is a replica already.
 func (c *Conn) ReplHandshake() (h repl.Handshake, isReplica bool) {

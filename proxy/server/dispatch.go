@@ -160,6 +160,13 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	}
 	if c.ml != nil {
 		c.lastCmd.Store(cmd) // the master client: no refusal applies
+		if c.fwd != nil {
+			// Upstream mode: the front applies it (proxy/upstream's
+			// REPLICAOF), no refusal applying.
+			c.s.stats.commands.Add(1)
+			c.fwd.Dispatch(cmd, args)
+			return
+		}
 		if c.multi.active && !runsInMulti(cmd) {
 			c.queueCommand(cmd, args)
 			return
@@ -186,7 +193,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
-	if c.fwd == nil && c.s.replica.Active() && c.group == nil &&
+	// A forwarded transaction's queued commands are refused by the front
+	// (which fails the transaction).
+	if c.s.replica.Active() && c.group == nil && (c.fwd == nil || !c.fwd.InTransaction()) &&
 		(c.refuse(cmd, args, readOnlyRule) || c.refuse(cmd, args, masterDownRule)) {
 		return
 	}

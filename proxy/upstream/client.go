@@ -48,6 +48,11 @@ type client struct {
 	// the upstream's transaction and answers EXECABORT, as Redis does
 	// after a queueing error.
 	txRefused bool
+	// txNotStale, txWrite: a command queued in the open transaction has
+	// no stale flag, has the write flag; txReplicaOf is a queued
+	// REPLICAOF's host and port (replicaof.go).
+	txNotStale, txWrite bool
+	txReplicaOf         [][]byte
 	// queueDB is the database commands queued in MULTI run on (a queued
 	// SELECT changes it; EXEC makes it the client's).
 	queueDB int
@@ -334,6 +339,13 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 			c.upAskingForward(cmd, args)
 			return
 		}
+	}
+	if c.inMulti && !runsInMulti(cmd) {
+		if msg := c.queueRefusal(cmd); msg != "" {
+			c.refuse(msg)
+			return
+		}
+		c.noteQueued(cmd)
 	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()

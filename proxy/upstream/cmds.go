@@ -128,6 +128,9 @@ func upMulti(c *client, args [][]byte) {
 	if c.replyOK(mark) {
 		c.inMulti = true
 		c.queueDB = c.DB()
+		// What a transaction ended otherwise (RESET, a lost connection)
+		// noted is not this one's.
+		c.txNotStale, c.txWrite, c.txReplicaOf = false, false, nil
 	}
 	c.maybeUnpin()
 }
@@ -135,16 +138,34 @@ func upMulti(c *client, args [][]byte) {
 // upEndTx is EXEC and DISCARD: the transaction's protection ends with it.
 func upEndTx(c *client, args [][]byte) {
 	mark := c.w.Len()
-	if c.txRefused && cstr.EqualFold(args[0], "exec") {
+	exec := cstr.EqualFold(args[0], "exec")
+	replicaOf := c.txReplicaOf
+	if why := c.execRefusal(); exec && c.inMulti && why != "" {
+		c.forwardNow([][]byte{[]byte("DISCARD")})
+		c.w.Truncate(mark)
+		c.Err("EXECABORT Transaction discarded because of: " + why)
+		replicaOf = nil
+	} else if c.txRefused && exec {
 		// The upstream queued everything but what Spillway refused.
 		c.forwardNow([][]byte{[]byte("DISCARD")})
 		c.w.Truncate(mark)
 		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
+		replicaOf = nil
 	} else {
+		if exec && replicaOf != nil {
+			// Nothing of the transaction reaches Spillway's replicas,
+			// and no relay starts until REPLICAOF is applied.
+			c.f.relay.startMu.Lock()
+			defer c.f.relay.startMu.Unlock()
+			c.f.stopRelay(c, "REPLICAOF in a transaction")
+		}
 		c.forwardNow(args)
 	}
-	c.runQueuedLocal(mark, cstr.EqualFold(args[0], "exec")) // multilocal.go
-	c.txRefused = false
+	c.runQueuedLocal(mark, exec) // multilocal.go
+	if exec && replicaOf != nil && bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
+		c.f.replicaOf(c, replicaOf[0], replicaOf[1], true) // its reply is the script's +OK
+	}
+	c.txRefused, c.txNotStale, c.txWrite, c.txReplicaOf = false, false, false, nil
 	// An EXEC that ran (an array reply) ran its queued SELECTs too.
 	if c.inMulti && c.queueDB != c.DB() && cstr.EqualFold(args[0], "exec") &&
 		bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
@@ -213,13 +234,13 @@ func upPassthroughCommand(c *client, args [][]byte) {
 }
 
 // Replication in upstream mode is Spillway's own (relay.go): SYNC, PSYNC
-// and REPLCONF never reach the shared connections. REPLICAOF, SLAVEOF and
-// FAILOVER are refused, never forwarded: they would make the upstream a
-// replica of another server.
-const errNoReplicaOf = "ERR REPLICAOF, SLAVEOF and FAILOVER are not served in upstream mode: " +
-	"they would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
+// and REPLCONF never reach the shared connections. REPLICAOF and SLAVEOF
+// make Spillway a replica (replicaof.go); FAILOVER is refused, never
+// forwarded: it would make the upstream a replica of another server.
+const errNoReplicaOf = "ERR FAILOVER is not served in upstream mode: " +
+	"it would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
 
-// upRefuseReplicaOf answers REPLICAOF, SLAVEOF and FAILOVER.
+// upRefuseReplicaOf answers FAILOVER.
 // Inside MULTI it is queued, as Redis queues it, and its slot in EXEC's
 // reply is the refusal: the upstream queues a script that returns it (and
 // changes nothing), so the transaction's other commands run as on Redis.

@@ -200,6 +200,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f.demoter.Start()
 	f.follow.ready()
 	f.watchBudget()
+	f.useReplicaLoader()
 	srv.SetForwarder(f)
 	return f, nil
 }

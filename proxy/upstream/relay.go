@@ -129,6 +129,9 @@ func (r *relay) master() *repl.Master { return r.f.srv.Replication() }
 func (r *relay) start() error {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
+	if r.f.srv.Replica().Active() {
+		return errors.New("Spillway is a replica (REPLICAOF)")
+	}
 	r.mu.Lock()
 	if r.running {
 		r.mu.Unlock()

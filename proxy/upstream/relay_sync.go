@@ -276,6 +276,10 @@ func upSync(c *client, args [][]byte) {
 		replid, off = string(args[1]), n
 	}
 	f := c.f
+	if f.srv.Replica().Active() {
+		c.Err(errReplicaSync)
+		return
+	}
 	if err := f.relay.start(); err != nil {
 		c.Err("ERR Spillway could not open its replication link to the upstream: " + err.Error())
 		return

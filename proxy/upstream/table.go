@@ -105,9 +105,9 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 	local("replconf", upReplconf(serverHandler(lookup("replconf"))))
 	local("role", nodeInCluster(lookup("role"), serverHandler(lookup("role"))))
 	local("wait", nodeInCluster(lookup("wait"), upWait))
-	for _, name := range []string{"replicaof", "slaveof", "failover"} {
-		local(name, upRefuseReplicaOf)
-	}
+	local("replicaof", upReplicaOf)
+	local("slaveof", upReplicaOf)
+	local("failover", upRefuseReplicaOf)
 	f.clusterTable(lookup, local)
 	if os.Getenv("SPILLWAY_TEST_HOOKS") == "1" {
 		local("debug", upDebug)

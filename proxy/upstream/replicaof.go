@@ -1,0 +1,203 @@
+package upstream
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spillway/spillway/proxy/cmdtable"
+	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/replica"
+)
+
+// REPLICAOF and SLAVEOF in upstream mode: Spillway (never its upstream,
+// which stays a master Spillway writes to) becomes a replica of another
+// server, with proxy/replica's link: the master's RDB is loaded into the
+// upstream as RESTOREs (replicaof_load.go) once the upstream and the store
+// are emptied (the master client's FLUSHALL), and the master's stream is
+// applied through this front as the master client, its writes forwarded
+// (a cold key is reloaded first, as for any write). While Spillway is a
+// replica its own replicas are not served: REPLICAOF disconnects them, as
+// Redis does, and their SYNC is refused until REPLICAOF NO ONE (the relay
+// follows the upstream's stream, whose offsets are not the master's).
+
+// errReplicaSync refuses Spillway's own replicas while it is a replica.
+const errReplicaSync = "ERR Spillway in upstream mode serves no replicas while it is a replica itself (REPLICAOF)"
+
+// errClusterReplicaOf: Redis Cluster refuses REPLICAOF.
+const errClusterReplicaOf = "ERR REPLICAOF not allowed in cluster mode."
+
+// useReplicaLoader makes the replica side's full resynchronizations load
+// into the upstream (Enable).
+func (f *Front) useReplicaLoader() {
+	f.srv.Replica().UseLoader(&replica.Loader{Load: f.loadMasterRDB, NoRecord: true})
+}
+
+// loadMasterRDB loads a master's RDB into the upstream (replica.Loader).
+func (f *Front) loadMasterRDB(r io.Reader, _ int64, stop <-chan struct{}) (int64, error) {
+	p := &loadPacer{budget: f.cfg.MaxMemory, used: f.upstreamUsedMemory,
+		relieve: f.demoter.Kick, every: 1 << 20, poll: 10 * time.Millisecond, stall: 30 * time.Second,
+		stop: stop, log: f.log}
+	if b := f.cfg.MaxMemory() / 16; b > 0 && b < p.every {
+		p.every = max(b, 64<<10)
+	}
+	st, err := restoreRDB(r, f.ctlDo, p.restored)
+	f.log.Info("the master's RDB is loaded into the upstream", "keys", st.Keys, "functions", st.Functions,
+		"bytes", st.Bytes, "pauses", p.pauses, "err", err)
+	return st.Keys, err
+}
+
+// upstreamUsedMemory polls the upstream's used_memory.
+func (f *Front) upstreamUsedMemory() (int64, error) {
+	r, err := f.ctlDo(0, [][]byte{[]byte("INFO"), []byte("memory")})
+	if err != nil {
+		return 0, err
+	}
+	const field = "used_memory:"
+	s := string(r)
+	for i := 0; i+len(field) <= len(s); i++ {
+		if s[i:i+len(field)] == field && (i == 0 || s[i-1] == '\n') {
+			j := i + len(field)
+			k := j
+			for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+				k++
+			}
+			return strconv.ParseInt(s[j:k], 10, 64)
+		}
+	}
+	return 0, errors.New("no used_memory in the upstream's INFO memory")
+}
+
+// upReplicaOf is REPLICAOF and SLAVEOF. Inside MULTI it is queued: the
+// upstream queues a script answering +OK in its slot, and EXEC runs it
+// after the upstream's EXEC (upEndTx: Spillway's replicas are disconnected
+// before, so nothing of the transaction reaches them, as on Redis).
+func upReplicaOf(c *client, args [][]byte) {
+	if c.f.cluster.Load() {
+		c.refuse(errClusterReplicaOf)
+		return
+	}
+	if c.inMulti {
+		c.txReplicaOf = [][]byte{append([]byte(nil), args[1]...), append([]byte(nil), args[2]...)}
+		c.forwardNow([][]byte{[]byte("EVAL"), []byte("return redis.status_reply('OK')"), []byte("0")})
+		return
+	}
+	if msg, ok := c.f.replicaOf(c, args[1], args[2], false); !ok {
+		c.Err(msg)
+	} else {
+		c.w.Simple(msg)
+	}
+}
+
+// replicaOf applies REPLICAOF host port (or NO ONE): it returns the reply
+// (a status, or an error when !ok). held: the caller holds the relay's
+// startMu.
+func (f *Front) replicaOf(c *client, host, port []byte, held bool) (string, bool) {
+	rs := f.srv.Replica()
+	if cstr.EqualFold(host, "no") && cstr.EqualFold(port, "one") {
+		rs.Stop()
+		return "OK", true
+	}
+	if _, isReplica := c.ReplHandshake(); isReplica {
+		return "ERR Command is not valid when client is a replica.", false
+	}
+	p, ok := cstr.ParseInt(port)
+	if !ok || p < 0 || p > 65535 {
+		return "ERR Invalid master port", false
+	}
+	// No relay starts between its stop and Start (relay.start checks
+	// Active under startMu; upEndTx holds it already).
+	if !held {
+		f.relay.startMu.Lock()
+		defer f.relay.startMu.Unlock()
+	}
+	f.stopRelay(c, "REPLICAOF") // Spillway's replicas are disconnected
+	if !rs.Start(string(host), int(p)) {
+		return "OK Already connected to specified master", true
+	}
+	return "OK", true
+}
+
+// noteQueued records what a command queued in MULTI needs at EXEC time
+// (upEndTx's refusals on a replica).
+func (c *client) noteQueued(cmd *cmdtable.Command) {
+	if !cmd.Is(cmdtable.FlagStale) {
+		c.txNotStale = true
+	}
+	if cmd.Is(cmdtable.FlagWrite) {
+		c.txWrite = true
+	}
+}
+
+// queueRefusal is the refusal of a command queued in MULTI: one that may
+// not run in a transaction (the no-multi flag), or, while Spillway is a
+// replica, READONLY and MASTERDOWN (the server's dispatch leaves them to
+// the front inside a forwarded transaction); "" if none. The
+// refusal fails the transaction (refuse), as on Redis. Scripts are judged
+// by their command's flags only.
+func (c *client) queueRefusal(cmd *cmdtable.Command) string {
+	if cmd.Is(cmdtable.FlagNoMulti) {
+		// As the server's queueCommand (SHUTDOWN must not run).
+		return "ERR Command not allowed inside a transaction"
+	}
+	rs := c.f.srv.Replica()
+	if !rs.Active() || c.IsMaster() {
+		return ""
+	}
+	if cmd.Is(cmdtable.FlagWrite) && cfgIs(c, "replica-read-only", "yes") {
+		return "READONLY You can't write against a read only replica."
+	}
+	if !cmd.Is(cmdtable.FlagStale) && !rs.LinkUp() && cfgIs(c, "replica-serve-stale-data", "no") {
+		return "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	}
+	return ""
+}
+
+// execRefusal is the reason EXEC is refused on a replica (Redis's
+// processCommand checks of the queued commands' flags), or "".
+func (c *client) execRefusal() string {
+	rs := c.f.srv.Replica()
+	if !rs.Active() || c.IsMaster() {
+		return ""
+	}
+	if c.txWrite && cfgIs(c, "replica-read-only", "yes") {
+		return "READONLY You can't write against a read only replica."
+	}
+	if c.txNotStale && !rs.LinkUp() && cfgIs(c, "replica-serve-stale-data", "no") {
+		return "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	}
+	return ""
+}
+
+// cfgIs reports whether setting name is v.
+func cfgIs(c *client, name, v string) bool {
+	got, _ := c.f.cfg.Value(name)
+	return got == v
+}
+
+// stopRelay stops the relay, if running (Spillway's replicas are
+// disconnected), because of why, once its stream holds everything the
+// upstream did so far (c's commands included: a replica of Redis gets
+// the commands before REPLICAOF).
+func (f *Front) stopRelay(c *client, why string) {
+	if f.relay.active.Load() {
+		if _, err := f.relay.offsetAfterUpstream(c); err != nil {
+			f.log.Warn("the relay's stream may miss the upstream's last commands", "err", err)
+		}
+	}
+	f.relay.mu.Lock()
+	gen := f.relay.gen
+	f.relay.mu.Unlock()
+	f.relay.stop(gen, errors.New(why))
+}
+
+// runsInMulti reports whether cmd runs at once inside MULTI rather than
+// being queued (the server's list: its own handling, never refused here).
+func runsInMulti(cmd *cmdtable.Command) bool {
+	switch cmd.Name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
