@@ -88,6 +88,9 @@ func (m *Mirrors) Get(u *acl.User, proto, db int) (*link.Conn, error) {
 		m.mirrors[u.Name()] = mi
 	}
 	rules := u.Rules()
+	if mi.addr != target.Addr {
+		mi.closeIdle() // connected to the upstream before a failover
+	}
 	stale := mi.rules != rules || mi.addr != target.Addr
 	if !stale {
 		key := [2]int{proto, db}
