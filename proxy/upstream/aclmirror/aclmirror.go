@@ -92,15 +92,6 @@ func (m *Mirrors) Get(u *acl.User, proto, db int) (*link.Conn, error) {
 		mi.closeIdle() // connected to the upstream before a failover
 	}
 	stale := mi.rules != rules || mi.addr != target.Addr
-	if !stale {
-		key := [2]int{proto, db}
-		if list := mi.idle[key]; len(list) > 0 {
-			c := list[len(list)-1]
-			mi.idle[key] = list[:len(list)-1]
-			m.mu.Unlock()
-			return c, nil
-		}
-	}
 	secret := mi.secret
 	m.mu.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -113,6 +104,13 @@ func (m *Mirrors) Get(u *acl.User, proto, db int) (*link.Conn, error) {
 				mi.rules, mi.addr = rules, target.Addr
 			}
 			m.mu.Unlock()
+		}
+		if attempt == 0 {
+			// An idle connection follows the mirror's new rules: the
+			// upstream applies ACL SETUSER to its logged-in clients.
+			if c := m.takeIdle(mi, proto, db); c != nil {
+				return c, nil
+			}
 		}
 		mt := target
 		mt.Username, mt.Password = MirrorName(u.Name()), secret
@@ -127,6 +125,20 @@ func (m *Mirrors) Get(u *acl.User, proto, db int) (*link.Conn, error) {
 		// The upstream lost the mirror (restarted, or an operator removed
 		// it): set it again once.
 	}
+}
+
+// takeIdle returns an idle connection of mi on db in proto, or nil.
+func (m *Mirrors) takeIdle(mi *mirror, proto, db int) *link.Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := [2]int{proto, db}
+	list := mi.idle[key]
+	if len(list) == 0 {
+		return nil
+	}
+	c := list[len(list)-1]
+	mi.idle[key] = list[:len(list)-1]
+	return c
 }
 
 // set makes the upstream's mirror of u have rules and the password secret.
