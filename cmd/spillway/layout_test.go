@@ -39,6 +39,8 @@ var importRules = map[string][]string{
 	"proxy/tlsconf":    {"proxy/config", "proxy/cstr"},
 	"proxy/metrics":    {"coldstore"},
 	"proxy/script/...": {"proxy/script", "proxy/cmdtable", "proxy/cstr", "proxy/rdb", "proxy/resp"},
+	// Upstream mode's script users: ACL rules out, upstream connections.
+	"proxy/upstream/aclmirror": {"proxy/acl", "proxy/upstream/link"},
 	// RDB files: the snapshot in, the value encodings of proxy/rdb.
 	"proxy/rdbfile": {"codec", "tiering", "proxy/rdb", "proxy/cstr"},
 	// Replication's master state: the stream as bytes, no server, no engine.

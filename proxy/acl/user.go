@@ -479,3 +479,41 @@ func (k keyPattern) String() string {
 	}
 	return "~" + k.pattern
 }
+
+// SetUserOps returns the rules as ACL SETUSER arguments that give a user
+// reset beforehand the same permissions: the sanitize-payload flag, then
+// the root selector's key patterns, channels and command rules (one
+// argument each), then each other selector as one "(...)" argument. The
+// on/off state and the passwords are left out: the caller chooses them
+// (upstream mode's script users, proxy/upstream/aclmirror).
+func (r *Rules) SetUserOps() []string {
+	var ops []string
+	if r.flags&flagSkipSanitize != 0 {
+		ops = append(ops, "skip-sanitize-payload")
+	} else if r.flags&flagSanitize != 0 {
+		ops = append(ops, "sanitize-payload")
+	}
+	for _, s := range r.selectors {
+		if !s.root {
+			ops = append(ops, "("+strings.TrimSpace(s.describe())+")")
+			continue
+		}
+		if s.allKeys {
+			ops = append(ops, "~*")
+		} else {
+			for _, k := range s.keys {
+				ops = append(ops, k.String())
+			}
+		}
+		if s.allChannels {
+			ops = append(ops, "&*")
+		} else {
+			ops = append(ops, "resetchannels")
+			for _, c := range s.channels {
+				ops = append(ops, "&"+c)
+			}
+		}
+		ops = append(ops, strings.Fields(s.commandRules())...)
+	}
+	return ops
+}

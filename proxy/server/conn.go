@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/repl"
 	"github.com/spillway/spillway/proxy/resp"
@@ -29,6 +30,13 @@ func (c *Conn) ID() int64 { return c.id }
 // W returns the client's reply buffer, in its protocol (W().Proto). What a
 // front appends there is sent by the server when it flushes.
 func (c *Conn) W() *resp.Writer { return &c.w }
+
+// User returns the client's ACL user (upstream mode runs its scripts as
+// the user's mirror).
+func (c *Conn) User() *acl.User { return c.cl().userOf() }
+
+// ACL returns the server's ACL users.
+func (c *Conn) ACL() *acl.Registry { return c.s.acl }
 
 // DB returns the client's selected database.
 func (c *Conn) DB() int { return c.db }

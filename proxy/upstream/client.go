@@ -9,6 +9,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/upstream/aclmirror"
 	"github.com/spillway/spillway/proxy/upstream/link"
 )
 
@@ -362,11 +363,21 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	c.upRoute(cmd, args)
 }
 
+// errScriptPinned refuses the script of a restricted ACL user inside
+// MULTI or on a subscribed connection: only a connection of its own runs
+// a script as the user's mirror.
+const errScriptPinned = "ERR spillway: in upstream mode, a script of an ACL user without every permission " +
+	"cannot run inside MULTI or while subscribed"
+
 // upRoute runs a command Spillway does not answer itself: relayed in
 // passthrough, queued in MULTI, on a connection of its own if it blocks,
 // else forwarded.
 func (c *client) upRoute(cmd *cmdtable.Command, args [][]byte) {
 	switch {
+	case (c.passthrough || c.inMulti) && c.f.scripts[cmd] && aclmirror.Needed(c.User()):
+		// The pinned connection is logged in as Spillway: the script
+		// would run unchecked (aclmirror).
+		c.refuse(errScriptPinned)
 	case c.passthrough:
 		c.upPassthroughCmd(cmd, args)
 	case c.inMulti:

@@ -26,6 +26,7 @@ import (
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/config"
 	"github.com/spillway/spillway/proxy/server"
+	"github.com/spillway/spillway/proxy/upstream/aclmirror"
 	"github.com/spillway/spillway/proxy/upstream/link"
 	"github.com/spillway/spillway/tiering"
 	"github.com/spillway/spillway/tiering/uptier"
@@ -99,6 +100,9 @@ type Front struct {
 	// from a connection whose script is running), instead of getting
 	// BUSY as Redis's other clients do.
 	scripts map[*cmdtable.Command]bool
+	// mirrors are the upstream users restricted clients' scripts run as
+	// (proxy/upstream/aclmirror).
+	mirrors *aclmirror.Mirrors
 
 	// local holds the commands Spillway answers itself (localTable).
 	local map[*cmdtable.Command]localHandler
@@ -171,6 +175,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f.pool = link.NewPool(link.Options{Target: opts.Target, Shared: opts.SharedConn, Logger: f.log,
 		Sentinel:      opts.Sentinel,
 		AcceptCluster: func(c *link.Conn) error { return f.acceptCluster(c, opts.Target.Addr) }})
+	f.mirrors = aclmirror.New(f.pool, 2*time.Second)
 	if err := f.pool.StartErr(); errors.Is(err, link.ErrClusterUpstream) {
 		f.pool.Close()
 		return nil, err
@@ -217,6 +222,7 @@ func (f *Front) Close() {
 	f.relay.close()
 	f.follow.close()
 	f.demoter.Stop()
+	f.mirrors.Close()
 	f.pool.Close()
 	f.ctlMu.Lock()
 	for _, c := range f.ctl {

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
+	"github.com/spillway/spillway/proxy/upstream/aclmirror"
 	"github.com/spillway/spillway/proxy/upstream/link"
 )
 
@@ -120,7 +122,21 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		return
 	}
 	conn, own := c.pinned, false
-	if conn == nil {
+	putBack := c.f.pool.Put
+	var u *acl.User
+	if c.f.scripts[cmd] {
+		u = c.User()
+	}
+	if aclmirror.Needed(u) {
+		// A restricted user's script runs as its mirror: the upstream
+		// checks its redis.call (aclmirror).
+		var err error
+		if conn, err = c.f.mirrors.Get(u, c.w.Proto, c.DB()); err != nil {
+			c.Err(err.Error())
+			return
+		}
+		own, putBack = true, func(conn *link.Conn) { c.f.mirrors.Put(u, conn) }
+	} else if conn == nil {
 		var err error
 		if conn, err = c.f.pool.Get(c.w.Proto, c.DB()); err != nil {
 			c.Err(link.ErrorReply(err))
@@ -166,7 +182,7 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		}
 		c.w.Raw(res.r)
 		if own {
-			c.f.pool.Put(conn)
+			putBack(conn)
 		}
 	case <-gone:
 		unblock(true)

@@ -49,6 +49,16 @@ func (f *Front) localTable() map[*cmdtable.Command]localHandler {
 			}
 		}
 	}
+	for _, name := range []string{"acl|deluser", "acl|load"} {
+		// Users gone lose their scripts' mirrors upstream (aclmirror).
+		h := t[lookup(name)]
+		local(name, func(c *client, args [][]byte) {
+			h(c, args)
+			if err := c.f.mirrors.Sweep(c.ACL()); err != nil {
+				c.f.log.Warn("ACL mirror users left on the upstream", "err", err)
+			}
+		})
+	}
 	for _, name := range []string{"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
 		delete(t, lookup(name))
 		delete(f.monitorLocal, lookup(name))
