@@ -177,7 +177,7 @@ func TestKeyspaceStatsAgainstRedis(t *testing.T) {
 
 // In upstream mode the upstream counts the forwarded commands, the engine
 // the reads answered from cold copies, and the demoter's own reads of the
-// upstream are taken out (proxy/upstream/infostats.go).
+// upstream are taken out (proxy/upstream/localstats.go).
 func TestKeyspaceStatsUpstreamAgainstRedis(t *testing.T) {
 	t.Setenv("SPILLWAY_TEST_HOOKS", "1") // DEBUG DEMOTE
 	for _, tc := range []struct{ name, minHits string }{

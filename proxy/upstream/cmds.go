@@ -593,7 +593,7 @@ func (f *Front) infoBody(r []byte, err error, args [][]byte) string {
 	}
 	body = addBlockedClients(body, f.srv.PostponedClients())
 	body = f.replicationSection(body)
-	body = f.keyspaceStats(body) // infostats.go
+	body = f.keyspaceStats(body) // localstats.go
 	// The clients are Spillway's (CLIENT LIST and KILL are), not the
 	// upstream's, whose are Spillway's own connections.
 	body = setInfoField(body, "connected_clients", f.srv.ConnectedClients())

@@ -125,6 +125,6 @@ func upConfigResetStat(c *client, args [][]byte) {
 	c.Call(c.f.configResetStat, args)
 	if c.replyOK(mark) {
 		c.alsoUpstream(mark, args)
-		c.f.pool.OwnLookups().Reset() // with the upstream's (infostats.go)
+		c.f.pool.OwnLookups().Reset() // with the upstream's (localstats.go)
 	}
 }

@@ -125,7 +125,7 @@ type Front struct {
 	// ctlAddrs are the control connections' addresses: their upstream
 	// slow log entries are clients' requests (CONFIG SET...).
 	ctlAddrs sync.Map
-	// ownRun: the upstream process its own lookups were counted on (infostats.go)
+	// ownRun: the upstream process its own lookups were counted on (localstats.go)
 	ownRun ownStatsRun
 }
 
