@@ -24,6 +24,10 @@ var upstreamLocalScripts = [][][]string{
 	{{"SET", "w", "1"}, {"WATCH", "w"}, {"SET", "w", "2"}, {"MULTI"}, {"CLIENT", "SETNAME", "n3"}, {"EXEC"},
 		{"CLIENT", "GETNAME"}},
 	{{"MULTI"}, {"SET", "k2", "v"}, {"CLIENT", "PAUSE", "10", "WRITE"}, {"INCR", "k2"}, {"EXEC"}, {"GET", "k2"}},
+	// CONFIG in MULTI is queued; a failing SET is an error in EXEC's reply
+	// and the client leaves the transaction.
+	{{"MULTI"}, {"SET", "k3", "v"}, {"CONFIG", "SET", "maxmemory", "bla"}, {"CONFIG", "GET", "maxmemory-policy"},
+		{"EXEC"}, {"MULTI"}, {"DISCARD"}},
 }
 
 // upstreamLocalReplies runs every script on a connection of its own to

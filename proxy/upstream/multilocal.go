@@ -29,14 +29,16 @@ type queuedLocal struct {
 // queueableLocal reports whether cmd, a local command, is queued in MULTI
 // by Spillway (a server handler's: queueLocal).
 func (f *Front) queueableLocal(cmd *cmdtable.Command) bool {
-	if !f.monitorLocal[cmd] || forwardedToo[cmd.Name] {
-		return false
-	}
 	switch cmd.Name {
 	case "hello":
 		return false // the pinned connection follows HELLO: answered at once
+	case "config|set", "config|get", "config|resetstat":
+		// Spillway's, then the upstream's on a control connection: queued
+		// as any CONFIG in Redis's MULTI (a failing CONFIG SET is an error
+		// in EXEC's reply, not a refusal that leaves the client in MULTI).
+		return true
 	}
-	return true
+	return f.monitorLocal[cmd] && !forwardedToo[cmd.Name]
 }
 
 // queueLocal queues a local command of a client in MULTI.
