@@ -59,7 +59,8 @@ func TestTLSUpstream(t *testing.T) {
 		t.Fatalf("INFO tiering: %v %v", info, err)
 	}
 
-	refused := func(name, reason string, args ...string) {
+	// reasons are what the log may give as the cause: any one of them.
+	refused := func(name string, reasons []string, args ...string) {
 		t.Helper()
 		// A password, so that the harness's readiness PING is answered
 		// (NOAUTH) without the upstream.
@@ -73,12 +74,21 @@ func TestTLSUpstream(t *testing.T) {
 			t.Errorf("%s: INFO tiering %v %v; want upstream_status:down", name, info, err)
 		}
 		log, _ := os.ReadFile(s.LogPath())
-		if !strings.Contains(string(log), reason) {
-			t.Errorf("%s: the log does not say %q", name, reason)
+		found := false
+		for _, r := range reasons {
+			found = found || strings.Contains(string(log), r)
+		}
+		if !found {
+			t.Errorf("%s: the log gives none of %q", name, reasons)
 		}
 	}
 	other := newTestPKI(t, "Other CA")
-	refused("another CA", "certificate signed by unknown authority", "--tls-ca-cert-file", other.CA,
+	refused("another CA", []string{"certificate signed by unknown authority"}, "--tls-ca-cert-file", other.CA,
 		"--tls-client-cert-file", spillCert.Cert, "--tls-client-key-file", spillCert.Key)
-	refused("no client certificate", "tls: certificate required", "--tls-ca-cert-file", pki.CA)
+	// In TLS 1.3 the server checks the client's certificate after the
+	// client's handshake ended: its "certificate required" alert can reach
+	// Spillway first, or Spillway's first command can meet the closed
+	// socket (a reset, the alert lost with it) on a loaded machine.
+	refused("no client certificate", []string{"tls: certificate required", "connection reset by peer"},
+		"--tls-ca-cert-file", pki.CA)
 }

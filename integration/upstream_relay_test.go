@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,15 @@ func TestUpstreamRelayReplica(t *testing.T) {
 	var wg sync.WaitGroup
 	var failMu sync.Mutex
 	var failures []string
+	// pause holds the unrelated client between commands while replicas
+	// are compared with Spillway (a key it writes meanwhile would differ
+	// by when each side was read); resume lets it go on. The client checks
+	// paused under busy, so once pause has taken busy, it writes no more;
+	// a failing test's stop still ends it.
+	var busy sync.Mutex
+	var paused atomic.Bool
+	pause := func() { paused.Store(true); busy.Lock(); busy.Unlock() }
+	resume := func() { paused.Store(false) }
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -82,10 +92,17 @@ func TestUpstreamRelayReplica(t *testing.T) {
 			default:
 			}
 			key := "unrelated:" + strconv.Itoa(i%50)
+			busy.Lock()
+			if paused.Load() {
+				busy.Unlock()
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
 			err := gr.Set(ctx, key, strconv.Itoa(i), 0).Err()
 			if v, gerr := gr.Get(ctx, key).Result(); err == nil && (gerr != nil || v != strconv.Itoa(i)) {
 				err = fmt.Errorf("GET %s = %q, %v", key, v, gerr)
 			}
+			busy.Unlock()
 			if err != nil {
 				failMu.Lock()
 				failures = append(failures, err.Error())
@@ -144,9 +161,11 @@ func TestUpstreamRelayReplica(t *testing.T) {
 	}
 	rc2 := utDial(t, r2.Addr(), 20*time.Second)
 	relayWaitLink(t, rc2)
+	pause()
 	relayCatchUp(t, c, rc1, rc2)
 	relayCompare(t, "replica 1", c, rc1)
 	relayCompare(t, "replica 2", c, rc2)
+	resume()
 	if log, err := os.ReadFile(r1.LogPath()); err != nil || !strings.Contains(string(log), "Master accepted a Partial Resynchronization") {
 		t.Errorf("the first replica did not resynchronize partially after its link was cut (%v):\n%s", err, harness.Trunc(string(log), 4000))
 	}
@@ -157,6 +176,7 @@ func TestUpstreamRelayReplica(t *testing.T) {
 	if r := must("DEBUG", "DEMOTE", "soon"); r.Int != 1 {
 		t.Fatalf("DEBUG DEMOTE soon = %s", r.String())
 	}
+	pause()
 	relayCatchUp(t, c, rc1, rc2)
 	n1 := utDBSize(t, rc1)
 	if rc1.Do("PTTL", "soon").Int <= 0 {
@@ -170,6 +190,7 @@ func TestUpstreamRelayReplica(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	relayCompare(t, "replica 1", c, rc1)
+	resume()
 
 	// WAIT counts Spillway's replicas that have the client's last write.
 	must("SET", "waited", "v")
@@ -211,6 +232,8 @@ func TestUpstreamRelayReplica(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	relayWaitLink(t, rc2)
+	pause()
+	defer resume()
 	relayCatchUp(t, c, rc1, rc2)
 	relayCompare(t, "replica 1 after the relay's link was lost", c, rc1)
 	relayCompare(t, "replica 2 after the relay's link was lost", c, rc2)
