@@ -44,7 +44,7 @@ var importRules = map[string][]string{
 	// RDB files: the snapshot in, the value encodings of proxy/rdb.
 	"proxy/rdbfile": {"codec", "tiering", "proxy/rdb", "proxy/cstr"},
 	// Replication's master state: the stream as bytes, no server, no engine.
-	"proxy/repl": {"proxy/rdb"},
+	"proxy/repl": {"proxy/rdb", "proxy/cstr"},
 	// Replication's replica side: the master state it relays, RDB loading,
 	// the engine; the server is reached through its Host functions.
 	"proxy/replica": {"proxy/repl", "proxy/rdbfile", "tiering"},

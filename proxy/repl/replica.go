@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spillway/spillway/proxy/cstr"
 )
 
 // A replica's states (INFO's state=).
@@ -161,6 +163,21 @@ func (r *Replica) Handshake() Handshake { return r.hs }
 
 // Full reports whether the replica needs an RDB (a full resync).
 func (r *Replica) Full() bool { return r.full }
+
+// ParseSync reads SYNC's or PSYNC's arguments (args[0] is the command's
+// name, the arity already checked): psync is false for SYNC, which asks for
+// a full resynchronization. ok is false when PSYNC's offset is not an
+// integer (Redis's string2ll rules); the caller answers Redis's error.
+func ParseSync(args [][]byte) (psync bool, replid string, offset int64, ok bool) {
+	if !cstr.EqualFold(args[0], "psync") {
+		return false, "", 0, true
+	}
+	n, ok := cstr.ParseInt(args[2])
+	if !ok {
+		return true, "", 0, false
+	}
+	return true, string(args[1]), n, true
+}
 
 // Attach registers a replica for SYNC (psync false) or PSYNC replid offset
 // (Redis's syncCommand and masterTryPartialResynchronization): a partial

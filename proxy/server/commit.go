@@ -498,15 +498,9 @@ func cmdSync(x *Ctx, args [][]byte) error {
 	if c.nc == nil {
 		return resp.Err("ERR SYNC and PSYNC need a network connection")
 	}
-	psync := cstr.EqualFold(args[0], "psync")
-	var replid string
-	var off int64
-	if psync {
-		n, ok := cstr.ParseInt(args[2])
-		if !ok {
-			return resp.Err("ERR value is not an integer or out of range")
-		}
-		replid, off = string(args[1]), n
+	psync, replid, off, ok := repl.ParseSync(args)
+	if !ok {
+		return resp.Err("ERR value is not an integer or out of range")
 	}
 	hs := repl.Handshake{}
 	if c.replHS != nil {

@@ -70,6 +70,13 @@ func upConfigSet(c *client, args [][]byte) {
 // success (the reply at mark): an upstream failure replaces that reply.
 func (c *client) alsoUpstream(mark int, args [][]byte) {
 	r, err := c.f.ctlDo(c.f.defaultDB, args)
+	c.upstreamVerdict(mark, r, err)
+}
+
+// upstreamVerdict settles a command Spillway ran with success (the reply
+// at mark) and then sent upstream (reply r, or err): an upstream failure
+// replaces the reply.
+func (c *client) upstreamVerdict(mark int, r []byte, err error) {
 	if err != nil || link.IsError(r) {
 		c.w.Truncate(mark)
 		if err != nil {

@@ -264,16 +264,10 @@ func upSync(c *client, args [][]byte) {
 	if already {
 		return // already a replica: ignored, as Redis
 	}
-	psync := cstr.EqualFold(args[0], "psync")
-	var replid string
-	var off int64
-	if psync {
-		n, ok := cstr.ParseInt(args[2])
-		if !ok {
-			c.Err("ERR value is not an integer or out of range")
-			return
-		}
-		replid, off = string(args[1]), n
+	psync, replid, off, ok := repl.ParseSync(args)
+	if !ok {
+		c.Err("ERR value is not an integer or out of range")
+		return
 	}
 	f := c.f
 	if f.srv.Replica().Active() {

@@ -273,15 +273,7 @@ func upSlowlogReset(c *client, args [][]byte) {
 	c.f.slowAnchors.reset()
 	if c.replyOK(mark) {
 		r, err := c.ctlDo(c.DB(), args)
-		if err != nil || link.IsError(r) {
-			c.w.Truncate(mark)
-			if err != nil {
-				c.Err(link.ErrorReply(err))
-			} else {
-				c.CountErrorReply()
-				c.w.Raw(r)
-			}
-		}
+		c.upstreamVerdict(mark, r, err)
 	}
 }
 
