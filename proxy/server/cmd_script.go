@@ -227,7 +227,7 @@ func (h *scriptHost) WriteRefusal() string {
 	if s := h.sc.s; s.replica.Active() && h.caller.ml == nil && s.configValue("replica-read-only") == "yes" {
 		return "-" + readOnlyRule.msg
 	}
-	if h.sc.s.noReplicas.Load() {
+	if h.sc.s.RefusesForReplicas() {
 		return errNoReplicas
 	}
 	return ""

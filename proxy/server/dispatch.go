@@ -190,7 +190,11 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 			return
 		}
 	}
-	if c.fwd == nil && c.s.noReplicas.Load() && c.group == nil && c.refuse(cmd, args, noReplicasRule) {
+	// A forwarded transaction's commands are the upstream's to refuse (the
+	// front makes it refuse them: proxy/upstream's oom.go); as Redis's
+	// checkGoodReplicasStatus, a replica refuses nothing for this.
+	if c.s.noReplicas.Load() && c.group == nil && (c.fwd == nil || !c.fwd.InTransaction()) &&
+		!c.s.replica.Active() && c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
 	// A forwarded transaction's queued commands are refused by the front
@@ -391,8 +395,25 @@ func (s *Server) updateNoReplicas(string) {
 	lv, _ := s.cfg.Value("min-replicas-max-lag")
 	n, _ := strconv.Atoi(nv)
 	lag, _ := strconv.ParseInt(lv, 10, 64)
-	s.noReplicas.Store(n > 0 && lag > 0 && s.repl.GoodReplicas(lag) < n)
+	refuse := n > 0 && lag > 0 && s.repl.GoodReplicas(lag) < n
+	if s.noReplicas.Swap(refuse) != refuse {
+		if fn := s.noReplicasHook.Load(); fn != nil {
+			(*fn)()
+		}
+	}
 }
+
+// RefusesForReplicas reports whether writes are refused with NOREPLICAS
+// now: min-replicas-to-write asks for more good replicas than Spillway has
+// (its own replicas), and Spillway is not a replica itself.
+func (s *Server) RefusesForReplicas() bool {
+	return s.noReplicas.Load() && !s.replica.Active()
+}
+
+// OnNoReplicasChange sets fn, called (on the goroutine that noticed it: a
+// CONFIG SET's, or the replication tick's, so fn must not block) each time
+// the min-replicas-to-write condition changes.
+func (s *Server) OnNoReplicasChange(fn func()) { s.noReplicasHook.Store(&fn) }
 
 // err writes an error reply and counts it (INFO errorstats,
 // total_error_replies, and the running command's failure).

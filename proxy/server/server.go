@@ -112,8 +112,10 @@ type Server struct {
 	oom          atomic.Bool
 	evictPending atomic.Bool
 	evictMu      sync.Mutex
-	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas).
-	noReplicas atomic.Bool
+	// noReplicas: min-replicas-to-write refuses writes (updateNoReplicas);
+	// noReplicasHook, if set, learns of its changes (OnNoReplicasChange).
+	noReplicas     atomic.Bool
+	noReplicasHook atomic.Pointer[func()]
 	// repl is the replication master (backlog, replicas); prop the unit
 	// the lock holder propagates, guarded by the engine's lock (commit.go).
 	repl *repl.Master

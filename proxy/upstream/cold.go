@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/cmdtable"
@@ -58,7 +59,8 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 			return false
 		}
 		// While paused, the upstream is too (pause.go): a reload would wait.
-		if metaCmds[cmd.Name] || c.f.srv.Paused() || !c.f.admitReload(h, size) {
+		// So while the upstream refuses writes (min-replicas, oom.go).
+		if metaCmds[cmd.Name] || c.f.srv.Paused() || c.f.writesHeld.Load() || !c.f.admitReload(h, size) {
 			c.Call(h0, args)
 			c.f.relay.barrier() // what it changed is in the replicas' stream
 			if !metaCmds[cmd.Name] {
@@ -95,6 +97,9 @@ func (c *client) upCold(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
 func reloadError(key []byte, err error) string {
 	if msg, ok := migratingReloadError(key, err); ok {
 		return msg
+	}
+	if msg := link.FirstLine(err.Error()); strings.HasPrefix(msg, "NOREPLICAS ") {
+		return msg // the upstream refuses writes (oom.go): Redis's refusal
 	}
 	return "ERR spillway could not reload cold key '" + cstr.ErrArg(key) + "': " + link.FirstLine(err.Error())
 }

@@ -31,6 +31,9 @@ var spillwayOnly = map[string]bool{
 	"pidfile": true, "daemonize": true, "supervised": true, "io-threads": true, "io-threads-do-reads": true,
 	"upstream": true, "upstream-connections": true, "promote-min-hits": true, "cold-read-max-bytes": true,
 	"block-cache": true, "expire-sweep-keys-per-tick": true,
+	// Spillway's replicas are counted (oom.go drives the upstream's).
+	"min-replicas-to-write": true, "min-slaves-to-write": true,
+	"min-replicas-max-lag": true, "min-slaves-max-lag": true,
 }
 
 // readLocally are the settings CONFIG GET reads from Spillway: its own,

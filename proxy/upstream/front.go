@@ -111,8 +111,10 @@ type Front struct {
 	monitorLocal map[*cmdtable.Command]bool
 	monitors     monitors
 	marks        monitorMarks // local lines awaiting their place (monitor.go)
-	// guard serializes the upstream maxmemory override (oom.go).
-	guard sync.Mutex
+	// guard serializes the upstream settings' overrides (oom.go);
+	// writesHeld: the upstream refuses writes (min-replicas, oom.go).
+	guard      sync.Mutex
+	writesHeld atomic.Bool
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler
@@ -200,7 +202,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 		UnlinkMarker: []byte(relayMarker),
 		BeforeUnlink: f.follow.beforeUnlink,
 		Dropped:      f.follow.dropped,
-		Paused:       f.follow.paused,
+		Paused:       f.demotionHeld,
 	}, f.pool.ForPolicy(), f.engine, f.index, &f.locks, &f.gate)
 	f.demoter.Start()
 	f.follow.ready()

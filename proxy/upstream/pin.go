@@ -5,11 +5,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/upstream/aclmirror"
 	"github.com/spillway/spillway/proxy/upstream/link"
+	"github.com/spillway/spillway/tiering/uptier"
 )
 
 // Upstream-mode clients that need connection state: a dedicated (pinned)
@@ -84,7 +86,11 @@ func (c *client) upQueue(cmd *cmdtable.Command, args [][]byte) {
 	c.leaveGate() // never held across a wait for a demotion (see upBlocking)
 	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
 	c.keyBuf = keys
+	if c.f.writesHeld.Load() && c.queueColdRead(cmd, args, keys) {
+		return
+	}
 	if !c.prepareKeys(c.queueDB, args, keys, true) {
+		c.txRefused = true // not queued: EXEC aborts, as Redis's rejectCommand
 		return
 	}
 	c.enqueue(args)
@@ -354,4 +360,37 @@ func monitorAddr(r []byte) []byte {
 		return nil
 	}
 	return rest[sp+1 : end]
+}
+
+// queueColdRead queues, while the upstream refuses writes (so no cold key
+// can be reloaded: oom.go), a read of one cold key inside MULTI as a local
+// command (multilocal.go): at EXEC it is answered from the store, or
+// upstream if the key was reloaded meanwhile. It reports whether it queued
+// cmd.
+func (c *client) queueColdRead(cmd *cmdtable.Command, args [][]byte, keys []int) bool {
+	h0 := c.f.srv.Handler(cmd)
+	db := c.queueDB
+	if h0 == nil || db != c.DB() || !sameKey(args, keys) || !cmd.Is(cmdtable.FlagReadonly) ||
+		reloadAlways[cmd.Name] || !c.f.index(db).Has(codec.KeyHash(args[keys[0]])) {
+		return false
+	}
+	pos := keys[0] // keys is the client's buffer: reused
+	c.queueLocal(func(c *client, args [][]byte) {
+		idx, key := c.f.index(db), args[pos]
+		h := codec.KeyHash(key)
+		c.lockKey(idx, h)
+		defer c.f.locks.Unlock(h)
+		if _, ok, err := uptier.ColdSize(c.f.engine, db, key); err == nil && ok {
+			c.Call(h0, args)
+			c.f.coldReads.Add(1)
+			return
+		}
+		r, err := c.ctlDo(db, args)
+		if err != nil {
+			c.Err(link.ErrorReply(err))
+			return
+		}
+		c.w.Raw(r)
+	}, cmd, args)
+	return true
 }

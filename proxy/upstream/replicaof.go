@@ -100,6 +100,7 @@ func (f *Front) replicaOf(c *client, host, port []byte, held bool) (string, bool
 	rs := f.srv.Replica()
 	if cstr.EqualFold(host, "no") && cstr.EqualFold(port, "one") {
 		rs.Stop()
+		f.applyReplicas() // a master again: min-replicas-to-write applies (oom.go)
 		return "OK", true
 	}
 	if _, isReplica := c.ReplHandshake(); isReplica {
@@ -119,6 +120,7 @@ func (f *Front) replicaOf(c *client, host, port []byte, held bool) (string, bool
 	if !rs.Start(string(host), int(p)) {
 		return "OK Already connected to specified master", true
 	}
+	f.applyReplicas() // a replica refuses nothing for want of replicas
 	return "OK", true
 }
 
