@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/proxy/acl"
 	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/resp"
 	"github.com/spillway/spillway/proxy/server"
-	"github.com/spillway/spillway/proxy/upstream/aclmirror"
 	"github.com/spillway/spillway/proxy/upstream/link"
 )
 
@@ -41,7 +41,10 @@ type client struct {
 	// pinned is the dedicated connection of a client that needs connection
 	// state upstream: a non-default database, MULTI, WATCH, or a
 	// subscription (passthrough).
-	pinned            *link.Conn
+	pinned *link.Conn
+	// pinnedAs is the ACL user whose mirror pinned is logged in as (nil:
+	// Spillway's upstream user; pin.go).
+	pinnedAs          *acl.User
 	replconf          [][][]byte // REPLCONFs of a cluster replica, for its splice (cluster_repl.go)
 	inMulti, watching bool
 	// txRefused is set when Spillway refused a command queued in the
@@ -363,21 +366,19 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	c.upRoute(cmd, args)
 }
 
-// errScriptPinned refuses the script of a restricted ACL user inside
-// MULTI or on a subscribed connection: only a connection of its own runs
-// a script as the user's mirror.
-const errScriptPinned = "ERR spillway: in upstream mode, a script of an ACL user without every permission " +
-	"cannot run inside MULTI or while subscribed"
+// errScriptPinned refuses a script inside MULTI or on a subscribed
+// connection whose upstream connection is not logged in as the client's
+// user needs (the user changed since MULTI or the subscription started).
+const errScriptPinned = "ERR spillway: in upstream mode, a script cannot run inside MULTI or while subscribed " +
+	"after the client's ACL user changed since they started"
 
 // upRoute runs a command Spillway does not answer itself: relayed in
 // passthrough, queued in MULTI, on a connection of its own if it blocks,
 // else forwarded.
 func (c *client) upRoute(cmd *cmdtable.Command, args [][]byte) {
 	switch {
-	case (c.passthrough || c.inMulti) && c.f.scripts[cmd] && aclmirror.Needed(c.User()):
-		// The pinned connection is logged in as Spillway: the script
-		// would run unchecked (aclmirror).
-		c.refuse(errScriptPinned)
+	case (c.passthrough || c.inMulti) && c.f.scripts[cmd] && !c.scriptLoginFits():
+		// Refused: it would run as another user (pin.go).
 	case c.passthrough:
 		c.upPassthroughCmd(cmd, args)
 	case c.inMulti:

@@ -120,7 +120,8 @@ func upSelect(c *client, args [][]byte) {
 }
 
 func upMulti(c *client, args [][]byte) {
-	if !c.pin() {
+	if !c.pin() || !c.fitPinnedLogin() {
+		c.maybeUnpin()
 		return
 	}
 	mark := c.w.Len()
@@ -135,19 +136,36 @@ func upMulti(c *client, args [][]byte) {
 	c.maybeUnpin()
 }
 
+// discardUpstream discards the upstream's transaction (its reply at mark,
+// for the caller to replace). A mirror user may lack DISCARD (its client
+// never sent one): the connection is then dropped, which discards it.
+func (c *client) discardUpstream(mark int) {
+	c.forwardNow([][]byte{[]byte("DISCARD")})
+	if c.pinned != nil && c.w.Len() > mark && c.w.Buf[mark] == '-' {
+		c.dropPinned()
+	}
+}
+
 // upEndTx is EXEC and DISCARD: the transaction's protection ends with it.
 func upEndTx(c *client, args [][]byte) {
 	mark := c.w.Len()
 	exec := cstr.EqualFold(args[0], "exec")
 	replicaOf := c.txReplicaOf
+	if exec && c.inMulti && c.pinnedAs != nil {
+		// The queued scripts run for the user's rules as EXEC finds them
+		// (Redis checks them then): its mirror follows a change first.
+		if _, _, err := c.f.mirrors.Login(c.pinnedAs); err != nil {
+			c.f.log.Warn("EXEC: the ACL user's upstream mirror could not follow its rules", "user", c.pinnedAs.Name(), "err", err)
+		}
+	}
 	if why := c.execRefusal(); exec && c.inMulti && why != "" {
-		c.forwardNow([][]byte{[]byte("DISCARD")})
+		c.discardUpstream(mark)
 		c.w.Truncate(mark)
 		c.Err("EXECABORT Transaction discarded because of: " + why)
 		replicaOf = nil
 	} else if c.txRefused && exec {
 		// The upstream queued everything but what Spillway refused.
-		c.forwardNow([][]byte{[]byte("DISCARD")})
+		c.discardUpstream(mark)
 		c.w.Truncate(mark)
 		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		replicaOf = nil

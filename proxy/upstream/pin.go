@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,16 +19,102 @@ import (
 // connection for SELECT, transactions and subscriptions, one per blocking
 // command, and the relay of a subscribed client's frames.
 // pin gives the client a dedicated connection on its database.
+// A restricted ACL user's pinned connection is logged in as the user's
+// mirror (aclmirror), so that its scripts, in MULTI or while subscribed,
+// run checked by the upstream for the user's rules; any other client's is
+// logged in as Spillway's upstream user. What Spillway sends there itself
+// is the client's own commands (which Spillway checked for the same
+// rules), HELLO and AUTH (which every user may run), and, inside MULTI,
+// DISCARD and the placeholder scripts of REPLICAOF and FAILOVER.
 func (c *client) pin() bool {
 	if c.pinned != nil {
 		return true
 	}
-	conn, err := c.f.pool.Get(c.w.Proto, c.DB())
-	if err != nil {
+	var conn *link.Conn
+	var err error
+	c.pinnedAs = nil
+	if u := c.User(); aclmirror.Needed(u) {
+		conn, err = c.f.mirrors.Get(u, c.w.Proto, c.DB())
+		if err != nil {
+			c.Err(err.Error())
+			return false
+		}
+		c.pinnedAs = u
+	} else if conn, err = c.f.pool.Get(c.w.Proto, c.DB()); err != nil {
 		c.Err(link.ErrorReply(err))
 		return false
 	}
 	c.pinned = conn
+	return true
+}
+
+// scriptLoginFits reports whether a script may go to the pinned
+// connection (in MULTI, or subscribed): it is logged in as the client's
+// user needs (its mirror while restricted, else Spillway's), the mirror
+// following the user's current rules. Otherwise it refuses the script,
+// which never runs as another user.
+func (c *client) scriptLoginFits() bool {
+	u := c.User()
+	if !aclmirror.Needed(u) {
+		u = nil
+	}
+	if c.pinnedAs != u {
+		c.refuse(errScriptPinned)
+		return false
+	}
+	if u != nil {
+		if _, _, err := c.f.mirrors.Login(u); err != nil {
+			c.refuse(err.Error())
+			return false
+		}
+	}
+	return true
+}
+
+// fitPinnedLogin logs the pinned connection in as the client's user needs
+// (its user changed since it was pinned: AUTH, HELLO AUTH), before MULTI
+// or a subscription starts on it; a restricted user's mirror is brought
+// to its current rules. It reports success, having replied the error
+// otherwise.
+func (c *client) fitPinnedLogin() bool {
+	u := c.User()
+	if !aclmirror.Needed(u) {
+		u = nil
+	}
+	if u != nil && c.pinnedAs == u {
+		if _, _, err := c.f.mirrors.Login(u); err != nil {
+			c.Err(err.Error())
+			return false
+		}
+		return true
+	}
+	if c.pinnedAs == u {
+		return true
+	}
+	var user, pass string
+	if u != nil {
+		var err error
+		if user, pass, err = c.f.mirrors.Login(u); err != nil {
+			c.Err(err.Error())
+			return false
+		}
+	} else {
+		t := c.f.pool.Target()
+		user, pass = t.Username, t.Password
+		if user == "" {
+			user = "default"
+		}
+	}
+	r, err := c.pinned.Do("AUTH", user, pass)
+	if err != nil || link.IsError(r) {
+		if err == nil {
+			err = fmt.Errorf("%s", link.ReplyText(r))
+		}
+		c.dropPinned()
+		c.Err("ERR spillway: cannot log the client's upstream connection in as its ACL user: " + link.FirstLine(err.Error()))
+		return false
+	}
+	c.pinnedAs = u
 	return true
 }
 
@@ -36,12 +123,15 @@ func (c *client) maybeUnpin() {
 	if c.pinned == nil || c.inMulti || c.watching || c.passthrough || c.DB() != c.f.defaultDB {
 		return
 	}
-	if c.pinned.Proto != c.w.Proto {
+	switch {
+	case c.pinned.Proto != c.w.Proto:
 		c.pinned.Close()
-	} else {
+	case c.pinnedAs != nil:
+		c.f.mirrors.Put(c.pinnedAs, c.pinned) // closed if the mirror was replaced
+	default:
 		c.f.pool.Put(c.pinned)
 	}
-	c.pinned = nil
+	c.pinned, c.pinnedAs = nil, nil
 }
 
 // dropPinned closes a broken pinned connection and forgets the state that
@@ -230,6 +320,9 @@ func (c *client) startPassthrough() bool {
 	}
 	if c.passthrough {
 		return true
+	}
+	if !c.fitPinnedLogin() {
+		return false
 	}
 	c.passthrough = true
 	c.ptClosing.Store(false)

@@ -78,32 +78,12 @@ func New(pool *link.Pool, timeout time.Duration) *Mirrors {
 // SETUSER), or the upstream is unreachable.
 func (m *Mirrors) Get(u *acl.User, proto, db int) (*link.Conn, error) {
 	target := m.pool.Target()
-	m.mu.Lock()
-	mi := m.mirrors[u.Name()]
-	if mi == nil || mi.user != u {
-		if mi != nil {
-			mi.closeIdle()
-		}
-		mi = &mirror{user: u, secret: newSecret(), idle: map[[2]int][]*link.Conn{}}
-		m.mirrors[u.Name()] = mi
-	}
-	rules := u.Rules()
-	if mi.addr != target.Addr {
-		mi.closeIdle() // connected to the upstream before a failover
-	}
-	stale := mi.rules != rules || mi.addr != target.Addr
-	secret := mi.secret
-	m.mu.Unlock()
+	mi, rules, secret, stale := m.lookup(u, target)
 	for attempt := 0; ; attempt++ {
 		if stale || attempt > 0 {
-			if err := m.set(u, rules, secret); err != nil {
+			if err := m.setMirror(mi, u, rules, secret, target); err != nil {
 				return nil, err
 			}
-			m.mu.Lock()
-			if m.mirrors[u.Name()] == mi {
-				mi.rules, mi.addr = rules, target.Addr
-			}
-			m.mu.Unlock()
 		}
 		if attempt == 0 {
 			// An idle connection follows the mirror's new rules: the
@@ -125,6 +105,58 @@ func (m *Mirrors) Get(u *acl.User, proto, db int) (*link.Conn, error) {
 		// The upstream lost the mirror (restarted, or an operator removed
 		// it): set it again once.
 	}
+}
+
+// lookup returns u's mirror (made if u has none yet), the rules it must
+// have, its password, and whether the upstream's copy may differ (u's
+// rules changed since it was set, or the upstream moved).
+func (m *Mirrors) lookup(u *acl.User, target link.Target) (mi *mirror, rules *acl.Rules, secret string, stale bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mi = m.mirrors[u.Name()]
+	if mi == nil || mi.user != u {
+		if mi != nil {
+			mi.closeIdle()
+		}
+		mi = &mirror{user: u, secret: newSecret(), idle: map[[2]int][]*link.Conn{}}
+		m.mirrors[u.Name()] = mi
+	}
+	rules = u.Rules()
+	if mi.addr != target.Addr {
+		mi.closeIdle() // connected to the upstream before a failover
+	}
+	return mi, rules, mi.secret, mi.rules != rules || mi.addr != target.Addr
+}
+
+// setMirror sets mi (u's mirror) on the upstream with rules and secret,
+// and records it.
+func (m *Mirrors) setMirror(mi *mirror, u *acl.User, rules *acl.Rules, secret string, target link.Target) error {
+	if err := m.set(u, rules, secret); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.mirrors[u.Name()] == mi {
+		mi.rules, mi.addr = rules, target.Addr
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Login returns the upstream user name and password of u's mirror, set
+// (or set again) on the upstream first when u's rules changed since: for
+// a connection of the client's own (a transaction's, a subscriber's) to
+// log in as it, or to follow u's current rules before it runs a script
+// (the upstream applies ACL SETUSER to its logged-in clients). The error
+// is a reply text, as Get's.
+func (m *Mirrors) Login(u *acl.User) (user, password string, err error) {
+	target := m.pool.Target()
+	mi, rules, secret, stale := m.lookup(u, target)
+	if stale {
+		if err := m.setMirror(mi, u, rules, secret, target); err != nil {
+			return "", "", err
+		}
+	}
+	return MirrorName(u.Name()), secret, nil
 }
 
 // takeIdle returns an idle connection of mi on db in proto, or nil.
