@@ -199,6 +199,20 @@ func aclScriptPinnedObserve(t *testing.T, srv *harness.Server) []string {
 	do("admin", admin, "EVAL", get, "0", "secret")
 	do("admin", admin, "EXEC")
 
+	// A client pinned as the default user (SELECT) that logs in as dave,
+	// then back (RESET).
+	erin := srv.Conn(t)
+	do("erin", erin, "SELECT", "1")
+	do("erin", erin, "AUTH", "dave", "pw")
+	do("erin", erin, "MULTI")
+	do("erin", erin, "EVAL", get, "0", "secret")
+	do("erin", erin, "EVAL", get, "0", "x1")
+	do("erin", erin, "EXEC")
+	do("erin", erin, "RESET")
+	do("erin", erin, "MULTI")
+	do("erin", erin, "EVAL", get, "0", "secret")
+	do("erin", erin, "EXEC")
+
 	// RESP3, subscribed.
 	dave.Do("HELLO", "3") // its reply holds the client id
 	do("dave", dave, "SUBSCRIBE", "ch")
