@@ -179,4 +179,20 @@ func TestUpstreamMinReplicasToWrite(t *testing.T) {
 	if n := strings.Count(log, "level=ERROR"); n > 0 {
 		t.Errorf("%d errors in Spillway's log:\n%s", n, harness.Trunc(log, 4000))
 	}
+
+	// An override left by a Spillway killed meanwhile is undone at its
+	// next start (its setting is not in its configuration).
+	if r := c.Do("CONFIG", "SET", "min-replicas-to-write", "1"); r.Str != "OK" {
+		t.Fatalf("CONFIG SET min-replicas-to-write 1: %q", r.Raw)
+	}
+	if v := upGet("min-replicas-to-write"); v != "2147483647" {
+		t.Fatalf("upstream min-replicas-to-write = %s while Spillway refuses writes", v)
+	}
+	sp.Kill9()
+	sp.WaitExit(10 * time.Second)
+	sp2 := utStartSpillway(t, up, dir, 64*utMB)
+	harness.MustDial(t, sp2.Addr()).Do("PING")
+	if a, b := upGet("min-replicas-to-write"), upGet("min-replicas-max-lag"); a != "0" || b != "10" {
+		t.Fatalf("upstream's min-replicas settings after a restart: %s %s; want its own 0 10", a, b)
+	}
 }

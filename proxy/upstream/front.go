@@ -111,10 +111,9 @@ type Front struct {
 	monitorLocal map[*cmdtable.Command]bool
 	monitors     monitors
 	marks        monitorMarks // local lines awaiting their place (monitor.go)
-	// guard serializes the upstream settings' overrides (oom.go);
-	// writesHeld: the upstream refuses writes (min-replicas, oom.go).
-	guard      sync.Mutex
-	writesHeld atomic.Bool
+	// guard serializes the upstream settings' overrides (oom.go).
+	guard sync.Mutex
+	replicasState
 	// The server's handlers the front's own commands run.
 	hello, reset, sel, randomKey, clientUnblock server.Handler
 	configSet, configResetStat                  server.Handler

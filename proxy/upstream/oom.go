@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/spillway/spillway/proxy/upstream/link"
 )
@@ -166,22 +168,55 @@ const unmeetableReplicas = "2147483647"
 func (f *Front) applyReplicas() {
 	f.guard.Lock()
 	defer f.guard.Unlock()
+	f.replicasTried.Store(time.Now().UnixNano())
 	if f.srv.RefusesForReplicas() {
 		// Held before the upstream refuses: no demotion fails on it.
 		f.writesHeld.Store(true)
-		if f.overrideUpstream("min-replicas-max-lag", "10") &&
-			f.overrideUpstream("min-replicas-to-write", unmeetableReplicas) {
-			return
+		ok := f.overrideUpstream("min-replicas-max-lag", "10") &&
+			f.overrideUpstream("min-replicas-to-write", unmeetableReplicas)
+		f.replicasSynced.Store(ok)
+		if !ok {
+			f.log.Warn("min-replicas-to-write: the upstream could not be made to refuse writes; scripts and transactions may write without enough replicas until it can")
 		}
-		f.log.Warn("min-replicas-to-write: the upstream could not be made to refuse writes; scripts and transactions may write without enough replicas")
 		return
 	}
 	// min-replicas-to-write first: once it is back no write is refused.
-	if f.restoreUpstream("min-replicas-to-write") && f.restoreUpstream("min-replicas-max-lag") {
+	ok := f.restoreUpstream("min-replicas-to-write") && f.restoreUpstream("min-replicas-max-lag")
+	f.replicasSynced.Store(ok)
+	if ok {
 		f.writesHeld.Store(false)
 	}
 }
 
-// demotionHeld reports whether demotion must wait (DemoterOptions.Paused):
-// the cluster follower's reasons, or the upstream refusing writes.
-func (f *Front) demotionHeld() bool { return f.writesHeld.Load() || f.follow.paused() }
+// replicasRetry is how often the min-replicas rule is applied again while
+// it failed (an upstream unreachable), or while the upstream refuses
+// writes (an upstream restarted meanwhile lost the override).
+const replicasRetry = 5 * time.Second
+
+// demotionHeld reports whether demotion must wait (DemoterOptions.Paused,
+// asked on each of the demoter's polls): the cluster follower's reasons,
+// or the upstream refusing writes. It also retries the min-replicas rule
+// (replicasRetry), in the background.
+func (f *Front) demotionHeld() bool {
+	held := f.writesHeld.Load()
+	if (held || !f.replicasSynced.Load()) && time.Now().UnixNano()-f.replicasTried.Load() >= int64(replicasRetry) &&
+		f.replicasRetrying.CompareAndSwap(false, true) {
+		f.replicasTried.Store(time.Now().UnixNano())
+		go func() {
+			defer f.replicasRetrying.Store(false)
+			f.applyReplicas()
+		}()
+	}
+	return held || f.follow.paused()
+}
+
+// replicasState is the min-replicas rule's state (applyReplicas).
+type replicasState struct {
+	// writesHeld: the upstream refuses writes, or is about to.
+	writesHeld atomic.Bool
+	// replicasSynced: the last application succeeded; replicasTried is
+	// when it was last tried (Unix ns), replicasRetrying a retry runs.
+	replicasSynced   atomic.Bool
+	replicasTried    atomic.Int64
+	replicasRetrying atomic.Bool
+}
