@@ -245,6 +245,9 @@ func (c *Client) serve() {
 			c.armDeadline(time.Now()) // conn.go: idle release and timeout
 		}
 		args, err := c.rd.ReadCommand()
+		if err != nil {
+			c.endRun() // nothing more to run: no write or wait under the lock
+		}
 		if errors.Is(err, resp.ErrWait) {
 			// Idle: the reader freed its buffers; wait without them.
 			c.publishQueryBuf()
