@@ -154,7 +154,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, opts: opts, logger: opts.Logger, stop: make(chan struct{})}
 	s.q.cond.L = &s.q.mu
-	s.q.apply = applyGroup
+	s.q.apply = s.applyGroup
 	s.fsync.Store(int32(opts.Fsync))
 	if err := s.checkFormat(); err != nil {
 		db.Close()

@@ -132,3 +132,34 @@ func BenchmarkSetHotParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSetHotParallelRun is BenchmarkSetHotParallel with each client
+// running its SETs in runs of 16 (a pipeline of 16 commands, as the server
+// runs one: tiering.Run), one hold of the lock and one Drain a run.
+func BenchmarkSetHotParallelRun(b *testing.B) {
+	e := benchEngine(b, 256<<20)
+	keys := benchKeys(200000)
+	val := make([]byte, 512)
+	b.ReportAllocs()
+	b.SetParallelism(25)
+	b.ResetTimer()
+	var seq atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		var r Run
+		n := 0
+		for pb.Next() {
+			k := keys[int(seq.Add(7919))%len(keys)]
+			if _, err := r.Update(e, func(tx *Tx) error { return tx.SetString(0, k, val, 0) }); err != nil {
+				b.Fatal(err)
+			}
+			if n++; n%16 == 0 {
+				if err := r.End(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if err := r.End(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

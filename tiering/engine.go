@@ -398,6 +398,11 @@ func (tx *Tx) countMiss() {
 // this package the lock is taken only through Update and View.
 func (e *Engine) begin() *Tx {
 	e.mu.Lock()
+	return e.beginHeld()
+}
+
+// beginHeld is begin for a caller that holds the lock already (a Run).
+func (e *Engine) beginHeld() *Tx {
 	e.txSeq++
 	e.held.Store(e.txSeq)
 	tx := &e.tx

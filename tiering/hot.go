@@ -279,3 +279,28 @@ func (l *LRU) Budget() int64 { return l.budget }
 
 // SetBudget changes the budget; the caller demotes down to it.
 func (l *LRU) SetBudget(b int64) { l.budget = b }
+
+// overwriteString is SetString over e, a hot string that stays hot: the
+// entry is reused rather than replaced (no allocation but the value's
+// copy: Str itself is never modified in place), and its recency is moved
+// only if this transaction's lookup did not move it already. It ends as a
+// fresh entry would (write with inherit): same LFU counter, touched once,
+// read count reset. tx.hk must hold the key's hot key.
+func (tx *Tx) overwriteString(pdb uint8, key []byte, e *Entry, val []byte, expireAt int64) error {
+	touched := e == tx.touched
+	tx.touched = nil
+	if err := tx.moveExpiry(pdb, key, e, expireAt); err != nil {
+		return err
+	}
+	e.ExpireAt, e.Str = expireAt, append([]byte(nil), val...)
+	if err := tx.putMeta(pdb, key, e); err != nil {
+		return err
+	}
+	if !touched {
+		e.lfu.touch(tx.e.lfu(), tx.now)
+		tx.e.hot.get(tx.hk) // most recently used
+	}
+	e.access, e.hits, e.spared = tx.now, 0, false
+	tx.e.hot.resize(tx.hk, e)
+	return nil
+}

@@ -46,3 +46,65 @@ func (e *Engine) View(fn func(tx *Tx) error) error {
 	defer tx.abort()
 	return fn(tx)
 }
+
+// Run keeps the engine's lock across a run of transactions: a client's
+// pipeline of ordinary commands takes the lock once, not once a command,
+// and its batches are applied to the store once, when the run ends. Each
+// transaction of the run is still committed or aborted on its own, in
+// order, exactly as Update commits it (its batch takes its place in the
+// store's commit order at its commit, so every read of the store sees
+// it), so a run changes only when the lock is released and the batches
+// applied. The zero Run holds nothing. A Run is used by one goroutine.
+//
+// The holder must not block while it holds a run (no network I/O, no
+// waiting for other clients) and must not open any other transaction
+// (Update, View) meanwhile: it ends the run first.
+type Run struct {
+	e *Engine
+	// n counts the transactions run under the current hold.
+	n int
+}
+
+// Update runs fn as Engine.Update does, but under the run's hold of the
+// lock, which it takes if the run holds nothing and keeps when fn
+// returns; the batch is queued, not applied (End applies it). If fn
+// panics, the transaction is aborted and the run ended before the panic
+// goes on.
+func (r *Run) Update(e *Engine, fn func(tx *Tx) error) (coldstore.Pending, error) {
+	if r.e == nil {
+		e.mu.Lock()
+		r.e = e
+	}
+	r.n++
+	tx := e.beginHeld()
+	finished := false
+	defer func() {
+		if !finished {
+			tx.abortHeld() // fn panicked
+			r.End()
+		}
+	}()
+	err := fn(tx)
+	finished = true
+	if err != nil {
+		tx.abortHeld()
+		return coldstore.Pending{}, err
+	}
+	return tx.commitHeld()
+}
+
+// Held reports whether the run holds the lock, and how many transactions
+// it ran under this hold.
+func (r *Run) Held() (bool, int) { return r.e != nil, r.n }
+
+// End releases the lock, if the run holds it, and applies the batches
+// queued meanwhile (Store.Drain); it returns Drain's error.
+func (r *Run) End() error {
+	e := r.e
+	if e == nil {
+		return nil
+	}
+	r.e, r.n = nil, 0
+	e.mu.Unlock()
+	return e.cold.Drain()
+}

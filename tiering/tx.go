@@ -107,8 +107,13 @@ func (tx *Tx) addExps(pdb uint8, n int64) {
 // appendfsync is always). On error nothing was written and the hot tier is
 // rebuilt from the cold store on demand.
 func (tx *Tx) commit() (coldstore.Pending, error) {
+	defer tx.e.mu.Unlock()
+	return tx.commitHeld()
+}
+
+// commitHeld is commit without releasing the lock (a Run keeps it).
+func (tx *Tx) commitHeld() (coldstore.Pending, error) {
 	e := tx.e
-	defer e.mu.Unlock()
 	defer e.held.Store(0)
 	if !tx.batch.Empty() {
 		e.writes++
@@ -136,8 +141,13 @@ func (tx *Tx) commit() (coldstore.Pending, error) {
 
 // abort discards the transaction's writes and releases the lock.
 func (tx *Tx) abort() {
+	defer tx.e.mu.Unlock()
+	tx.abortHeld()
+}
+
+// abortHeld is abort without releasing the lock (a Run keeps it).
+func (tx *Tx) abortHeld() {
 	e := tx.e
-	defer e.mu.Unlock()
 	defer e.held.Store(0)
 	if !tx.batch.Empty() {
 		e.hot.purge()
@@ -426,9 +436,13 @@ func (tx *Tx) Delete(db int, key []byte) (bool, error) {
 // (unix ms, 0 for none), replacing whatever key held.
 func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 	pdb := tx.pdb(db)
-	old, _, err := tx.live(pdb, key)
+	old, wasHot, err := tx.live(pdb, key)
 	if err != nil {
 		return err
+	}
+	if wasHot && old != nil && old.Type == codec.TypeString &&
+		tx.e.keepHot(int64(len(key))+1+int64(len(val))+entryOverhead) {
+		return tx.overwriteString(pdb, key, old, val, expireAt)
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
 	e.inherit(old, old != nil && old == tx.touched, tx.e.lfu(), tx.now)

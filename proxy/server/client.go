@@ -129,6 +129,14 @@ type Client struct {
 	// fwdTxWrites: upstream mode's front queued a command that may write
 	// in the client's MULTI (dispatch).
 	fwdTxWrites bool
+	// run holds the engine's lock across a pipeline's commands (commit.go);
+	// inRun: the running command joins it; pipelined: the running command
+	// was in the input before the previous one's replies were flushed;
+	// runMark: where the run's replies start in w.Buf.
+	run       tiering.Run
+	inRun     bool
+	pipelined bool
+	runMark   int
 
 	mu      sync.Mutex
 	name    string
@@ -231,11 +239,15 @@ func (c *Client) serve() {
 	defer c.stopMonitor() // before its output queue closes
 	defer c.markGone()    // first: nothing is pushed to a closing client
 	defer c.s.fresh.end(c)
+	defer c.endRun() // first of all: the lock is released
 	for {
 		if !c.in.armed {
 			c.armDeadline(time.Now()) // conn.go: idle release and timeout
 		}
 		args, err := c.rd.ReadCommand()
+		if err != nil {
+			c.endRun() // nothing more to run: no write or wait under the lock
+		}
 		if errors.Is(err, resp.ErrWait) {
 			// Idle: the reader freed its buffers; wait without them.
 			c.publishQueryBuf()
@@ -262,6 +274,7 @@ func (c *Client) serve() {
 			}
 		}
 		if c.quit || c.killed.Load() {
+			c.endRun()
 			c.markGone() // tracking redirected here is broken from now
 			c.flush()
 			if fn := c.takeover; fn != nil && !c.killed.Load() {
@@ -273,6 +286,11 @@ func (c *Client) serve() {
 		// A client with an output queue hands over every command's reply
 		// at once, so messages delivered meanwhile keep their place.
 		if c.out != nil || c.w.Len() >= flushThreshold || !c.rd.Ready() {
+			c.pipelined = false
+			if !c.endRun() {
+				c.flush() // the replies before the run
+				return
+			}
 			if now := c.lastIO.Load(); now-c.in.lastTrim >= trimInterval.Milliseconds() {
 				c.rd.TrimSpare()
 				c.in.lastTrim = now
@@ -281,6 +299,14 @@ func (c *Client) serve() {
 			if !c.flush() {
 				return
 			}
+			continue
+		}
+		// The next command is in the input already: it may join the run,
+		// unless the run is long enough to let the other clients in.
+		c.pipelined = true
+		if _, n := c.run.Held(); n >= maxRun && !c.endRun() {
+			c.flush()
+			return
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/proxy/cmdtable"
 	"github.com/spillway/spillway/proxy/cstr"
 	"github.com/spillway/spillway/proxy/rdbfile"
 	"github.com/spillway/spillway/proxy/repl"
@@ -42,7 +43,7 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	}
 	var ferr error
 	var served []*waiter
-	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
+	step := func(tx *tiering.Tx) error {
 		c.txID = tx.TxID()
 		c.s.trkCur = c // tracking's current client (notify.go)
 		defer func() { c.s.trkCur = nil }()
@@ -69,8 +70,89 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
-	})
+	}
+	var p coldstore.Pending
+	var err error
+	if c.inRun {
+		if held, _ := c.run.Held(); !held {
+			c.runMark = c.mark
+		}
+		p, err = c.run.Update(c.s.engine, step)
+	} else {
+		p, err = c.s.engine.Update(step)
+	}
 	return c.committed(served, p, err, ferr)
+}
+
+// Pipeline runs. A client whose input already holds its next command (a
+// pipeline) runs its consecutive ordinary commands under one hold of the
+// engine's lock (tiering.Run): each command is still its own transaction,
+// committed in order with everything Redis observes after a command
+// (keyspace events, blocked clients served, propagation, tracking,
+// statistics), but the lock is taken once and the batches are applied to
+// the store once, when the run ends. dispatch decides per command whether
+// it joins the run (runsInPipeline); serve ends the run before it flushes
+// the replies (so under appendfsync always the sync covers the run), after
+// maxRun commands (so one pipeline cannot starve the other clients), and
+// before anything that may wait for another client or take the lock
+// otherwise (a command that is not ordinary, a pause, an out-of-memory
+// eviction, fresh or blocked clients).
+
+// maxRun bounds the commands of one run: then the lock is released, and
+// the other clients get their turn.
+const maxRun = 32
+
+// pipelineCommands are the commands a run may hold: their handlers only
+// read and write keys through Ctx.Update/View and never wait (no blocking
+// variant, no lock-free cold read, no staging), so running them under a
+// held lock cannot deadlock or stall. Reads are left out: a cold GET or
+// HGET reads the store without the lock, which a run would hold.
+var pipelineCommands = []string{
+	"set", "setnx", "setex", "psetex", "getset", "append", "mset", "msetnx",
+	"incr", "decr", "incrby", "decrby", "incrbyfloat",
+	"hset", "hmset", "hsetnx", "hincrby", "hincrbyfloat", "hdel",
+	"lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop",
+	"sadd", "srem", "spop",
+	"zadd", "zincrby", "zrem", "zpopmin", "zpopmax",
+}
+
+// initPipelineCommands fills s.pipelined, indexed by command ID.
+func (s *Server) initPipelineCommands() {
+	s.pipelined = make([]bool, cmdtable.NumIDs())
+	for _, name := range pipelineCommands {
+		if cmd := cmdtable.LookupFullName([]byte(name)); cmd != nil {
+			s.pipelined[cmd.ID()] = true
+		}
+	}
+}
+
+// runsInPipeline reports whether cmd, about to be called, joins the
+// client's run: the client's input held it already (pipelined), it is a
+// pipeline command, and nothing asks for the lock to be free between
+// commands (a group, the master client, upstream mode, tracking, clients
+// blocked or fresh: their waits need the other clients to run).
+func (c *Client) runsInPipeline(cmd *cmdtable.Command) bool {
+	s := c.s
+	return c.pipelined && s.pipelined[cmd.ID()] && c.group == nil && c.ml == nil && c.fwd == nil &&
+		!s.trk.Active() && (s.blocking == nil || s.blocking.n.Load() == 0) && s.fresh.n.Load() == 0
+}
+
+// endRun ends the client's run, if it holds one: the lock is released and
+// the run's batches are applied. If they cannot be, the run's replies are
+// dropped and the connection is to be closed (endRun reports false), as
+// flush does when a sync fails: nothing the store refused is acknowledged.
+func (c *Client) endRun() bool {
+	c.inRun = false
+	if held, _ := c.run.Held(); !held {
+		return true
+	}
+	if err := c.run.End(); err != nil {
+		c.s.log.Error("a pipeline's writes were not applied; closing client", "client", c.id, "err", err)
+		c.w.Truncate(min(c.runMark, c.w.Len()))
+		c.quit = true
+		return false
+	}
+	return true
 }
 
 // failGroup records err as the failure of the client's group if it is a

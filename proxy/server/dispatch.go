@@ -96,6 +96,7 @@ func (c *Client) execute(args [][]byte) {
 // dispatch looks args up and runs the command; start is when it began
 // (its duration counts in INFO commandstats).
 func (c *Client) dispatch(args [][]byte, start time.Time) {
+	c.inRun = false // set below for a command that joins the pipeline's run
 	base := cmdtable.Lookup(args[0])
 	if base == nil && c.fwd != nil && c.authed {
 		c.fwd.ForwardUnknown(args) // perhaps a newer upstream's command
@@ -123,6 +124,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 			c.err("ERR unknown subcommand '" + cstr.ErrArg(args[1]) + "'. Try " + strings.ToUpper(string(cstr.CString(args[0]))) + " HELP.")
 			return
 		}
+	}
+	if !c.s.pipelined[cmd.ID()] {
+		c.endRun() // a command that may take the lock otherwise, or wait
 	}
 	if !cmd.ArityOK(len(args)) {
 		if c.fwd != nil && c.fwd.InTransaction() && c.authed {
@@ -179,6 +183,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 		return
 	}
 	if c.preOOM = c.s.oom.Load(); c.preOOM && c.group == nil {
+		c.endRun() // eviction takes the lock
 		if c.s.evictPending.Load() {
 			// Not during a busy script, which holds the engine's lock
 			// (Redis skips eviction then too).
@@ -210,6 +215,7 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	// CLIENT LIST shows the command a postponed or queueing client sent.
 	c.lastCmd.Store(cmd)
 	if c.s.paused.Load() {
+		c.endRun() // the pause may wait
 		if !c.postponeIfPaused(c.mayWrite(cmd, args)) {
 			return
 		}
@@ -237,6 +243,9 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 			c.fwdTxWrites = false
 		}
 		return
+	}
+	if c.inRun = c.runsInPipeline(cmd); !c.inRun {
+		c.endRun()
 	}
 	if c.awaitIfWaking(cmd, args) {
 		start = time.Now() // the wait is not the command's time
@@ -451,6 +460,7 @@ func (c *Client) recoverPanic(args [][]byte) {
 	}
 	c.group, c.groupErr = nil, nil
 	aborted := c.s.engine.AbortIfHeld(c.txID)
+	c.endRun()
 	c.s.log.Error("command panicked; its transaction was aborted and the connection is closed",
 		"client", c.id, "command", cstr.ErrArg(args[0]), "panic", fmt.Sprint(r), "aborted", aborted,
 		"stack", string(debug.Stack()))

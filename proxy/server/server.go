@@ -44,10 +44,13 @@ type Server struct {
 	// fresh are the connections just accepted (awaitFresh).
 	fresh freshClients
 	// table holds every command's handler; read-only once serving.
-	table    *Table
-	engine   *tiering.Engine
-	log      *slog.Logger
-	blocking *blockRegistry
+	table *Table
+	// pipelined: by command ID, the commands a pipeline's run may hold
+	// (commit.go); read-only once serving.
+	pipelined []bool
+	engine    *tiering.Engine
+	log       *slog.Logger
+	blocking  *blockRegistry
 	// watches are the WATCHed keys (multi.go); guarded by the engine's lock.
 	watches watchRegistry
 	// scripts runs Lua scripts and FUNCTION libraries (cmd_script.go);
@@ -195,6 +198,7 @@ func NewServer(cfg *config.Config, engine *tiering.Engine, log *slog.Logger, cmd
 	s.scripts = script.New(script.Options{Logger: log})
 	s.initRDB()
 	s.initRepl() // commit.go
+	s.initPipelineCommands()
 	s.updateNoReplicas("")
 	cfg.OnChange("min-replicas-to-write", s.updateNoReplicas)
 	cfg.OnChange("min-replicas-max-lag", s.updateNoReplicas)
