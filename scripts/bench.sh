@@ -13,6 +13,7 @@
 #   TestBenchProxy     the same ops through twemproxy and upstream mode
 #   TestBenchColdReads uniform and Zipfian reads of a dataset 10x the budget
 #   TestBenchMemory    RSS at 1x/5x/20x the budget, disk vs RDB
+#   TestBenchBulkLoadSmallKeys  peak RSS loading 2,000,000 small keys under maxmemory 64mb
 #   TestBenchRestart   time to first command with millions of cold keys
 #   TestBenchStreams   XADD, XRANGE and a consumer group (XREADGROUP + XACK)
 #   TestBenchStreamTenMillion  a 10,000,000-entry stream under maxmemory 64mb
@@ -36,7 +37,7 @@ if [ ! -x "$SPILLWAY_BIN" ]; then
 fi
 export SPILLWAY_BENCH_RESULTS=${SPILLWAY_BENCH_RESULTS:-$PWD/bench/results}
 
-run='^TestBench(HotPath|Proxy|ColdReads|Memory|Restart|Streams|StreamTenMillion|Consume)$'
+run='^TestBench(HotPath|Proxy|ColdReads|Memory|BulkLoadSmallKeys|Restart|Streams|StreamTenMillion|Consume)$'
 timeout=50m
 if [ "${SPILLWAY_BENCH_FULL:-}" = 1 ]; then
   echo "== In-process micro-benchmarks =="

@@ -139,7 +139,7 @@ func TestHotAccountingExact(t *testing.T) {
 	v.set(0, "c", "gone", 0)
 	v.del(0, "c")
 	used, _, n := v.hotUsage()
-	want := int64(1+1+5+entryOverhead) + int64(2+1+3+entryOverhead)
+	want := allocSize(1+1) + allocSize(5) + entryOverhead + allocSize(2+1) + allocSize(3) + entryOverhead
 	if used != want || n != 2 {
 		t.Fatalf("hot used %d (%d keys), want %d (2 keys)", used, n, want)
 	}
@@ -174,7 +174,7 @@ func TestSetHotBudgetDemotes(t *testing.T) {
 func TestLRUOrderFollowsReads(t *testing.T) {
 	// Writes stay hot only up to an eighth of the budget each, so the
 	// smallest budget holding these entries holds exactly eight of them.
-	const size = 2 + 1 + 1 + entryOverhead
+	size := allocSize(2+1) + allocSize(1) + entryOverhead
 	o := defaultOpts()
 	o.HotBudget = 8 * size
 	v := newEnv(t, o)

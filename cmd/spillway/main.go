@@ -47,10 +47,30 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if path := os.Getenv("SPILLWAY_MEMPROFILE"); path != "" {
+		// Heap profiles while it runs (every 10 s, the last one kept), for
+		// memory work: a peak is caught where a profile at exit would miss it.
+		go writeHeapProfiles(path, 10*time.Second)
+	}
 	if err := run(os.Args[1:]); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "spillway:", err)
 		os.Exit(1)
+	}
+}
+
+// writeHeapProfiles rewrites path with a heap profile every period, through
+// a temporary file so a reader never sees half of one.
+func writeHeapProfiles(path string, period time.Duration) {
+	for range time.Tick(period) {
+		f, err := os.Create(path + ".tmp")
+		if err != nil {
+			return
+		}
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil && cerr == nil {
+			os.Rename(path+".tmp", path)
+		}
 	}
 }
 
@@ -96,13 +116,18 @@ func budgetUnreachable(maxmemory, blockCache int64) bool {
 }
 
 // setMemoryLimit keeps the Go heap near the budget (the hot tier, buffers
-// and Pebble's Go-side structures all live there); maxmemory 0 lifts it.
+// and Pebble's Go-side structures all live there; the block cache and the
+// memtables are C memory, outside it); maxmemory 0 lifts it. The hot tier's
+// accounting is the heap its entries really take (tiering's entrySize), so
+// the live heap is about the hot budget plus buffers: 1.5 x maxmemory + 32
+// MB leaves the garbage collector its usual room above that and keeps the
+// process under 1.2 x maxmemory + 100 MB (issue 19's bound).
 func setMemoryLimit(maxmemory int64) {
 	if maxmemory <= 0 {
 		debug.SetMemoryLimit(math.MaxInt64)
 		return
 	}
-	debug.SetMemoryLimit(2*maxmemory + 64<<20)
+	debug.SetMemoryLimit(maxmemory + maxmemory/2 + 32<<20)
 }
 
 func newLogger(cfg *config.Config) (*slog.Logger, io.Closer, error) {

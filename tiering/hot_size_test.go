@@ -1,0 +1,45 @@
+package tiering
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// TestHotStringAccountingMatchesHeap checks that the hot tier's accounting
+// of string entries (entrySize) is close to what they really take on the
+// Go heap: the LRU's map slot and list element, the Entry, the key string
+// put makes and the value copy SetString makes. An accounting far below the
+// heap lets a budget of small keys hold twice its size (a 64 MB budget
+// took 250 MB of RSS in a bulk load of small keys); far above, the budget
+// holds fewer keys than it could.
+func TestHotStringAccountingMatchesHeap(t *testing.T) {
+	for _, c := range []struct{ keyLen, valLen int }{{10, 16}, {24, 3}, {40, 100}, {16, 1000}} {
+		t.Run(fmt.Sprintf("key%d_val%d", c.keyLen, c.valLen), func(t *testing.T) {
+			const n = 100_000
+			val := make([]byte, c.valLen)
+			hk := make([]byte, 1+c.keyLen)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			l := NewLRU(1 << 62)
+			for i := range n {
+				copy(hk[1:], fmt.Sprintf("%0*d", c.keyLen, i))
+				e := &Entry{Type: codec.TypeString, Str: append([]byte(nil), val...)}
+				l.put(hk, e)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			real := float64(after.HeapAlloc-before.HeapAlloc) / n
+			counted := float64(l.UsedBytes()) / n
+			runtime.KeepAlive(l)
+			t.Logf("key %d B, value %d B: %.0f B on the heap per entry, %.0f B accounted (%.2fx)",
+				c.keyLen, c.valLen, real, counted, counted/real)
+			if counted < 0.9*real || counted > 1.3*real {
+				t.Errorf("accounted %.0f B per entry for %.0f B on the heap: outside 0.9x-1.3x", counted, real)
+			}
+		})
+	}
+}
