@@ -100,10 +100,15 @@ func allocSize(n int64) int64 {
 	return (n + step - 1) &^ (step - 1)
 }
 
+// stringEntrySize is what a string entry of key holding val costs.
+func stringEntrySize(key, val []byte) int64 {
+	return allocSize(int64(len(key))+1) + allocSize(int64(len(val))) + entryOverhead
+}
+
 // entrySize is what e costs (or would cost) in the hot tier. A cold
 // structure is weighed by its meta record's counts.
 func entrySize(key []byte, e *Entry) int64 {
-	n := allocSize(int64(len(key))+1) + allocSize(int64(len(e.Str))) + entryOverhead
+	n := stringEntrySize(key, e.Str)
 	switch {
 	case e.fields != nil:
 		n += e.fields.size()

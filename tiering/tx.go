@@ -441,7 +441,7 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 		return err
 	}
 	if wasHot && old != nil && old.Type == codec.TypeString &&
-		tx.e.keepHot(int64(len(key))+1+int64(len(val))+entryOverhead) {
+		tx.e.keepHot(stringEntrySize(key, val)) {
 		return tx.overwriteString(pdb, key, old, val, expireAt)
 	}
 	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
