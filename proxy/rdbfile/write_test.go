@@ -108,6 +108,10 @@ func dataset(expireAt int64) [][]string {
 		add("PEXPIREAT", "z:big", strconv.FormatInt(expireAt+2, 10))
 		// lists: one small node, many elements, a big element
 		add("RPUSH", "l:small", "a", "1", "-100", "5000", "x y", long(70))
+		// every listpack integer width, and strings that only look like one
+		add("RPUSH", "l:ints", "127", "128", "-4096", "4096", "32767", "-32768", "8388607", "-8388608",
+			"2147483647", "-2147483648", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+			"007", "-0", "+1", "")
 		args = []string{"RPUSH", "l:big"}
 		for i := range 5000 {
 			args = append(args, "e"+strconv.Itoa(i))
