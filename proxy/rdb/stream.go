@@ -578,4 +578,3 @@ func appendStreamListpack(lp []byte, n StreamNode) []byte {
 	binary.LittleEndian.PutUint16(lp[4:], uint16(count))
 	return lp
 }
-

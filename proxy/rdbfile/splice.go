@@ -154,16 +154,6 @@ func (r *reader) skipStrs(n uint64) error {
 	return nil
 }
 
-// skipCounts reads n lengths.
-func (r *reader) skipCounts(n int) error {
-	for ; n > 0; n-- {
-		if _, err := r.count(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // skipValue walks a value of RDB type typ (rdbLoadObject's layouts),
 // flushing wr between its parts so that a big value is never held whole.
 func (r *reader) skipValue(typ byte, wr *writer) error {
@@ -208,7 +198,7 @@ func (r *reader) skipValue(typ byte, wr *writer) error {
 			return err
 		}
 		for ; n > 0; n-- {
-			if err := r.skipCounts(1); err != nil {
+			if _, err := r.count(); err != nil { // container
 				return err
 			}
 			if err := r.skipStr(); err != nil {
@@ -220,90 +210,49 @@ func (r *reader) skipValue(typ byte, wr *writer) error {
 		}
 		return nil
 	case 15, typeStreamListpacks2:
-		return r.skipStream(typ == typeStreamListpacks2, wr)
+		sk := &skipper{r: r, wr: wr}
+		streamValue(sk, typ == typeStreamListpacks2)
+		return sk.err
 	}
 	return corrupt("value type %d cannot be relayed", typ)
 }
 
-// skipStream walks a stream value (RDB_TYPE_STREAM_LISTPACKS, _2).
-func (r *reader) skipStream(v2 bool, wr *writer) error {
-	nodes, err := r.count()
-	if err != nil {
-		return err
-	}
-	for ; nodes > 0; nodes-- {
-		if err := r.skipStrs(2); err != nil {
-			return err
-		}
-		if err := wr.maybeFlush(); err != nil {
-			return err
-		}
-	}
-	meta := 3 // length, last ID
-	if v2 {
-		meta += 5 // first ID, max deleted ID, entries added
-	}
-	if err := r.skipCounts(meta); err != nil {
-		return err
-	}
-	groups, err := r.count()
-	if err != nil {
-		return err
-	}
-	var id [16]byte
-	for ; groups > 0; groups-- {
-		if err := r.skipStr(); err != nil {
-			return err
-		}
-		head := 2 // last delivered ID
-		if v2 {
-			head++ // entries read
-		}
-		if err := r.skipCounts(head); err != nil {
-			return err
-		}
-		pel, err := r.count()
-		if err != nil {
-			return err
-		}
-		for ; pel > 0; pel-- {
-			if err := r.full(id[:]); err != nil { // ID, then delivery time
-				return err
-			}
-			if err := r.full(r.tmp[:8]); err != nil {
-				return err
-			}
-			if err := r.skipCounts(1); err != nil {
-				return err
-			}
-		}
-		consumers, err := r.count()
-		if err != nil {
-			return err
-		}
-		for ; consumers > 0; consumers-- {
-			if err := r.skipStr(); err != nil {
-				return err
-			}
-			if err := r.full(r.tmp[:8]); err != nil { // seen time
-				return err
-			}
-			n, err := r.count()
-			if err != nil {
-				return err
-			}
-			for ; n > 0; n-- {
-				if err := r.full(id[:]); err != nil {
-					return err
-				}
-			}
-		}
-		if err := wr.maybeFlush(); err != nil {
-			return err
-		}
-	}
-	return nil
+// skipper walks a value's parts past (their bytes are recorded),
+// flushing wr between them (valueReader).
+type skipper struct {
+	r   *reader
+	wr  *writer
+	err error
+	raw [24]byte
 }
+
+func (s *skipper) count() uint64 {
+	var n uint64
+	if s.err == nil {
+		n, s.err = s.r.count()
+	}
+	return n
+}
+
+func (s *skipper) str() {
+	if s.err == nil {
+		s.err = s.r.skipStr()
+	}
+}
+
+func (s *skipper) bytes(n int) {
+	if s.err == nil {
+		s.err = s.r.full(s.raw[:n])
+	}
+}
+
+func (s *skipper) part() {
+	if s.err == nil {
+		s.err = s.wr.maybeFlush()
+	}
+}
+
+func (s *skipper) failed() error { return s.err }
 
 // ReadAux reads an RDB file's signature and leading auxiliary fields
 // (what a master writes before any database: repl-stream-db, repl-id...)

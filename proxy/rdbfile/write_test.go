@@ -46,9 +46,9 @@ func openLocal(t *testing.T, budget int64) (*server.Server, *tiering.Engine) {
 	return s, e
 }
 
-// dataset returns commands building every type in small and large forms,
-// in several databases, with expiries (absolute, at expireAt unix ms), and
-// a function library.
+// dataset returns commands building every type in small and large forms
+// (streams with consumer groups too), in several databases, with expiries
+// (absolute, at expireAt unix ms), and a function library.
 func dataset(expireAt int64) [][]string {
 	r := rand.New(rand.NewPCG(1, 2))
 	var cmds [][]string
@@ -118,6 +118,17 @@ func dataset(expireAt int64) [][]string {
 		}
 		add(args...)
 		add("LPUSH", "l:bigelem", long(10000), "small")
+		// streams: several nodes, a group with pending entries and
+		// consumers, an empty group
+		for i := range 250 {
+			add("XADD", "x:s", strconv.Itoa(i+1)+"-1", "f", strconv.Itoa(i), "g", long(i%40))
+		}
+		add("XDEL", "x:s", "3-1", "120-1")
+		add("XGROUP", "CREATE", "x:s", "g1", "0")
+		add("XGROUP", "CREATE", "x:s", "g2", "$")
+		add("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "x:s", ">")
+		add("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "3", "STREAMS", "x:s", ">")
+		add("XACK", "x:s", "g1", "2-1")
 		add("PEXPIREAT", "l:bigelem", strconv.FormatInt(expireAt+3, 10))
 	}
 	return cmds
