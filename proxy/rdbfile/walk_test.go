@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/integration/harness"
 	"github.com/spillway/spillway/proxy/rdbfile"
-	"github.com/spillway/spillway/tiering"
 )
 
 // oldRDB is an RDB file as Redis 2.x wrote it (version 4): EXPIRETIME in
@@ -21,84 +17,28 @@ import (
 // hash types, two databases, and no checksum after EOF.
 func oldRDB() []byte {
 	b := []byte("REDIS0004")
-	str := func(s string) { b = append(append(b, byte(len(s))), s...) }
+	// key appends a key's record: its type, name, element count (n >= 0;
+	// none for a string) and strings.
+	key := func(typ byte, name string, n int, strs ...string) {
+		b = append(append(append(b, typ), byte(len(name))), name...)
+		if n >= 0 {
+			b = append(b, byte(n))
+		}
+		for _, s := range strs {
+			b = append(append(b, byte(len(s))), s...)
+		}
+	}
 	b = append(b, 0xfe, 0) // SELECTDB 0
 	b = append(b, 0xfd)    // EXPIRETIME, 2038-01-19 (an int32)
 	b = binary.LittleEndian.AppendUint32(b, 2147483000)
-	b = append(b, 0)
-	str("k")
-	str("v")
-	b = append(b, 1)
-	str("l")
-	b = append(b, 2)
-	str("a")
-	str("b")
-	b = append(b, 2)
-	str("s")
-	b = append(b, 2)
-	str("x")
-	str("y")
-	b = append(b, 3)
-	str("z")
-	b = append(b, 2)
-	str("m")
-	str("1.5") // a score: its length, then its text
-	str("n")
-	str("-2")
-	b = append(b, 4)
-	str("h")
-	b = append(b, 1)
-	str("f")
-	str("v")
-	b = append(b, 0xfe, 2, 0) // SELECTDB 2, a string
-	str("k2")
-	str("abc")
+	key(0, "k", -1, "v")
+	key(1, "l", 2, "a", "b")
+	key(2, "s", 2, "x", "y")
+	key(3, "z", 2, "m", "1.5", "n", "-2") // scores as text
+	key(4, "h", 1, "f", "v")
+	b = append(b, 0xfe, 2) // SELECTDB 2
+	key(0, "k2", -1, "abc")
 	return append(b, 0xff) // EOF, no checksum
-}
-
-// redisRDB returns the RDB file of a real redis-server holding dataset,
-// and a connection to that server.
-func redisRDB(t *testing.T, args ...string) ([]byte, *harness.Conn) {
-	t.Helper()
-	ref := harness.StartRedis(t, append([]string{"--enable-debug-command", "yes"}, args...)...)
-	rc := ref.Conn(t)
-	for _, c := range dataset(time.Now().Add(time.Hour).UnixMilli()) {
-		if r := rc.Do(c...); r.IsError() {
-			t.Fatalf("redis %v: %s", c[:min(len(c), 3)], r.Str)
-		}
-	}
-	if r := rc.Do("SAVE"); r.IsError() {
-		t.Fatalf("SAVE: %s", r.Str)
-	}
-	file, err := os.ReadFile(filepath.Join(rc.Do("CONFIG", "GET", "dir").Elems[1].Str, "dump.rdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return file, rc
-}
-
-// loadInRedis starts a redis-server on file.
-func loadInRedis(t *testing.T, file []byte) *harness.Conn {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), file, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb").Conn(t)
-}
-
-// snapshotOf takes a snapshot of e, closed at the test's end.
-func snapshotOf(t *testing.T, e *tiering.Engine) *tiering.Snapshot {
-	t.Helper()
-	var snap *tiering.Snapshot
-	if err := e.View(func(tx *tiering.Tx) (err error) {
-		snap, err = tx.Snapshot()
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { snap.Close() })
-	return snap
 }
 
 // TestReadersAgree: Load, Records and Splice, which share one walk of an

@@ -46,6 +46,51 @@ func openLocal(t *testing.T, budget int64) (*server.Server, *tiering.Engine) {
 	return s, e
 }
 
+// redisRDB returns the RDB file of a real redis-server holding dataset,
+// and a connection to that server.
+func redisRDB(t *testing.T, args ...string) ([]byte, *harness.Conn) {
+	t.Helper()
+	ref := harness.StartRedis(t, append([]string{"--enable-debug-command", "yes"}, args...)...)
+	rc := ref.Conn(t)
+	for _, c := range dataset(time.Now().Add(time.Hour).UnixMilli()) {
+		if r := rc.Do(c...); r.IsError() {
+			t.Fatalf("redis %v: %s", c[:min(len(c), 3)], r.Str)
+		}
+	}
+	if r := rc.Do("SAVE"); r.IsError() {
+		t.Fatalf("SAVE: %s", r.Str)
+	}
+	file, err := os.ReadFile(filepath.Join(rc.Do("CONFIG", "GET", "dir").Elems[1].Str, "dump.rdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, rc
+}
+
+// loadInRedis starts a redis-server on file.
+func loadInRedis(t *testing.T, file []byte) *harness.Conn {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb").Conn(t)
+}
+
+// snapshotOf takes a snapshot of e, closed at the test's end.
+func snapshotOf(t *testing.T, e *tiering.Engine) *tiering.Snapshot {
+	t.Helper()
+	var snap *tiering.Snapshot
+	if err := e.View(func(tx *tiering.Tx) (err error) {
+		snap, err = tx.Snapshot()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snap.Close() })
+	return snap
+}
+
 // dataset returns commands building every type in small and large forms
 // (streams with consumer groups too), in several databases, with expiries
 // (absolute, at expireAt unix ms), and a function library.
