@@ -90,12 +90,33 @@ func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.
 	if j.first != nil && stream.Less(start, *j.first) {
 		start = *j.first
 	}
-	lo := codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamEntry, start)
+	j.kb = codec.AppendStreamTagPrefix(j.kb[:0], j.pdb, j.key, j.version, codec.TagStreamEntry)
+	return j.rangeIDs(j.kb, start, end, rev, func(id stream.ID, it *coldstore.Iter) (bool, error) {
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return false, err
+		}
+		f, err := codec.ParseStreamValues(val)
+		if err != nil {
+			return false, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+		}
+		return fn(&stream.Entry{ID: id, Fields: f}), nil
+	})
+}
+
+// rangeIDs walks the records whose keys are prefix followed by a stream
+// ID (entries, a group's pending entries, a consumer's pending index),
+// from start to end inclusive, or from end down to start with rev. It
+// calls fn with each record's ID and it positioned on the record, which
+// fn decodes as its layout says; fn returning false or an error stops the
+// walk. prefix is copied first: it may be j.kb, which fn may reuse.
+func (j *streamJournal) rangeIDs(prefix []byte, start, end stream.ID, rev bool, fn func(id stream.ID, it *coldstore.Iter) (bool, error)) error {
+	lo := codec.AppendStreamID(append(make([]byte, 0, len(prefix)+16), prefix...), start)
 	var hi []byte
 	if next, ok := stream.Incr(end); ok {
-		hi = codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamEntry, next)
+		hi = codec.AppendStreamID(append(make([]byte, 0, len(prefix)+16), prefix...), next)
 	} else {
-		hi = codec.PrefixEnd(codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamEntry))
+		hi = codec.PrefixEnd(prefix)
 	}
 	it, err := j.tx.batch.NewIter(lo, hi)
 	if err != nil {
@@ -108,16 +129,8 @@ func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.
 	}
 	for valid := first(); valid; valid = step() {
 		k := it.Key()
-		val, err := it.ValueAndErr()
-		if err != nil {
+		if more, err := fn(codec.DecodeStreamID(k[len(k)-16:]), it); !more || err != nil {
 			return err
-		}
-		f, err := codec.ParseStreamValues(val)
-		if err != nil {
-			return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
-		}
-		if !fn(&stream.Entry{ID: codec.DecodeStreamID(k[len(k)-16:]), Fields: f}) {
-			return nil
 		}
 	}
 	return it.Error()
@@ -125,19 +138,12 @@ func (j *streamJournal) Range(start, end stream.ID, rev bool, fn func(e *stream.
 
 // Node reads the last node whose master ID is at most id (stream.Store).
 func (j *streamJournal) Node(id stream.ID) (*stream.Node, error) {
-	prefix := codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamNode)
-	it, err := j.tx.batch.NewIter(prefix, codec.PrefixEnd(prefix))
+	it, err := j.nodes()
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var valid bool
-	if next, ok := stream.Incr(id); ok {
-		valid = it.SeekLT(codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamNode, next))
-	} else {
-		valid = it.Last()
-	}
-	if !valid {
+	if !j.seekNode(it, id) {
 		return nil, it.Error()
 	}
 	return j.nodeAt(it)
@@ -145,8 +151,7 @@ func (j *streamJournal) Node(id stream.ID) (*stream.Node, error) {
 
 // EachNode reads every node in ID order (stream.Store).
 func (j *streamJournal) EachNode(fn func(n *stream.Node) bool) error {
-	prefix := codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamNode)
-	it, err := j.tx.batch.NewIter(prefix, codec.PrefixEnd(prefix))
+	it, err := j.nodes()
 	if err != nil {
 		return err
 	}
@@ -155,9 +160,7 @@ func (j *streamJournal) EachNode(fn func(n *stream.Node) bool) error {
 	if j.first != nil && !stream.IsZero(*j.first) {
 		// From the node holding the first entry: every node before it is
 		// deleted (a node goes when its last live entry does).
-		if next, ok := stream.Incr(*j.first); ok {
-			valid = it.SeekLT(codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamNode, next))
-		}
+		valid = j.seekNode(it, *j.first)
 	}
 	if !valid {
 		valid = it.First()
@@ -172,6 +175,21 @@ func (j *streamJournal) EachNode(fn func(n *stream.Node) bool) error {
 		}
 	}
 	return it.Error()
+}
+
+// nodes opens an iterator over the stream's nodes.
+func (j *streamJournal) nodes() (*coldstore.Iter, error) {
+	prefix := codec.AppendStreamTagPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamNode)
+	return j.tx.batch.NewIter(prefix, codec.PrefixEnd(prefix))
+}
+
+// seekNode positions it (over the nodes) on the last node whose master ID
+// is at most id, and reports whether there is one.
+func (j *streamJournal) seekNode(it *coldstore.Iter, id stream.ID) bool {
+	if next, ok := stream.Incr(id); ok {
+		return it.SeekLT(codec.AppendStreamIDKey(nil, j.pdb, j.key, j.version, codec.TagStreamNode, next))
+	}
+	return it.Last()
 }
 
 func (j *streamJournal) nodeAt(it *coldstore.Iter) (*stream.Node, error) {
@@ -304,56 +322,32 @@ func (j *streamJournal) GetPending(g *stream.Group, id stream.ID) (int64, int64,
 // RangePending walks a group's pending entries, or a consumer's through
 // its index (stream.Store).
 func (j *streamJournal) RangePending(g *stream.Group, c *stream.Consumer, start, end stream.ID, rev bool, fn func(id stream.ID, deliveryTime, deliveryCount int64, consumer []byte) bool) error {
-	var prefix []byte
-	if c == nil {
-		prefix = codec.AppendStreamInGroupPrefix(nil, j.pdb, j.key, j.version, codec.TagStreamPending, g.Name)
-	} else {
-		prefix = codec.AppendStreamConsumerPendingPrefix(nil, j.pdb, j.key, j.version, g.Name, c.Name)
-	}
-	lo := codec.AppendStreamID(append([]byte(nil), prefix...), start)
-	var hi []byte
-	if next, ok := stream.Incr(end); ok {
-		hi = codec.AppendStreamID(append([]byte(nil), prefix...), next)
-	} else {
-		hi = codec.PrefixEnd(prefix)
-	}
-	it, err := j.tx.batch.NewIter(lo, hi)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	first, step := it.First, it.Next
-	if rev {
-		first, step = it.Last, it.Prev
-	}
-	for valid := first(); valid; valid = step() {
-		k := it.Key()
-		id := codec.DecodeStreamID(k[len(k)-16:])
-		var t, n int64
-		var name []byte
-		if c == nil {
-			val, err := it.ValueAndErr()
-			if err == nil {
-				t, n, name, err = codec.ParseStreamPending(val)
-			}
+	if c != nil {
+		// The index's records are empty: each entry is read from the group's.
+		j.kb = codec.AppendStreamConsumerPendingPrefix(j.kb[:0], j.pdb, j.key, j.version, g.Name, c.Name)
+		return j.rangeIDs(j.kb, start, end, rev, func(id stream.ID, _ *coldstore.Iter) (bool, error) {
+			t, n, name, found, err := j.GetPending(g, id)
 			if err != nil {
-				return fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
-			}
-		} else {
-			var found bool
-			var err error
-			if t, n, name, found, err = j.GetPending(g, id); err != nil {
-				return err
+				return false, err
 			}
 			if !found {
-				return fmt.Errorf("%w: stream %q: consumer %q's pending entry %v has no record", ErrCorrupt, j.key, c.Name, id)
+				return false, fmt.Errorf("%w: stream %q: consumer %q's pending entry %v has no record", ErrCorrupt, j.key, c.Name, id)
 			}
-		}
-		if !fn(id, t, n, name) {
-			return nil
-		}
+			return fn(id, t, n, name), nil
+		})
 	}
-	return it.Error()
+	j.kb = codec.AppendStreamInGroupPrefix(j.kb[:0], j.pdb, j.key, j.version, codec.TagStreamPending, g.Name)
+	return j.rangeIDs(j.kb, start, end, rev, func(id stream.ID, it *coldstore.Iter) (bool, error) {
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return false, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+		}
+		t, n, name, err := codec.ParseStreamPending(val)
+		if err != nil {
+			return false, fmt.Errorf("%w: stream %q: %w", ErrCorrupt, j.key, err)
+		}
+		return fn(id, t, n, name), nil
+	})
 }
 
 // OpenStream opens key (database db) as a stream, loading it if it is

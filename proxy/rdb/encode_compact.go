@@ -42,37 +42,49 @@ func (l *Listpack) Append(s []byte) {
 	if len(l.buf) == 0 {
 		l.buf = append(l.buf, make([]byte, lpHeader)...)
 	}
-	start := len(l.buf)
-	if v, ok := canonicalInt(s); ok && len(s) <= 20 {
-		switch {
-		case v >= 0 && v <= 127:
-			l.buf = append(l.buf, byte(v))
-		case v >= -4096 && v <= 4095:
-			u := uint16(v) & 0x1fff
-			l.buf = append(l.buf, 0xc0|byte(u>>8), byte(u))
-		case v >= -32768 && v <= 32767:
-			l.buf = binary.LittleEndian.AppendUint16(append(l.buf, 0xf1), uint16(v))
-		case v >= -8388608 && v <= 8388607:
-			l.buf = append(l.buf, 0xf2, byte(v), byte(v>>8), byte(v>>16))
-		case v >= -2147483648 && v <= 2147483647:
-			l.buf = binary.LittleEndian.AppendUint32(append(l.buf, 0xf3), uint32(v))
-		default:
-			l.buf = binary.LittleEndian.AppendUint64(append(l.buf, 0xf4), uint64(v))
-		}
-	} else {
-		n := len(s)
-		switch {
-		case n <= 63:
-			l.buf = append(l.buf, 0x80|byte(n))
-		case n <= 4095:
-			l.buf = append(l.buf, 0xe0|byte(n>>8), byte(n))
-		default:
-			l.buf = binary.LittleEndian.AppendUint32(append(l.buf, 0xf0), uint32(n))
-		}
-		l.buf = append(l.buf, s...)
-	}
-	l.buf = appendBacklen(l.buf, len(l.buf)-start)
+	l.buf = lpAppendString(l.buf, s)
 	l.n++
+}
+
+// lpAppendString appends an entry holding s (lpAppend): as an integer,
+// in its smallest encoding, when s is one in canonical form, else as a
+// string.
+func lpAppendString(lp, s []byte) []byte {
+	if v, ok := canonicalInt(s); ok && len(s) <= 20 {
+		return lpAppendInt(lp, v)
+	}
+	start := len(lp)
+	switch n := len(s); {
+	case n <= 63:
+		lp = append(lp, 0x80|byte(n))
+	case n <= 4095:
+		lp = append(lp, 0xe0|byte(n>>8), byte(n))
+	default:
+		lp = binary.LittleEndian.AppendUint32(append(lp, 0xf0), uint32(n))
+	}
+	lp = append(lp, s...)
+	return appendBacklen(lp, len(lp)-start)
+}
+
+// lpAppendInt appends an integer entry in its smallest encoding.
+func lpAppendInt(lp []byte, v int64) []byte {
+	start := len(lp)
+	switch {
+	case v >= 0 && v <= 127:
+		lp = append(lp, byte(v))
+	case v >= -4096 && v <= 4095:
+		u := uint16(v) & 0x1fff
+		lp = append(lp, 0xc0|byte(u>>8), byte(u))
+	case v >= -32768 && v <= 32767:
+		lp = binary.LittleEndian.AppendUint16(append(lp, 0xf1), uint16(v))
+	case v >= -8388608 && v <= 8388607:
+		lp = append(lp, 0xf2, byte(v), byte(v>>8), byte(v>>16))
+	case v >= -2147483648 && v <= 2147483647:
+		lp = binary.LittleEndian.AppendUint32(append(lp, 0xf3), uint32(v))
+	default:
+		lp = binary.LittleEndian.AppendUint64(append(lp, 0xf4), uint64(v))
+	}
+	return appendBacklen(lp, len(lp)-start)
 }
 
 // appendBacklen appends lpEncodeBacklen's form of size: 7 bits a byte,
@@ -133,23 +145,13 @@ type StringWriter struct {
 
 // Append appends s as an RDB string.
 func (w *StringWriter) Append(buf, s []byte) []byte {
-	if len(s) <= 20 || w.Plain {
-		if w.Plain {
-			return AppendStringPlain(buf, s)
-		}
-		return AppendString(buf, s)
+	if w.Plain {
+		return AppendStringPlain(buf, s)
 	}
-	if w.lzf == nil {
+	if w.lzf == nil && len(s) > 20 {
 		w.lzf = new(lzfState)
 	}
-	if c := w.lzf.compress(s, len(s)-4); c != nil {
-		buf = append(buf, encVal<<6|encLZF)
-		buf = AppendLen(buf, uint64(len(c)))
-		buf = AppendLen(buf, uint64(len(s)))
-		return append(buf, c...)
-	}
-	buf = AppendLen(buf, uint64(len(s)))
-	return append(buf, s...)
+	return appendString(buf, s, w.lzf)
 }
 
 // ParseInt reports whether s is the canonical decimal form of a 64-bit

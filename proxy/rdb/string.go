@@ -28,7 +28,11 @@ var errEncoding = errors.New("rdb: unknown length or string encoding")
 // (at most 11 bytes), LZF-compressed when longer than 20 bytes and
 // compression saves at least 4 bytes, else plain. The result is byte for
 // byte Redis 7.0's.
-func AppendString(buf, s []byte) []byte {
+func AppendString(buf, s []byte) []byte { return appendString(buf, s, nil) }
+
+// appendString is AppendString compressing with lzf's memory (nil: a new
+// compressor's, made only for a string long enough to try).
+func appendString(buf, s []byte, lzf *lzfState) []byte {
 	if len(s) <= 11 {
 		if n, ok := canonicalInt(s); ok {
 			switch {
@@ -42,7 +46,10 @@ func AppendString(buf, s []byte) []byte {
 		}
 	}
 	if len(s) > 20 {
-		if c := LZFCompress(s, len(s)-4); c != nil {
+		if lzf == nil {
+			lzf = new(lzfState)
+		}
+		if c := lzf.compress(s, len(s)-4); c != nil {
 			buf = append(buf, encVal<<6|encLZF)
 			buf = AppendLen(buf, uint64(len(c)))
 			buf = AppendLen(buf, uint64(len(s)))

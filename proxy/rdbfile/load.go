@@ -178,92 +178,24 @@ type loader struct {
 }
 
 func (l *loader) load() error {
-	var magic [9]byte
-	if err := l.r.full(magic[:]); err != nil {
+	w, err := newWalker(l.r, l.eng.Databases())
+	if err != nil {
 		return err
 	}
-	if !bytes.HasPrefix(magic[:], []byte("REDIS")) {
-		return corrupt("not an RDB file (no REDIS signature)")
-	}
-	v, err := strconv.Atoi(string(magic[5:]))
-	if err != nil || v < 1 {
-		return corrupt("bad RDB version %q", magic[5:])
-	}
-	if v > Version {
-		return corrupt("RDB version %d is newer than Redis 7.0's (%d)", v, Version)
-	}
-	l.stats.Version = v
-	db := 0
-	var expireAt, idle int64 = 0, -1
-	freq := -1
+	l.stats.Version = w.version
 	for {
-		op, err := l.r.byte()
+		op, err := w.next()
 		if err != nil {
 			return err
 		}
-		switch op {
-		case opExpireTimeMS:
-			if err := l.r.full(l.r.tmp[:8]); err != nil {
-				return err
+		switch {
+		case op == opEOF:
+			return l.finish()
+		case op == opAux:
+			if string(w.auxKey) == "redis-ver" {
+				l.log.Info("loading RDB", "redis_ver", string(w.auxVal), "rdb_version", w.version)
 			}
-			expireAt = int64(binary.LittleEndian.Uint64(l.r.tmp[:8]))
-			continue
-		case opExpireTime:
-			if err := l.r.full(l.r.tmp[:4]); err != nil {
-				return err
-			}
-			expireAt = int64(int32(binary.LittleEndian.Uint32(l.r.tmp[:4]))) * 1000
-			continue
-		case opFreq:
-			b, err := l.r.byte()
-			if err != nil {
-				return err
-			}
-			freq = int(b)
-			continue
-		case opIdle:
-			n, err := l.r.count()
-			if err != nil {
-				return err
-			}
-			idle = int64(min(n, 1<<40))
-			continue
-		case opSelectDB:
-			n, err := l.r.count()
-			if err != nil {
-				return err
-			}
-			if n >= uint64(l.eng.Databases()) {
-				return corrupt("the file selects database %d; this server has %d (databases)", n, l.eng.Databases())
-			}
-			db = int(n)
-			continue
-		case opResizeDB:
-			if _, err := l.r.count(); err != nil {
-				return err
-			}
-			if _, err := l.r.count(); err != nil {
-				return err
-			}
-			continue
-		case opAux:
-			k, err := l.r.str()
-			if err != nil {
-				return err
-			}
-			val, err := l.r.str()
-			if err != nil {
-				return err
-			}
-			if string(k) == "redis-ver" {
-				l.log.Info("loading RDB", "redis_ver", string(val), "rdb_version", v)
-			}
-			continue
-		case opModuleAux:
-			return corrupt("the file holds module data (MODULE_AUX), which Spillway cannot load")
-		case opFunctionPre:
-			return corrupt("pre-release function format (RDB_OPCODE_FUNCTION) not supported")
-		case opFunction2:
+		case op == opFunction2:
 			code, err := l.r.str()
 			if err != nil {
 				return err
@@ -271,40 +203,23 @@ func (l *loader) load() error {
 			l.functions = append(l.functions, opFunction2)
 			l.functions = rdb.AppendString(l.functions, code)
 			l.stats.Functions++
-			continue
-		case opEOF:
-			return l.finish()
+		case w.inKey:
+			select {
+			case <-l.opts.Stop:
+				return ErrLoadCanceled
+			default:
+			}
+			if err := l.value(op, w.db, w.key, w.expireMS, w.freq, w.idle); err != nil {
+				return fmt.Errorf("%w (db %d key %q)", err, w.db, w.key)
+			}
+			l.progress()
 		}
-		select {
-		case <-l.opts.Stop:
-			return ErrLoadCanceled
-		default:
-		}
-		key, err := l.r.str()
-		if err != nil {
-			return err
-		}
-		if err := l.value(op, db, key, expireAt, freq, idle); err != nil {
-			return fmt.Errorf("%w (db %d key %q)", err, db, key)
-		}
-		expireAt, freq, idle = 0, -1, -1
-		l.progress()
 	}
 }
 
-// finish verifies the checksum and writes what is pending.
+// finish writes what is pending once the file is read (its checksum
+// verified).
 func (l *loader) finish() error {
-	sum := l.r.crc
-	if l.stats.Version >= 5 {
-		var b [8]byte
-		if _, err := io.ReadFull(l.r.br, b[:]); err != nil {
-			return corrupt("no checksum after EOF")
-		}
-		l.r.n += 8
-		if got := binary.LittleEndian.Uint64(b[:]); got != 0 && got != sum {
-			return corrupt("wrong RDB checksum: the file says %016x, its content gives %016x", got, sum)
-		}
-	}
 	if err := l.flush(); err != nil {
 		return err
 	}

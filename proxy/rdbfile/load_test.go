@@ -19,18 +19,10 @@ import (
 // as an RDB file.
 func writeRDB(t *testing.T, e *tiering.Engine, functions []byte) []byte {
 	t.Helper()
-	var snap *tiering.Snapshot
-	if err := e.View(func(tx *tiering.Tx) (err error) {
-		snap, err = tx.Snapshot()
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
 	var b bytes.Buffer
 	opts := rdbfile.DefaultOptions()
 	opts.Functions = functions
-	if err := rdbfile.Write(&b, snap, opts); err != nil {
+	if err := rdbfile.Write(&b, snapshotOf(t, e), opts); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

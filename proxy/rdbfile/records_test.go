@@ -2,12 +2,9 @@ package rdbfile_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spillway/spillway/integration/harness"
 	"github.com/spillway/spillway/proxy/rdbfile"
@@ -20,26 +17,12 @@ import (
 // exactly the first server's dataset; a truncated file or a wrong checksum
 // is an error.
 func TestRecordsRestoreInRedis(t *testing.T) {
-	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
-	rc := ref.Conn(t)
-	for _, c := range dataset(time.Now().Add(time.Hour).UnixMilli()) {
-		if r := rc.Do(c...); r.IsError() {
-			t.Fatalf("redis %v: %s", c[:min(len(c), 3)], r.Str)
-		}
-	}
-	if r := rc.Do("SAVE"); r.IsError() {
-		t.Fatalf("SAVE: %s", r.Str)
-	}
-	dir := rc.Do("CONFIG", "GET", "dir").Elems[1].Str
-	file, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, rc := redisRDB(t)
 
 	dst := harness.StartRedis(t, "--enable-debug-command", "yes")
 	dc := dst.Conn(t)
 	keys, libs, expiring := 0, 0, 0
-	err = rdbfile.Records(bytes.NewReader(file), func(rec *rdbfile.Record) error {
+	err := rdbfile.Records(bytes.NewReader(file), func(rec *rdbfile.Record) error {
 		if rec.Function != nil {
 			libs++
 			if r := dc.Do("FUNCTION", "LOAD", string(rec.Function)); r.IsError() {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/spillway/spillway/proxy/rdb"
 	"github.com/spillway/spillway/tiering"
 )
 
@@ -36,15 +35,9 @@ func Splice(w io.Writer, r io.Reader, snap *tiering.Snapshot, opts Options) (Spl
 	wr := &writer{w: w, buf: make([]byte, 0, flushAt+4096)}
 	wr.sw.Plain = opts.NoCompression
 	rd := newReader(r)
-	var magic [9]byte
-	if err := rd.full(magic[:]); err != nil {
+	wk, err := newWalker(rd, snap.Databases())
+	if err != nil {
 		return st, err
-	}
-	if string(magic[:5]) != "REDIS" {
-		return st, corrupt("not an RDB file (no REDIS signature)")
-	}
-	if v, err := strconv.Atoi(string(magic[5:])); err != nil || v < 1 || v > Version {
-		return st, corrupt("RDB version %q is not one Redis 7.0 loads", magic[5:])
 	}
 	wr.buf = append(wr.buf, "REDIS0010"...)
 	if rp := opts.Repl; rp != nil {
@@ -54,60 +47,30 @@ func Splice(w io.Writer, r io.Reader, snap *tiering.Snapshot, opts Options) (Spl
 	}
 	rd.rec = &wr.buf
 	seen := map[int]map[string]struct{}{}
-	db := 0
 	for {
 		mark := len(wr.buf)
-		op, err := rd.byte()
+		op, err := wk.next()
 		if err != nil {
 			return st, err
 		}
-		switch op {
-		case opExpireTimeMS:
-			err = rd.full(rd.tmp[:8])
-		case opExpireTime:
-			err = rd.full(rd.tmp[:4])
-		case opFreq:
-			_, err = rd.byte()
-		case opIdle:
-			_, err = rd.count()
-		case opSelectDB:
-			var n uint64
-			n, err = rd.count()
-			if n >= uint64(snap.Databases()) {
-				return st, corrupt("the file selects database %d; this server has %d", n, snap.Databases())
-			}
-			db = int(n)
-		case opResizeDB:
-			if _, err = rd.count(); err == nil {
-				_, err = rd.count()
-			}
-		case opAux:
-			var k []byte
-			if k, err = rd.str(); err == nil {
-				_, err = rd.str()
-			}
-			if s := string(k); s == "repl-stream-db" || s == "repl-id" || s == "repl-offset" {
-				wr.buf = wr.buf[:mark] // ours replace them
-			}
-		case opFunction2:
-			err = rd.skipStr()
-		case opModuleAux, opFunctionPre:
-			return st, corrupt("the file holds records Spillway cannot relay (opcode %d)", op)
-		case opEOF:
+		switch {
+		case op == opEOF:
 			wr.buf = wr.buf[:mark]
 			rd.rec = nil
-			return st, spliceEnd(wr, rd, snap, seen, &opts, &st)
-		default:
-			var key []byte
-			if key, err = rd.str(); err != nil {
-				return st, err
+			return st, spliceEnd(wr, snap, seen, &opts, &st)
+		case op == opAux:
+			if s := string(wk.auxKey); s == "repl-stream-db" || s == "repl-id" || s == "repl-offset" {
+				wr.buf = wr.buf[:mark] // ours replace them
 			}
-			if seen[db] == nil {
-				seen[db] = map[string]struct{}{}
+		case op == opFunction2:
+			err = rd.skipStr()
+		case wk.inKey:
+			if seen[wk.db] == nil {
+				seen[wk.db] = map[string]struct{}{}
 			}
-			seen[db][string(key)] = struct{}{}
+			seen[wk.db][string(wk.key)] = struct{}{}
 			if err = rd.skipValue(op, wr); err != nil {
-				return st, fmt.Errorf("%w (db %d key %q)", err, db, key)
+				return st, fmt.Errorf("%w (db %d key %q)", err, wk.db, wk.key)
 			}
 			st.Upstream++
 		}
@@ -120,19 +83,14 @@ func Splice(w io.Writer, r io.Reader, snap *tiering.Snapshot, opts Options) (Spl
 	}
 }
 
-// spliceEnd checks the master's checksum, then writes snap's keys, EOF and
+// spliceEnd writes snap's keys (but those of the master's file), EOF and
 // the new checksum.
-func spliceEnd(wr *writer, rd *reader, snap *tiering.Snapshot, seen map[int]map[string]struct{}, opts *Options, st *SpliceStats) error {
-	sum := rd.crc
-	var b [8]byte
-	if _, err := io.ReadFull(rd.br, b[:]); err != nil {
-		return corrupt("the file ends before its checksum")
-	}
-	if got := binary.LittleEndian.Uint64(b[:]); got != 0 && got != sum {
-		return corrupt("checksum mismatch (file %016x, computed %016x)", got, sum)
-	}
+func spliceEnd(wr *writer, snap *tiering.Snapshot, seen map[int]map[string]struct{}, opts *Options, st *SpliceStats) error {
 	for db := range snap.Databases() {
-		if err := wr.spliceDB(snap, db, seen[db], opts, st); err != nil {
+		cold, shadowed, err := wr.database(snap, db, opts, seen[db], false)
+		st.Cold += cold
+		st.Shadowed += shadowed
+		if err != nil {
 			return err
 		}
 	}
@@ -143,38 +101,6 @@ func spliceEnd(wr *writer, rd *reader, snap *tiering.Snapshot, seen map[int]map[
 	wr.buf = binary.LittleEndian.AppendUint64(wr.buf, wr.crc)
 	if _, err := wr.w.Write(wr.buf); err != nil {
 		return fmt.Errorf("rdbfile: write: %w", err)
-	}
-	return nil
-}
-
-// spliceDB writes db's keys of snap that are not in skip.
-func (w *writer) spliceDB(snap *tiering.Snapshot, db int, skip map[string]struct{}, opts *Options, st *SpliceStats) error {
-	it, err := snap.Keys(db)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	first := true
-	for it.Next() {
-		if _, dup := skip[string(it.Key())]; dup {
-			st.Shadowed++
-			continue
-		}
-		if first {
-			first = false
-			w.buf = append(w.buf, opSelectDB)
-			w.buf = rdb.AppendLen(w.buf, uint64(db))
-		}
-		if err := w.key(it, opts); err != nil {
-			return fmt.Errorf("rdbfile: db %d key %q: %w", db, it.Key(), err)
-		}
-		st.Cold++
-		if err := w.maybeFlush(); err != nil {
-			return err
-		}
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("rdbfile: db %d: %w", db, err)
 	}
 	return nil
 }
@@ -228,16 +154,6 @@ func (r *reader) skipStrs(n uint64) error {
 	return nil
 }
 
-// skipCounts reads n lengths.
-func (r *reader) skipCounts(n int) error {
-	for ; n > 0; n-- {
-		if _, err := r.count(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // skipValue walks a value of RDB type typ (rdbLoadObject's layouts),
 // flushing wr between its parts so that a big value is never held whole.
 func (r *reader) skipValue(typ byte, wr *writer) error {
@@ -282,7 +198,7 @@ func (r *reader) skipValue(typ byte, wr *writer) error {
 			return err
 		}
 		for ; n > 0; n-- {
-			if err := r.skipCounts(1); err != nil {
+			if _, err := r.count(); err != nil { // container
 				return err
 			}
 			if err := r.skipStr(); err != nil {
@@ -294,90 +210,49 @@ func (r *reader) skipValue(typ byte, wr *writer) error {
 		}
 		return nil
 	case 15, typeStreamListpacks2:
-		return r.skipStream(typ == typeStreamListpacks2, wr)
+		sk := &skipper{r: r, wr: wr}
+		streamValue(sk, typ == typeStreamListpacks2)
+		return sk.err
 	}
 	return corrupt("value type %d cannot be relayed", typ)
 }
 
-// skipStream walks a stream value (RDB_TYPE_STREAM_LISTPACKS, _2).
-func (r *reader) skipStream(v2 bool, wr *writer) error {
-	nodes, err := r.count()
-	if err != nil {
-		return err
-	}
-	for ; nodes > 0; nodes-- {
-		if err := r.skipStrs(2); err != nil {
-			return err
-		}
-		if err := wr.maybeFlush(); err != nil {
-			return err
-		}
-	}
-	meta := 3 // length, last ID
-	if v2 {
-		meta += 5 // first ID, max deleted ID, entries added
-	}
-	if err := r.skipCounts(meta); err != nil {
-		return err
-	}
-	groups, err := r.count()
-	if err != nil {
-		return err
-	}
-	var id [16]byte
-	for ; groups > 0; groups-- {
-		if err := r.skipStr(); err != nil {
-			return err
-		}
-		head := 2 // last delivered ID
-		if v2 {
-			head++ // entries read
-		}
-		if err := r.skipCounts(head); err != nil {
-			return err
-		}
-		pel, err := r.count()
-		if err != nil {
-			return err
-		}
-		for ; pel > 0; pel-- {
-			if err := r.full(id[:]); err != nil { // ID, then delivery time
-				return err
-			}
-			if err := r.full(r.tmp[:8]); err != nil {
-				return err
-			}
-			if err := r.skipCounts(1); err != nil {
-				return err
-			}
-		}
-		consumers, err := r.count()
-		if err != nil {
-			return err
-		}
-		for ; consumers > 0; consumers-- {
-			if err := r.skipStr(); err != nil {
-				return err
-			}
-			if err := r.full(r.tmp[:8]); err != nil { // seen time
-				return err
-			}
-			n, err := r.count()
-			if err != nil {
-				return err
-			}
-			for ; n > 0; n-- {
-				if err := r.full(id[:]); err != nil {
-					return err
-				}
-			}
-		}
-		if err := wr.maybeFlush(); err != nil {
-			return err
-		}
-	}
-	return nil
+// skipper walks a value's parts past (their bytes are recorded),
+// flushing wr between them (valueReader).
+type skipper struct {
+	r   *reader
+	wr  *writer
+	err error
+	raw [24]byte
 }
+
+func (s *skipper) count() uint64 {
+	var n uint64
+	if s.err == nil {
+		n, s.err = s.r.count()
+	}
+	return n
+}
+
+func (s *skipper) str() {
+	if s.err == nil {
+		s.err = s.r.skipStr()
+	}
+}
+
+func (s *skipper) bytes(n int) {
+	if s.err == nil {
+		s.err = s.r.full(s.raw[:n])
+	}
+}
+
+func (s *skipper) part() {
+	if s.err == nil {
+		s.err = s.wr.maybeFlush()
+	}
+}
+
+func (s *skipper) failed() error { return s.err }
 
 // ReadAux reads an RDB file's signature and leading auxiliary fields
 // (what a master writes before any database: repl-stream-db, repl-id...)
@@ -385,12 +260,8 @@ func (r *reader) skipStream(v2 bool, wr *writer) error {
 // and drain that reader afterwards.
 func ReadAux(r io.Reader) (map[string]string, error) {
 	rd := newReader(r)
-	var magic [9]byte
-	if err := rd.full(magic[:]); err != nil {
+	if _, err := rd.signature(); err != nil {
 		return nil, err
-	}
-	if string(magic[:5]) != "REDIS" {
-		return nil, corrupt("not an RDB file (no REDIS signature)")
 	}
 	aux := map[string]string{}
 	for {

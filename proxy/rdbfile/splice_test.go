@@ -2,14 +2,9 @@ package rdbfile_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/spillway/spillway/integration/harness"
 	"github.com/spillway/spillway/proxy/rdbfile"
-	"github.com/spillway/spillway/tiering"
 )
 
 // TestSpliceLoadsInRedis: a real redis-server's RDB of every type (several
@@ -18,25 +13,11 @@ import (
 // file with a duplicate key) as exactly the server's dataset plus the cold
 // keys, the duplicate being the server's copy.
 func TestSpliceLoadsInRedis(t *testing.T) {
-	ref := harness.StartRedis(t, "--enable-debug-command", "yes")
-	rc := ref.Conn(t)
-	for _, c := range dataset(time.Now().Add(time.Hour).UnixMilli()) {
-		if r := rc.Do(c...); r.IsError() {
-			t.Fatalf("redis %v: %s", c[:min(len(c), 3)], r.Str)
-		}
-	}
+	upRDB, rc := redisRDB(t)
 	rc.Do("SELECT", "0")
 	dup := rc.Do("RANDOMKEY").Str
 	if dup == "" {
 		t.Fatal("the dataset has no key in db 0")
-	}
-	if r := rc.Do("SAVE"); r.IsError() {
-		t.Fatalf("SAVE: %s", r.Str)
-	}
-	dir := rc.Do("CONFIG", "GET", "dir").Elems[1].Str
-	upRDB, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
-	if err != nil {
-		t.Fatal(err)
 	}
 
 	s, e := openLocal(t, 0)
@@ -56,14 +37,7 @@ func TestSpliceLoadsInRedis(t *testing.T) {
 			t.Fatalf("spillway %v: %s", c, out)
 		}
 	}
-	var snap *tiering.Snapshot
-	if err := e.View(func(tx *tiering.Tx) (err error) {
-		snap, err = tx.Snapshot()
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
+	snap := snapshotOf(t, e)
 	var out bytes.Buffer
 	opts := rdbfile.DefaultOptions()
 	opts.Repl = &rdbfile.ReplInfo{ID: "0123456789012345678901234567890123456789", Offset: 42, StreamDB: 3}
@@ -88,12 +62,7 @@ func TestSpliceLoadsInRedis(t *testing.T) {
 		t.Fatal("an RDB with a wrong checksum was spliced")
 	}
 
-	ldir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(ldir, "dump.rdb"), out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loaded := harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", ldir, "--dbfilename", "dump.rdb")
-	lc := loaded.Conn(t)
+	lc := loadInRedis(t, out.Bytes())
 	// The expected dataset: the server's, plus the cold keys it lacks.
 	for _, c := range cold {
 		if c[0] == "SET" && c[1] == dup {

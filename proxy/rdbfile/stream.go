@@ -135,9 +135,70 @@ func (w *writer) streamGroup(it *tiering.SnapshotKeys, name []byte, last codec.S
 
 func rdbID(id codec.StreamID) rdb.StreamID { return rdb.StreamID{Ms: id.Ms, Seq: id.Seq} }
 
+// valueReader reads the parts of a value for streamValue and
+// streamGroups, each its own way: payloadReader copies them into a DUMP
+// payload (Load), skipper walks them past (Records, Splice). The first
+// error sticks: once err is set, every read does nothing.
+type valueReader interface {
+	// count reads a length; str a string; bytes n raw bytes.
+	count() uint64
+	str()
+	bytes(n int)
+	// part is called between the parts of a big value.
+	part()
+	failed() error
+}
+
+// streamValue walks a stream value (RDB_TYPE_STREAM_LISTPACKS, and with
+// v2 _2): its nodes, meta fields and groups.
+func streamValue(v valueReader, v2 bool) {
+	nodes := v.count()
+	for i := uint64(0); i < nodes && v.failed() == nil; i++ {
+		v.str() // master ID
+		v.str() // listpack
+		v.part()
+	}
+	meta := 3 // length, last ID
+	if v2 {
+		meta += 5 // first ID, max deleted ID, entries added
+	}
+	for range meta {
+		v.count()
+	}
+	streamGroups(v, v2)
+}
+
+// streamGroups walks a stream value's groups (their count first).
+func streamGroups(v valueReader, v2 bool) {
+	groups := v.count()
+	for i := uint64(0); i < groups && v.failed() == nil; i++ {
+		v.str() // name
+		v.count()
+		v.count() // last ID
+		if v2 {
+			v.count() // entries read
+		}
+		pel := v.count()
+		for j := uint64(0); j < pel && v.failed() == nil; j++ {
+			v.bytes(24) // ID, delivery time
+			v.count()   // delivery count
+		}
+		consumers := v.count()
+		for j := uint64(0); j < consumers && v.failed() == nil; j++ {
+			v.str()    // name
+			v.bytes(8) // seen time
+			owned := v.count()
+			for k := uint64(0); k < owned && v.failed() == nil; k++ {
+				v.bytes(16)
+			}
+		}
+		v.part()
+	}
+}
+
 // payloadReader copies what it reads of a stream value from the file
 // into p, re-encoded as a DUMP payload's value (strings plain), for
-// rdb.DecodeValue to decode and validate; the first error sticks.
+// rdb.DecodeValue to decode and validate.
 type payloadReader struct {
 	r   *reader
 	p   []byte
@@ -154,16 +215,15 @@ func (pr *payloadReader) count() uint64 {
 	return n
 }
 
-func (pr *payloadReader) str() []byte {
+func (pr *payloadReader) str() {
 	if pr.err != nil {
-		return nil
+		return
 	}
 	s, err := pr.r.str()
 	if pr.err = err; err == nil {
 		pr.p = rdb.AppendLen(pr.p, uint64(len(s)))
 		pr.p = append(pr.p, s...)
 	}
-	return s
 }
 
 func (pr *payloadReader) bytes(n int) {
@@ -174,32 +234,9 @@ func (pr *payloadReader) bytes(n int) {
 	}
 }
 
-// groups copies a stream value's groups (their count first).
-func (pr *payloadReader) groups(v2 bool) {
-	groups := pr.count()
-	for i := uint64(0); i < groups && pr.err == nil; i++ {
-		pr.str() // name
-		pr.count()
-		pr.count() // last ID
-		if v2 {
-			pr.count() // entries read
-		}
-		pel := pr.count()
-		for j := uint64(0); j < pel && pr.err == nil; j++ {
-			pr.bytes(24) // ID, delivery time
-			pr.count()   // delivery count
-		}
-		consumers := pr.count()
-		for j := uint64(0); j < consumers && pr.err == nil; j++ {
-			pr.str()    // name
-			pr.bytes(8) // seen time
-			owned := pr.count()
-			for k := uint64(0); k < owned && pr.err == nil; k++ {
-				pr.bytes(16)
-			}
-		}
-	}
-}
+func (pr *payloadReader) part() {}
+
+func (pr *payloadReader) failed() error { return pr.err }
 
 // loadStream reads a stream value. One of type 15 (Redis 5 to 6.2, whose
 // groups' entries-read are estimated from the whole stream) is read and
@@ -211,15 +248,7 @@ func (pr *payloadReader) groups(v2 bool) {
 func (c *collector) loadStream(typ byte) error {
 	pr := &payloadReader{r: c.l.r}
 	if typ != typeStreamListpacks2 {
-		nodes := pr.count()
-		for i := uint64(0); i < nodes && pr.err == nil; i++ {
-			pr.str() // master ID
-			pr.str() // listpack
-		}
-		for range 3 { // length, last ID
-			pr.count()
-		}
-		pr.groups(false)
+		streamValue(pr, false)
 		if pr.err != nil {
 			return pr.err
 		}
@@ -250,7 +279,7 @@ func (c *collector) loadStream(typ byte) error {
 	pr.p = rdb.AppendLen(pr.p, 0)
 	pr.p = rdb.AppendStreamMeta(pr.p, 0, rdb.StreamID{Ms: meta[1], Seq: meta[2]}, rdb.StreamID{Ms: meta[3], Seq: meta[4]},
 		rdb.StreamID{Ms: meta[5], Seq: meta[6]}, meta[7])
-	pr.groups(true)
+	streamGroups(pr, true)
 	if pr.err != nil {
 		return pr.err
 	}

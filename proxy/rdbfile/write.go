@@ -156,7 +156,7 @@ func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
 		return err
 	}
 	for db := range snap.Databases() {
-		if err := wr.database(snap, db, &opts); err != nil {
+		if _, _, err := wr.database(snap, db, &opts, nil, true); err != nil {
 			return err
 		}
 	}
@@ -175,32 +175,43 @@ func Write(w io.Writer, snap *tiering.Snapshot, opts Options) error {
 	return nil
 }
 
-// database writes one database's keys, if it has any.
-func (w *writer) database(snap *tiering.Snapshot, db int, opts *Options) error {
+// database writes db's keys of snap but those in skip, preceded by
+// SELECTDB (and, with resize, RESIZEDB with the snapshot's counts) if it
+// writes any; Write writes every key, Splice those the master's file
+// lacks. It returns how many keys it wrote and how many skip left out.
+func (w *writer) database(snap *tiering.Snapshot, db int, opts *Options, skip map[string]struct{}, resize bool) (written, skipped int64, err error) {
 	it, err := snap.Keys(db)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer it.Close()
-	first := true
 	for it.Next() {
-		if first {
-			first = false
-			keys, exps := snap.Counts(db)
+		if _, dup := skip[string(it.Key())]; dup {
+			skipped++
+			continue
+		}
+		if written == 0 {
 			w.buf = append(w.buf, opSelectDB)
 			w.buf = rdb.AppendLen(w.buf, uint64(db))
-			w.buf = append(w.buf, opResizeDB)
-			w.buf = rdb.AppendLen(w.buf, uint64(max(keys, 0)))
-			w.buf = rdb.AppendLen(w.buf, uint64(max(exps, 0)))
+			if resize {
+				keys, exps := snap.Counts(db)
+				w.buf = append(w.buf, opResizeDB)
+				w.buf = rdb.AppendLen(w.buf, uint64(max(keys, 0)))
+				w.buf = rdb.AppendLen(w.buf, uint64(max(exps, 0)))
+			}
 		}
 		if err := w.key(it, opts); err != nil {
-			return fmt.Errorf("rdbfile: db %d key %q: %w", db, it.Key(), err)
+			return written, skipped, fmt.Errorf("rdbfile: db %d key %q: %w", db, it.Key(), err)
+		}
+		written++
+		if err := w.maybeFlush(); err != nil {
+			return written, skipped, err
 		}
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("rdbfile: db %d: %w", db, err)
+		return written, skipped, fmt.Errorf("rdbfile: db %d: %w", db, err)
 	}
-	return nil
+	return written, skipped, nil
 }
 
 // errNotCompact stops the building of a compact encoding: the value

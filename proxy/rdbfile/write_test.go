@@ -46,9 +46,54 @@ func openLocal(t *testing.T, budget int64) (*server.Server, *tiering.Engine) {
 	return s, e
 }
 
-// dataset returns commands building every type in small and large forms,
-// in several databases, with expiries (absolute, at expireAt unix ms), and
-// a function library.
+// redisRDB returns the RDB file of a real redis-server holding dataset,
+// and a connection to that server.
+func redisRDB(t *testing.T, args ...string) ([]byte, *harness.Conn) {
+	t.Helper()
+	ref := harness.StartRedis(t, append([]string{"--enable-debug-command", "yes"}, args...)...)
+	rc := ref.Conn(t)
+	for _, c := range dataset(time.Now().Add(time.Hour).UnixMilli()) {
+		if r := rc.Do(c...); r.IsError() {
+			t.Fatalf("redis %v: %s", c[:min(len(c), 3)], r.Str)
+		}
+	}
+	if r := rc.Do("SAVE"); r.IsError() {
+		t.Fatalf("SAVE: %s", r.Str)
+	}
+	file, err := os.ReadFile(filepath.Join(rc.Do("CONFIG", "GET", "dir").Elems[1].Str, "dump.rdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, rc
+}
+
+// loadInRedis starts a redis-server on file.
+func loadInRedis(t *testing.T, file []byte) *harness.Conn {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return harness.StartRedis(t, "--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb").Conn(t)
+}
+
+// snapshotOf takes a snapshot of e, closed at the test's end.
+func snapshotOf(t *testing.T, e *tiering.Engine) *tiering.Snapshot {
+	t.Helper()
+	var snap *tiering.Snapshot
+	if err := e.View(func(tx *tiering.Tx) (err error) {
+		snap, err = tx.Snapshot()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snap.Close() })
+	return snap
+}
+
+// dataset returns commands building every type in small and large forms
+// (streams with consumer groups too), in several databases, with expiries
+// (absolute, at expireAt unix ms), and a function library.
 func dataset(expireAt int64) [][]string {
 	r := rand.New(rand.NewPCG(1, 2))
 	var cmds [][]string
@@ -108,12 +153,27 @@ func dataset(expireAt int64) [][]string {
 		add("PEXPIREAT", "z:big", strconv.FormatInt(expireAt+2, 10))
 		// lists: one small node, many elements, a big element
 		add("RPUSH", "l:small", "a", "1", "-100", "5000", "x y", long(70))
+		// every listpack integer width, and strings that only look like one
+		add("RPUSH", "l:ints", "127", "128", "-4096", "4096", "32767", "-32768", "8388607", "-8388608",
+			"2147483647", "-2147483648", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+			"007", "-0", "+1", "")
 		args = []string{"RPUSH", "l:big"}
 		for i := range 5000 {
 			args = append(args, "e"+strconv.Itoa(i))
 		}
 		add(args...)
 		add("LPUSH", "l:bigelem", long(10000), "small")
+		// streams: several nodes, a group with pending entries and
+		// consumers, an empty group
+		for i := range 250 {
+			add("XADD", "x:s", strconv.Itoa(i+1)+"-1", "f", strconv.Itoa(i), "g", long(i%40))
+		}
+		add("XDEL", "x:s", "3-1", "120-1")
+		add("XGROUP", "CREATE", "x:s", "g1", "0")
+		add("XGROUP", "CREATE", "x:s", "g2", "$")
+		add("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "x:s", ">")
+		add("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "3", "STREAMS", "x:s", ">")
+		add("XACK", "x:s", "g1", "2-1")
 		add("PEXPIREAT", "l:bigelem", strconv.FormatInt(expireAt+3, 10))
 	}
 	return cmds
