@@ -40,7 +40,12 @@ import (
 // 20 fields) decompresses every byte it reads, and pays per block besides:
 // 4 KB blocks cost it twice Snappy's CPU, 16 KB 1.4x. Point lookups (GET,
 // HGET, SISMEMBER, ZSCORE of cold keys) are the commoner cold read, hence
-// 4 KB. Below 4 KB the index outgrows a small block cache. Pure-Go
+// 4 KB. Below 4 KB the index outgrows a small block cache, and 2 KB blocks
+// did not pay (2026-11-26: the cold-read data set of make bench rebuilt
+// into L6 with each size, 3% larger with 2 KB; in CPU profiles of a
+// uniform cold GET load zstd took 4.4 µs a read with either size, and the
+// server's CPU per GET differed by less than the noise of the shared
+// machine, -7% to +2%). Pure-Go
 // zstd (klauspost, build tag pebblegozstd) did not compress these blocks by
 // the 12% Pebble requires (0.97-1.02x); MinLZ needs a newer table format
 // and, like Snappy, has no entropy coder.
@@ -88,21 +93,7 @@ const pebbleLevels = 7
 // rewrite them again and again), zstd level 1 in 4 KB blocks on the two
 // bottom levels, which hold about 90% of the data once it outgrows Pebble's
 // base level (64 MB) and all of it below that (L6 is then the base level).
-var defaultCompressionPlan = bottomPlan(2, zstd1Compression, pointBlockSize)
-
-// pointBlockSize is the data block size of the bottom levels: a cold point
-// read (GET, HGET of a cold key) decompresses one such block, two records
-// of 1 KB values. zstd's cost per block is mostly fixed (frame and Huffman
-// table set-up) plus a part per byte: decompressing 4.4 KB of random
-// letters took about 1.8x as long as 2.2 KB, while 1.1 KB cost as much as
-// 2.2 KB; the tables grow by about 1.5% (0.612 against 0.603 of the raw
-// bytes for one block).
-const pointBlockSize = 2 << 10
-
-// minIndexBlockSize bounds index blocks from below: with blocks smaller
-// than it a table's index is cut in as many pieces as its data, and a
-// lookup reads more of them through the block cache.
-const minIndexBlockSize = 4 << 10
+var defaultCompressionPlan = bottomPlan(2, zstd1Compression, 4<<10)
 
 // applyCompressionPlan sets each level's compression and block size in po.
 func applyCompressionPlan(po *pebble.Options, plan compressionPlan) {
@@ -110,7 +101,6 @@ func applyCompressionPlan(po *pebble.Options, plan compressionPlan) {
 		p, size := plan(i)
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return p }
 		po.Levels[i].BlockSize = size
-		po.Levels[i].IndexBlockSize = max(size, minIndexBlockSize)
 	}
 }
 

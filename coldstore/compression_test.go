@@ -126,7 +126,7 @@ func TestSnappyStoreOpensWithCurrentPlan(t *testing.T) {
 }
 
 // TestDefaultCompressionPlan: Snappy in 16 KB blocks where tables churn
-// (L0 to L4), zstd level 1 in 2 KB blocks on the two bottom levels, which
+// (L0 to L4), zstd level 1 in 4 KB blocks on the two bottom levels, which
 // hold most of the data.
 func TestDefaultCompressionPlan(t *testing.T) {
 	var got []string
@@ -134,7 +134,7 @@ func TestDefaultCompressionPlan(t *testing.T) {
 		p, size := defaultCompressionPlan(l)
 		got = append(got, fmt.Sprintf("L%d:%s/%dk", l, p.Name, size>>10))
 	}
-	want := "L0:Snappy/16k L1:Snappy/16k L2:Snappy/16k L3:Snappy/16k L4:Snappy/16k L5:ZSTD1/2k L6:ZSTD1/2k"
+	want := "L0:Snappy/16k L1:Snappy/16k L2:Snappy/16k L3:Snappy/16k L4:Snappy/16k L5:ZSTD1/4k L6:ZSTD1/4k"
 	if s := strings.Join(got, " "); s != want {
 		t.Errorf("plan = %s, want %s", s, want)
 	}
