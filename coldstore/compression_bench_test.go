@@ -27,6 +27,8 @@ var benchPlans = []struct {
 	{"L5L6-zstd1", bottomPlan(2, zstd1Compression, 16<<10)},
 	{"L5L6-zstd1-4k", bottomPlan(2, zstd1Compression, 4<<10)},
 	{"L5L6-zstd1-8k", bottomPlan(2, zstd1Compression, 8<<10)},
+	{"L5L6-zstd1-2k", bottomPlan(2, zstd1Compression, 2<<10)},
+	{"L5L6-zstd1-1k", bottomPlan(2, zstd1Compression, 1<<10)},
 	{"L5L6-zstd3-4k", bottomPlan(2, sstable.ZstdCompression, 4<<10)},
 }
 

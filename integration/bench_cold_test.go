@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -206,6 +207,7 @@ func TestBenchColdReads(t *testing.T) {
 	// "first run after restart" column), then the measured run.
 	type cell struct{ wl, target string }
 	closed := map[cell][]loadgen.Result{}
+	cpuPerOp := map[cell][]float64{}          // the server's CPU µs a request in each closed-loop run
 	firstRun := map[string][]loadgen.Result{} // spw-cold's run right after a restart
 	coldInfo := map[cell]map[string]string{}  // spw-cold INFO tiering after its last run
 	for rep := 1; rep <= benchReps; rep++ {
@@ -220,8 +222,17 @@ func TestBenchColdReads(t *testing.T) {
 					firstRun[wl.label] = append(firstRun[wl.label],
 						run(warm, fmt.Sprintf("spw-cold first run after restart %s rep %d", wl.label, rep)))
 				}
-				closed[cell{wl.label, tg.name}] = append(closed[cell{wl.label, tg.name}],
-					run(cfg, fmt.Sprintf("%s closed loop %s rep %d", tg.name, wl.label, rep)))
+				cpu0, cpuErr := procCPU(tg.srv.Pid())
+				res := run(cfg, fmt.Sprintf("%s closed loop %s rep %d", tg.name, wl.label, rep))
+				closed[cell{wl.label, tg.name}] = append(closed[cell{wl.label, tg.name}], res)
+				cpu1, err := procCPU(tg.srv.Pid())
+				if err = errors.Join(cpuErr, err); err != nil {
+					t.Fatalf("%s: %v", tg.name, err)
+				}
+				if res.Ops > 0 {
+					cpuPerOp[cell{wl.label, tg.name}] = append(cpuPerOp[cell{wl.label, tg.name}],
+						float64((cpu1-cpu0).Microseconds())/float64(res.Ops))
+				}
 				if tg.name == "spw-cold" {
 					coldInfo[cell{wl.label, "closed"}] = tieringInfo(t, cold)
 				}
@@ -301,6 +312,23 @@ func TestBenchColdReads(t *testing.T) {
 	}
 	md.WriteString(benchreport.Table([]string{"workload", "redis", "spw-hot", "spw-cold", "cold/hot", "cold/redis",
 		"spw-cold, first run after restart", "its cold/hot"}, rows))
+	fmt.Fprintf(&md, "\nServer CPU per request in the same closed-loop runs (utime + stime of the server process over "+
+		"the run, divided by its requests; median of %d, µs): unlike throughput it hardly depends on what else "+
+		"the shared cores run, so it shows what a cold read costs when the ratios above swing with the machine. "+
+		"hot/cold CPU is spw-hot's over spw-cold's (the throughput ratio of a CPU-bound server):\n\n", benchReps)
+	rows = nil
+	for _, wl := range coldReadsWLs {
+		row := []string{wl.label}
+		us := map[string]float64{}
+		for _, tg := range targets {
+			us[tg.name] = median(cpuPerOp[cell{wl.label, tg.name}])
+			row = append(row, fmt.Sprintf("%.1f", us[tg.name]))
+			figs = append(figs, benchreport.Figure{Section: coldReadsSection, Workload: wl.label + " CPU/request",
+				Target: tg.name, Metric: "server CPU µs/request", Value: us[tg.name]})
+		}
+		rows = append(rows, append(row, benchreport.Ratio(us["spw-hot"], us["spw-cold"])))
+	}
+	md.WriteString(benchreport.Table([]string{"workload", "redis", "spw-hot", "spw-cold", "hot/cold CPU"}, rows))
 	md.WriteString("\nTargets (issue 19): cold/hot >= 0.60x for GET uniform and >= 0.50x for HGET uniform (" +
 		coldReadsVerdict(ratios, "uniform", coldReadsUniformGoal) + "), >= 0.80x for Zipfian reads (" +
 		coldReadsVerdict(ratios, "zipf", func(string) float64 { return 0.8 }) + ").\n\n")
@@ -386,6 +414,31 @@ func coldReadsVerdict(ratios map[string]float64, dist string, goalOf func(op str
 		parts = append(parts, fmt.Sprintf("%s %.2fx: %s", op, r, verdict))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// procCPU is the CPU time (user and system) process pid has used, from
+// /proc/pid/stat (Linux; clock ticks of 10 ms, as on every Linux this
+// project runs on).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu time: %w", err)
+	}
+	// The fields after the command name, which may hold spaces, in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("cpu time: odd /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15 of stat(5)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cpu time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 func msStr(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/1e6) }

@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/spillway/spillway/codec"
@@ -54,6 +55,9 @@ type ColdBuffers struct {
 	key, val   []byte
 	fkey, fval []byte
 	meta       codec.Meta
+	// str is the entry ReadCold returns for a string: its value aliases
+	// val, so that a read served from disk allocates nothing.
+	str Entry
 }
 
 // GetOrProbe is Get's first half: a hot key (or, when every stored key is
@@ -75,8 +79,10 @@ func (tx *Tx) GetOrProbe(db int, key []byte) (*Entry, ColdProbe, error) {
 }
 
 // ReadCold reads the probed key's committed meta record without the
-// engine's lock (step 2): nil when the key is not stored. It may be called
-// concurrently with transactions and other ReadColds.
+// engine's lock (step 2): nil when the key is not stored. A string's entry
+// and its value alias b until b's next use (FinishGet copies what it
+// keeps). It may be called concurrently with transactions and other
+// ReadColds.
 func (e *Engine) ReadCold(p ColdProbe, key []byte, b *ColdBuffers) (*Entry, error) {
 	var found bool
 	var err error
@@ -87,11 +93,16 @@ func (e *Engine) ReadCold(p ColdProbe, key []byte, b *ColdBuffers) (*Entry, erro
 	if !found {
 		return nil, nil
 	}
+	if b.meta.Type == codec.TypeString {
+		b.str = Entry{Type: codec.TypeString, ExpireAt: b.meta.ExpireAt, Str: b.meta.Value}
+		return &b.str, nil
+	}
 	return entryOfMeta(&b.meta), nil
 }
 
 // FinishGet completes a cold read (step 3) with the entry ReadCold
-// returned, and returns what Get would have: the key's live entry or nil.
+// returned, and returns what Get would have: the key's live entry or nil
+// (read itself when it is not promoted, aliasing the reader's buffers).
 func (tx *Tx) FinishGet(db int, key []byte, p ColdProbe, read *Entry) (*Entry, error) {
 	pdb := tx.pdb(db)
 	if pdb != p.pdb || (read != nil && tx.expired(read)) {
@@ -108,8 +119,10 @@ func (tx *Tx) FinishGet(db int, key []byte, p ColdProbe, read *Entry) (*Entry, e
 	tx.countHit()
 	if tx.e.writes == p.writes && read.Type == codec.TypeString &&
 		tx.e.admit(tx.hk, tx.promotedSize(key, read), tx.now) {
-		tx.promote(read)
-		return read, nil
+		// The hot tier keeps an entry of its own (read is the reader's).
+		kept := &Entry{Type: codec.TypeString, ExpireAt: read.ExpireAt, Str: bytes.Clone(read.Str)}
+		tx.promote(kept)
+		return kept, nil
 	}
 	tx.e.Stats.ColdReads.Add(1)
 	return read, nil
