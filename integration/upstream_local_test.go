@@ -8,6 +8,7 @@ package integration
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,102 @@ func TestUpstreamPauseStopsExpiry(t *testing.T) {
 	got := run(sp.Addr(), true)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("spillway:\n%s\nredis-server:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// errFailoverText is upstream mode's refusal of FAILOVER (it would make
+// the upstream a replica), which Spillway answers where a lone
+// redis-server answers one of FAILOVER's own errors.
+const errFailoverText = "ERR FAILOVER is not served in upstream mode: " +
+	"it would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
+
+// replicaOfMultiScripts are REPLICAOF, SLAVEOF and FAILOVER inside MULTI,
+// as the default user and as a restricted user without the scripting
+// commands, in RESP2 and RESP3 (a HELLO's reply, which holds the client
+// id, is not compared). Port 1 has no server: a REPLICAOF there only
+// starts connection attempts; every script ends a master again.
+var replicaOfMultiScripts = [][][]string{
+	{{"MULTI"}, {"SET", "a", "1"}, {"REPLICAOF", "NO", "ONE"}, {"REPLICAOF", "127.0.0.1", "abc"},
+		{"SLAVEOF", "127.0.0.1", "70000"}, {"FAILOVER"}, {"GET", "a"}, {"EXEC"}},
+	{{"MULTI"}, {"REPLICAOF", "127.0.0.1", "1"}, {"SET", "c", "1"}, {"REPLICAOF", "127.0.0.1", "1"},
+		{"FAILOVER"}, {"SLAVEOF", "NO", "ONE"}, {"EXEC"}, {"SET", "d", "1"}},
+	{{"MULTI"}, {"SET", "e", "1"}, {"REPLICAOF", "127.0.0.1", "1"}, {"GET", "e"}, {"EXEC"},
+		{"SET", "f", "1"}, {"REPLICAOF", "NO", "ONE"}, {"SET", "f", "1"}},
+	{{"MULTI"}, {"SET", "g", "1"}, {"FAILOVER"}, {"DISCARD"}, {"GET", "g"}},
+	{{"ACL", "SETUSER", "rep", "on", ">pw", "~*", "&*", "+@all", "-@scripting"}, {"AUTH", "rep", "pw"},
+		{"MULTI"}, {"SET", "a", "2"}, {"REPLICAOF", "NO", "ONE"}, {"REPLICAOF", "127.0.0.1", "1"}, {"GET", "a"},
+		{"FAILOVER"}, {"REPLICAOF", "NO", "ONE"}, {"EXEC"},
+		{"MULTI"}, {"EVAL", "return 1", "0"}, {"EXEC"}, {"GET", "a"}},
+	{{"HELLO", "3", "AUTH", "rep", "pw"}, {"MULTI"}, {"REPLICAOF", "NO", "ONE"}, {"FAILOVER"},
+		{"SLAVEOF", "127.0.0.1", "1"}, {"SLAVEOF", "127.0.0.1", "1"}, {"HGETALL", "h"}, {"EXEC"},
+		{"REPLICAOF", "NO", "ONE"}},
+	{{"HELLO", "3"}, {"MULTI"}, {"FAILOVER"}, {"REPLICAOF", "NO", "ONE"}, {"EXEC"}},
+}
+
+// failoverErr is any of FAILOVER's error replies.
+var failoverErr = regexp.MustCompile(`-ERR FAILOVER [^\r]*\r\n`)
+
+// replicaOfMultiReplies runs every script of replicaOfMultiScripts on a
+// connection of its own to addr and returns the raw replies (a HELLO's
+// as "(hello)").
+func replicaOfMultiReplies(t *testing.T, addr string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, script := range replicaOfMultiScripts {
+		c := harness.MustDial(t, addr)
+		c.Timeout = 10 * time.Second
+		for _, cmd := range script {
+			if err := c.Send(cmd...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cmd := range script {
+			raw, err := c.ReadRaw()
+			if err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
+			if cmd[0] == "HELLO" {
+				raw = []byte("(hello)")
+			}
+			out = append(out, raw)
+		}
+		c.Close()
+	}
+	return out
+}
+
+// TestUpstreamReplicaOfInMultiMatchesRedis: REPLICAOF, SLAVEOF and
+// FAILOVER inside MULTI are queued and answer in their slots of EXEC's
+// reply, in order, byte for byte as on a lone redis-server (FAILOVER's
+// slot holding Spillway's refusal), also for a restricted user who may
+// not run scripts (no placeholder script is queued upstream for them).
+func TestUpstreamReplicaOfInMultiMatchesRedis(t *testing.T) {
+	rs := harness.StartRedis(t)
+	up := harness.StartRedis(t)
+	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
+		"--appendfsync", "no", "--loglevel", "warning")
+	want := replicaOfMultiReplies(t, rs.Addr())
+	got := replicaOfMultiReplies(t, sp.Addr())
+	var cmds [][]string
+	for _, s := range replicaOfMultiScripts {
+		cmds = append(cmds, s...)
+	}
+	for i := range want {
+		w := failoverErr.ReplaceAll(want[i], []byte("-"+errFailoverText+"\r\n"))
+		if !bytes.Equal(got[i], w) {
+			t.Errorf("%v:\n  spillway:     %q\n  redis-server: %q", cmds[i], got[i], w)
+		}
+	}
+	for _, addr := range []string{rs.Addr(), sp.Addr()} {
+		c := harness.MustDial(t, addr)
+		if r := c.Do("INFO", "replication"); !strings.Contains(r.Str, "role:master") {
+			t.Errorf("%s is not a master after the scripts:\n%s", addr, r.Str)
+		}
+		c.Close()
+	}
+	uc := harness.MustDial(t, up.Addr())
+	defer uc.Close()
+	if r := uc.Do("INFO", "replication"); !strings.Contains(r.Str, "role:master") {
+		t.Fatalf("the upstream's replication role changed:\n%s", r.Str)
 	}
 }

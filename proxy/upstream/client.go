@@ -53,10 +53,10 @@ type client struct {
 	// after a queueing error.
 	txRefused bool
 	// txNotStale, txWrite: a command queued in the open transaction has
-	// no stale flag, has the write flag; txReplicaOf is a queued
-	// REPLICAOF's host and port (replicaof.go).
-	txNotStale, txWrite bool
-	txReplicaOf         [][]byte
+	// no stale flag, has the write flag; txRelayLocked: a queued
+	// REPLICAOF holds the relay's startMu from before the upstream's EXEC
+	// until upEndTx ends (replicaof.go).
+	txNotStale, txWrite, txRelayLocked bool
 	// queueDB is the database commands queued in MULTI run on (a queued
 	// SELECT changes it; EXEC makes it the client's).
 	queueDB int

@@ -131,7 +131,7 @@ func upMulti(c *client, args [][]byte) {
 		c.queueDB = c.DB()
 		// What a transaction ended otherwise (RESET, a lost connection)
 		// noted is not this one's.
-		c.txNotStale, c.txWrite, c.txReplicaOf = false, false, nil
+		c.txNotStale, c.txWrite = false, false
 	}
 	c.maybeUnpin()
 }
@@ -150,7 +150,6 @@ func (c *client) discardUpstream(mark int) {
 func upEndTx(c *client, args [][]byte) {
 	mark := c.w.Len()
 	exec := cstr.EqualFold(args[0], "exec")
-	replicaOf := c.txReplicaOf
 	if exec && c.inMulti && c.pinnedAs != nil {
 		// The queued scripts run for the user's rules as EXEC finds them
 		// (Redis checks them then): its mirror follows a change first.
@@ -162,28 +161,23 @@ func upEndTx(c *client, args [][]byte) {
 		c.discardUpstream(mark)
 		c.w.Truncate(mark)
 		c.Err("EXECABORT Transaction discarded because of: " + why)
-		replicaOf = nil
 	} else if c.txRefused && exec {
 		// The upstream queued everything but what Spillway refused.
 		c.discardUpstream(mark)
 		c.w.Truncate(mark)
 		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
-		replicaOf = nil
 	} else {
-		if exec && replicaOf != nil {
-			// Nothing of the transaction reaches Spillway's replicas,
-			// and no relay starts until REPLICAOF is applied.
-			c.f.relay.startMu.Lock()
-			defer c.f.relay.startMu.Unlock()
-			c.f.stopRelay(c, "REPLICAOF in a transaction")
+		if exec && c.inMulti {
+			c.beforeExec() // multilocal.go
 		}
 		c.forwardNow(args)
 	}
 	c.runQueuedLocal(mark, exec) // multilocal.go
-	if exec && replicaOf != nil && bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
-		c.f.replicaOf(c, replicaOf[0], replicaOf[1], true) // its reply is the script's +OK
+	if c.txRelayLocked {
+		c.txRelayLocked = false
+		c.f.relay.startMu.Unlock()
 	}
-	c.txRefused, c.txNotStale, c.txWrite, c.txReplicaOf = false, false, false, nil
+	c.txRefused, c.txNotStale, c.txWrite = false, false, false
 	// An EXEC that ran (an array reply) ran its queued SELECTs too.
 	if c.inMulti && c.queueDB != c.DB() && cstr.EqualFold(args[0], "exec") &&
 		bytes.HasPrefix(c.w.Buf[mark:], []byte("*")) && !bytes.HasPrefix(c.w.Buf[mark:], []byte("*-1")) {
@@ -258,16 +252,11 @@ func upPassthroughCommand(c *client, args [][]byte) {
 const errNoReplicaOf = "ERR FAILOVER is not served in upstream mode: " +
 	"it would make the upstream Redis, which holds Spillway's hot keys, a replica of another server"
 
-// upRefuseReplicaOf answers FAILOVER.
-// Inside MULTI it is queued, as Redis queues it, and its slot in EXEC's
-// reply is the refusal: the upstream queues a script that returns it (and
-// changes nothing), so the transaction's other commands run as on Redis.
+// upRefuseReplicaOf answers FAILOVER. Inside MULTI it is queued, as
+// Redis queues it, and runs at EXEC (multilocal.go): its slot in EXEC's
+// reply is the refusal, the transaction's other commands run as on Redis.
 func upRefuseReplicaOf(c *client, _ [][]byte) {
-	if c.inMulti {
-		c.forwardNow([][]byte{[]byte("EVAL"), []byte("return redis.error_reply(ARGV[1])"), []byte("0"), []byte(errNoReplicaOf)})
-		return
-	}
-	c.refuse(errNoReplicaOf)
+	c.Err(errNoReplicaOf)
 }
 
 // refuse answers msg to a command Spillway does not forward; inside MULTI

@@ -10,12 +10,14 @@ import (
 // Spillway's own commands inside an upstream transaction. MULTI is the
 // upstream's: the commands it queues run there at EXEC. The commands
 // Spillway answers with the server's handlers (its CLIENT, CONFIG, ACL
-// and COMMAND subcommands, AUTH) would run at once instead, out of the
-// transaction (CLIENT PAUSE in MULTI would start the pause before EXEC
-// and hold the client's own EXEC). As Redis, they are queued (+QUEUED)
-// and run when EXEC runs: after the upstream's transaction, their replies
-// put in the EXEC reply where they were queued. A DISCARD, an aborted
-// EXEC (a null or an error reply) or a dropped connection runs none.
+// and COMMAND subcommands, AUTH, REPLICAOF, SLAVEOF and FAILOVER) would
+// run at once instead, out of the transaction (CLIENT PAUSE in MULTI
+// would start the pause before EXEC and hold the client's own EXEC). As
+// Redis, they are queued (+QUEUED) and run when EXEC runs: after the
+// upstream's transaction, their replies put in the EXEC reply where they
+// were queued. A DISCARD, an aborted EXEC (a null or an error reply) or a
+// dropped connection runs none. The upstream never sees them: a
+// restricted user's mirror there needs no right to them.
 
 // queuedLocal is a local command queued in MULTI: it runs at EXEC, its
 // reply going after the first pos replies of the upstream's.
@@ -24,6 +26,16 @@ type queuedLocal struct {
 	cmd  *cmdtable.Command
 	args [][]byte
 	pos  int
+	// before, if not nil, runs (with args) just before an EXEC that is
+	// not refused is sent upstream (beforeExec): what must precede the
+	// transaction's commands (REPLICAOF's disconnection of Spillway's
+	// replicas). It writes no reply.
+	before localHandler
+}
+
+// beforeHooks are the queued commands' before hooks, by command name.
+var beforeHooks = map[string]localHandler{
+	"replicaof": replicaOfBeforeExec, "slaveof": replicaOfBeforeExec, // replicaof.go
 }
 
 // queueableLocal reports whether cmd, a local command, is queued in MULTI
@@ -32,6 +44,10 @@ func (f *Front) queueableLocal(cmd *cmdtable.Command) bool {
 	switch cmd.Name {
 	case "hello":
 		return false // the pinned connection follows HELLO: answered at once
+	case "replicaof", "slaveof", "failover":
+		// Run at EXEC, as on Redis: REPLICAOF's replies in order, a
+		// second one to the same master "Already connected" (replicaof.go).
+		return true
 	case "config|set", "config|get", "config|resetstat":
 		// Spillway's, then the upstream's on a control connection: queued
 		// as any CONFIG in Redis's MULTI (a failing CONFIG SET is an error
@@ -47,8 +63,18 @@ func (c *client) queueLocal(h localHandler, cmd *cmdtable.Command, args [][]byte
 	for i, a := range args {
 		cp[i] = bytes.Clone(a)
 	}
-	c.localQ = append(c.localQ, queuedLocal{h: h, cmd: cmd, args: cp, pos: c.multiQueued})
+	c.localQ = append(c.localQ, queuedLocal{h: h, cmd: cmd, args: cp, pos: c.multiQueued, before: beforeHooks[cmd.Name]})
 	c.w.Simple("QUEUED")
+}
+
+// beforeExec runs the queued commands' before hooks, in queue order, just
+// before the upstream's EXEC (upEndTx; not for DISCARD or a refused EXEC).
+func (c *client) beforeExec() {
+	for _, l := range c.localQ {
+		if l.before != nil {
+			l.before(c, l.args)
+		}
+	}
 }
 
 // runQueuedLocal runs the local commands queued in the transaction EXEC

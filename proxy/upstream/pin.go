@@ -25,7 +25,8 @@ import (
 // logged in as Spillway's upstream user. What Spillway sends there itself
 // is the client's own commands (which Spillway checked for the same
 // rules), HELLO and AUTH (which every user may run), and, inside MULTI,
-// DISCARD and the placeholder scripts of REPLICAOF and FAILOVER.
+// DISCARD (Spillway's own commands in MULTI, REPLICAOF and FAILOVER
+// among them, are queued by Spillway: multilocal.go).
 func (c *client) pin() bool {
 	if c.pinned != nil {
 		return true

@@ -72,25 +72,42 @@ func (f *Front) upstreamUsedMemory() (int64, error) {
 	return 0, errors.New("no used_memory in the upstream's INFO memory")
 }
 
-// upReplicaOf is REPLICAOF and SLAVEOF. Inside MULTI it is queued: the
-// upstream queues a script answering +OK in its slot, and EXEC runs it
-// after the upstream's EXEC (upEndTx: Spillway's replicas are disconnected
-// before, so nothing of the transaction reaches them, as on Redis).
+// upReplicaOf is REPLICAOF and SLAVEOF. Inside MULTI it is queued as
+// Spillway's other local commands (multilocal.go) and runs at EXEC, after
+// the upstream's transaction, its reply in its slot; its before hook
+// (replicaOfBeforeExec) disconnects Spillway's replicas before the
+// upstream's EXEC, so nothing of the transaction reaches them.
 func upReplicaOf(c *client, args [][]byte) {
 	if c.f.cluster.Load() {
-		c.refuse(errClusterReplicaOf)
+		c.Err(errClusterReplicaOf)
 		return
 	}
-	if c.inMulti {
-		c.txReplicaOf = [][]byte{append([]byte(nil), args[1]...), append([]byte(nil), args[2]...)}
-		c.forwardNow([][]byte{[]byte("EVAL"), []byte("return redis.status_reply('OK')"), []byte("0")})
-		return
-	}
-	if msg, ok := c.f.replicaOf(c, args[1], args[2], false); !ok {
+	if msg, ok := c.f.replicaOf(c, args[1], args[2], c.txRelayLocked); !ok {
 		c.Err(msg)
 	} else {
 		c.w.Simple(msg)
 	}
+}
+
+// replicaOfBeforeExec is a queued REPLICAOF's before hook (queuedLocal):
+// when it will make Spillway a replica (REPLICAOF host port that
+// replicaOf accepts), Spillway's replicas are disconnected before the
+// upstream's EXEC, once they got everything before the transaction, and
+// no relay starts until the transaction's REPLICAOFs ran: the relay's
+// startMu is held (c.txRelayLocked) until upEndTx releases it.
+func replicaOfBeforeExec(c *client, args [][]byte) {
+	if c.txRelayLocked || c.f.cluster.Load() || (cstr.EqualFold(args[1], "no") && cstr.EqualFold(args[2], "one")) {
+		return
+	}
+	if _, isReplica := c.ReplHandshake(); isReplica {
+		return
+	}
+	if p, ok := cstr.ParseInt(args[2]); !ok || p < 0 || p > 65535 {
+		return
+	}
+	c.f.relay.startMu.Lock()
+	c.txRelayLocked = true
+	c.f.stopRelay(c, "REPLICAOF in a transaction")
 }
 
 // replicaOf applies REPLICAOF host port (or NO ONE): it returns the reply
@@ -111,7 +128,8 @@ func (f *Front) replicaOf(c *client, host, port []byte, held bool) (string, bool
 		return "ERR Invalid master port", false
 	}
 	// No relay starts between its stop and Start (relay.start checks
-	// Active under startMu; upEndTx holds it already).
+	// Active under startMu; in a transaction replicaOfBeforeExec holds it
+	// already).
 	if !held {
 		f.relay.startMu.Lock()
 		defer f.relay.startMu.Unlock()
