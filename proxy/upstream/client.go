@@ -318,7 +318,8 @@ func (c *client) flushForwards() {
 
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
-	if c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] && c.f.fence.recent() {
+	special := c.f.special[cmd.ID()] // in local, scripts or orderWrites
+	if special && c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] && c.f.fence.recent() {
 		// A blocking command read meanwhile goes first (fence.go).
 		keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
 		c.keyBuf = keys
@@ -332,7 +333,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 			c.awaitOthersLong()
 		}
 	}
-	if c.f.fence.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || c.f.orderWrites[cmd]) && !cmd.Is(cmdtable.FlagBlocking) {
+	if c.f.fence.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || special && c.f.orderWrites[cmd]) && !cmd.Is(cmdtable.FlagBlocking) {
 		// Another client's blocking command is on its way upstream: a
 		// write it may concern follows it (fence.go).
 		c.flushForwards()
@@ -350,6 +351,10 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 			return
 		}
 		c.noteQueued(cmd)
+	}
+	if !special {
+		c.upRoutePlain(cmd, args)
+		return
 	}
 	if h := c.f.local[cmd]; h != nil && !c.subscribedRESP2(cmd) {
 		c.flushForwards()
@@ -384,6 +389,21 @@ func (c *client) upRoute(cmd *cmdtable.Command, args [][]byte) {
 	case c.inMulti:
 		c.upQueue(cmd, args)
 	case cmd.Is(cmdtable.FlagBlocking) || c.f.scripts[cmd]:
+		c.upBlocking(cmd, args)
+	default:
+		c.upForward(cmd, args)
+	}
+}
+
+// upRoutePlain is upRoute for a command that is no script (special is
+// unset): the same routes, without the scripts map's lookup.
+func (c *client) upRoutePlain(cmd *cmdtable.Command, args [][]byte) {
+	switch {
+	case c.passthrough:
+		c.upPassthroughCmd(cmd, args)
+	case c.inMulti:
+		c.upQueue(cmd, args)
+	case cmd.Is(cmdtable.FlagBlocking):
 		c.upBlocking(cmd, args)
 	default:
 		c.upForward(cmd, args)

@@ -106,6 +106,10 @@ type Front struct {
 
 	// local holds the commands Spillway answers itself (localTable).
 	local map[*cmdtable.Command]localHandler
+	// special is indexed by command ID: set for the commands in local,
+	// scripts or orderWrites, so that the rest (nearly every forwarded
+	// command) are told apart with one slice load instead of map lookups.
+	special []bool
 	// monitorLocal are the local commands that never reach the upstream:
 	// Spillway shows them to the monitors itself (feedLocal).
 	monitorLocal map[*cmdtable.Command]bool
@@ -163,6 +167,15 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f.orderWrites = map[*cmdtable.Command]bool{}
 	for _, name := range orderWriteNames {
 		f.orderWrites[cmdtable.LookupFullName([]byte(name))] = true
+	}
+	f.special = make([]bool, cmdtable.NumIDs())
+	for _, set := range []map[*cmdtable.Command]bool{f.scripts, f.orderWrites} {
+		for cmd := range set {
+			f.special[cmd.ID()] = true
+		}
+	}
+	for cmd := range f.local {
+		f.special[cmd.ID()] = true
 	}
 	n := f.engine.Databases()
 	if opts.Target.DB >= n {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/spillway/spillway/proxy/rawio"
-	"github.com/spillway/spillway/proxy/resp"
 )
 
 // Call is one batch of pipelined requests submitted to a Mux, and where its
@@ -58,6 +57,11 @@ func (c *Call) Wait() error {
 	return c.Err
 }
 
+// frameReader reads whole raw reply frames (resp.ReplyReader, scanner).
+type frameReader interface {
+	Read() ([]byte, error)
+}
+
 // Mux is a shared upstream connection: batches from many clients are
 // written to it back to back and their replies handed back in order. The
 // goroutine that finds the connection idle writes what is queued (so
@@ -65,9 +69,11 @@ func (c *Call) Wait() error {
 // delivers replies. A broken Mux fails its queued calls at once and is
 // replaced by the Pool.
 type Mux struct {
-	nc   net.Conn
-	raw  *rawio.Conn // nc's raw reads and writes (nil: use nc)
-	rd   *resp.ReplyReader
+	nc  net.Conn
+	raw *rawio.Conn // nc's raw reads and writes (nil: use nc)
+	// rd reads the replies: a scanner over raw, else the connection's
+	// reader (TLS).
+	rd   frameReader
 	pool *Pool
 
 	mu      sync.Mutex
@@ -86,7 +92,7 @@ func newMux(c *Conn, p *Pool) *Mux {
 	if raw := rawio.New(c.nc); raw != nil {
 		// The handshake's replies are consumed: nothing is buffered yet.
 		m.raw = raw
-		m.rd = resp.NewReplyReader(raw)
+		m.rd = newScanner(raw)
 	}
 	go m.readLoop()
 	return m
