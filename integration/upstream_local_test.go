@@ -31,13 +31,15 @@ var upstreamLocalScripts = [][][]string{
 		{"EXEC"}, {"MULTI"}, {"DISCARD"}},
 }
 
-// upstreamLocalReplies runs every script on a connection of its own to
-// addr and returns the raw replies.
-func upstreamLocalReplies(t *testing.T, addr string) [][]byte {
+// scriptReplies runs every script (a pipeline sent whole) on a connection
+// of its own to addr and returns the raw replies, read in turn; a HELLO's
+// reply, which holds the client id, as "(hello)".
+func scriptReplies(t *testing.T, addr string, scripts [][][]string) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for _, script := range upstreamLocalScripts {
+	for _, script := range scripts {
 		c := harness.MustDial(t, addr)
+		c.Timeout = 10 * time.Second
 		for _, cmd := range script {
 			if err := c.Send(cmd...); err != nil {
 				t.Fatal(err)
@@ -47,6 +49,9 @@ func upstreamLocalReplies(t *testing.T, addr string) [][]byte {
 			raw, err := c.ReadRaw()
 			if err != nil {
 				t.Fatalf("%v: %v", cmd, err)
+			}
+			if cmd[0] == "HELLO" {
+				raw = []byte("(hello)")
 			}
 			out = append(out, raw)
 		}
@@ -60,8 +65,8 @@ func TestUpstreamLocalCommandsMatchRedis(t *testing.T) {
 	up := harness.StartRedis(t)
 	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
 		"--appendfsync", "no", "--loglevel", "warning")
-	want := upstreamLocalReplies(t, rs.Addr())
-	got := upstreamLocalReplies(t, sp.Addr())
+	want := scriptReplies(t, rs.Addr(), upstreamLocalScripts)
+	got := scriptReplies(t, sp.Addr(), upstreamLocalScripts)
 	var cmds [][]string
 	for _, s := range upstreamLocalScripts {
 		cmds = append(cmds, s...)
@@ -160,35 +165,6 @@ var replicaOfMultiScripts = [][][]string{
 // failoverErr is any of FAILOVER's error replies.
 var failoverErr = regexp.MustCompile(`-ERR FAILOVER [^\r]*\r\n`)
 
-// replicaOfMultiReplies runs every script of replicaOfMultiScripts on a
-// connection of its own to addr and returns the raw replies (a HELLO's
-// as "(hello)").
-func replicaOfMultiReplies(t *testing.T, addr string) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for _, script := range replicaOfMultiScripts {
-		c := harness.MustDial(t, addr)
-		c.Timeout = 10 * time.Second
-		for _, cmd := range script {
-			if err := c.Send(cmd...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, cmd := range script {
-			raw, err := c.ReadRaw()
-			if err != nil {
-				t.Fatalf("%v: %v", cmd, err)
-			}
-			if cmd[0] == "HELLO" {
-				raw = []byte("(hello)")
-			}
-			out = append(out, raw)
-		}
-		c.Close()
-	}
-	return out
-}
-
 // TestUpstreamReplicaOfInMultiMatchesRedis: REPLICAOF, SLAVEOF and
 // FAILOVER inside MULTI are queued and answer in their slots of EXEC's
 // reply, in order, byte for byte as on a lone redis-server (FAILOVER's
@@ -199,8 +175,8 @@ func TestUpstreamReplicaOfInMultiMatchesRedis(t *testing.T) {
 	up := harness.StartRedis(t)
 	sp := harness.StartSpillway(t, "", "--upstream", "redis://"+up.Addr(), "--maxmemory", "0",
 		"--appendfsync", "no", "--loglevel", "warning")
-	want := replicaOfMultiReplies(t, rs.Addr())
-	got := replicaOfMultiReplies(t, sp.Addr())
+	want := scriptReplies(t, rs.Addr(), replicaOfMultiScripts)
+	got := scriptReplies(t, sp.Addr(), replicaOfMultiScripts)
 	var cmds [][]string
 	for _, s := range replicaOfMultiScripts {
 		cmds = append(cmds, s...)
