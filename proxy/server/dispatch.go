@@ -198,8 +198,8 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	// A forwarded transaction's commands are the upstream's to refuse (the
 	// front makes it refuse them: proxy/upstream's oom.go); as Redis's
 	// checkGoodReplicasStatus, a replica refuses nothing for this.
-	if c.s.noReplicas.Load() && c.group == nil && (c.fwd == nil || !c.fwd.InTransaction()) &&
-		!c.s.replica.Active() && c.refuse(cmd, args, noReplicasRule) {
+	if c.s.RefusesForReplicas() && c.group == nil && (c.fwd == nil || !c.fwd.InTransaction()) &&
+		c.refuse(cmd, args, noReplicasRule) {
 		return
 	}
 	// A forwarded transaction's queued commands are refused by the front

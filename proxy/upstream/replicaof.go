@@ -96,13 +96,10 @@ func upReplicaOf(c *client, args [][]byte) {
 // no relay starts until the transaction's REPLICAOFs ran: the relay's
 // startMu is held (c.txRelayLocked) until upEndTx releases it.
 func replicaOfBeforeExec(c *client, args [][]byte) {
-	if c.txRelayLocked || c.f.cluster.Load() || (cstr.EqualFold(args[1], "no") && cstr.EqualFold(args[2], "one")) {
+	if c.txRelayLocked || c.f.cluster.Load() || noOne(args[1], args[2]) {
 		return
 	}
-	if _, isReplica := c.ReplHandshake(); isReplica {
-		return
-	}
-	if p, ok := cstr.ParseInt(args[2]); !ok || p < 0 || p > 65535 {
+	if _, refusal := replicaOfPort(c, args[2]); refusal != "" {
 		return
 	}
 	c.f.relay.startMu.Lock()
@@ -110,22 +107,37 @@ func replicaOfBeforeExec(c *client, args [][]byte) {
 	c.f.stopRelay(c, "REPLICAOF in a transaction")
 }
 
+// noOne reports whether REPLICAOF's arguments are NO ONE.
+func noOne(host, port []byte) bool {
+	return cstr.EqualFold(host, "no") && cstr.EqualFold(port, "one")
+}
+
+// replicaOfPort checks REPLICAOF host port (not NO ONE) as Redis does
+// before it acts: the master's port, or Redis's error reply refusing it.
+func replicaOfPort(c *client, port []byte) (int64, string) {
+	if _, isReplica := c.ReplHandshake(); isReplica {
+		return 0, "ERR Command is not valid when client is a replica."
+	}
+	p, ok := cstr.ParseInt(port)
+	if !ok || p < 0 || p > 65535 {
+		return 0, "ERR Invalid master port"
+	}
+	return p, ""
+}
+
 // replicaOf applies REPLICAOF host port (or NO ONE): it returns the reply
 // (a status, or an error when !ok). held: the caller holds the relay's
 // startMu.
 func (f *Front) replicaOf(c *client, host, port []byte, held bool) (string, bool) {
 	rs := f.srv.Replica()
-	if cstr.EqualFold(host, "no") && cstr.EqualFold(port, "one") {
+	if noOne(host, port) {
 		rs.Stop()
 		f.applyReplicas() // a master again: min-replicas-to-write applies (oom.go)
 		return "OK", true
 	}
-	if _, isReplica := c.ReplHandshake(); isReplica {
-		return "ERR Command is not valid when client is a replica.", false
-	}
-	p, ok := cstr.ParseInt(port)
-	if !ok || p < 0 || p > 65535 {
-		return "ERR Invalid master port", false
+	p, refusal := replicaOfPort(c, port)
+	if refusal != "" {
+		return refusal, false
 	}
 	// No relay starts between its stop and Start (relay.start checks
 	// Active under startMu; in a transaction replicaOfBeforeExec holds it
