@@ -34,7 +34,7 @@ func (c *client) pin() bool {
 	var conn *link.Conn
 	var err error
 	c.pinnedAs = nil
-	if u := c.User(); aclmirror.Needed(u) {
+	if u := c.mirrorUser(); u != nil {
 		conn, err = c.f.mirrors.Get(u, c.w.Proto, c.DB())
 		if err != nil {
 			c.Err(err.Error())
@@ -49,16 +49,23 @@ func (c *client) pin() bool {
 	return true
 }
 
+// mirrorUser is the user whose upstream mirror the client's pinned
+// connection is logged in as: its ACL user when restricted, else nil
+// (Spillway's own upstream login).
+func (c *client) mirrorUser() *acl.User {
+	if u := c.User(); aclmirror.Needed(u) {
+		return u
+	}
+	return nil
+}
+
 // scriptLoginFits reports whether a script may go to the pinned
 // connection (in MULTI, or subscribed): it is logged in as the client's
 // user needs (its mirror while restricted, else Spillway's), the mirror
 // following the user's current rules. Otherwise it refuses the script,
 // which never runs as another user.
 func (c *client) scriptLoginFits() bool {
-	u := c.User()
-	if !aclmirror.Needed(u) {
-		u = nil
-	}
+	u := c.mirrorUser()
 	if c.pinnedAs != u {
 		c.refuse(errScriptPinned)
 		return false
@@ -78,10 +85,7 @@ func (c *client) scriptLoginFits() bool {
 // to its current rules. It reports success, having replied the error
 // otherwise.
 func (c *client) fitPinnedLogin() bool {
-	u := c.User()
-	if !aclmirror.Needed(u) {
-		u = nil
-	}
+	u := c.mirrorUser()
 	if u != nil && c.pinnedAs == u {
 		if _, _, err := c.f.mirrors.Login(u); err != nil {
 			c.Err(err.Error())
