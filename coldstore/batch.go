@@ -42,7 +42,7 @@ func (b *Batch) getter() getter {
 // is copied into buf (returned for reuse) and m aliases it.
 func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte, bool, error) {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
-	buf, found, err := b.s.getInto(b.getter(), b.kbuf, buf)
+	buf, found, err := b.s.readPoint(b.getter(), b.kbuf, buf, !b.Empty(), false)
 	if err != nil || !found {
 		return buf, false, err
 	}
@@ -54,13 +54,13 @@ func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte
 
 // GetData reads one data record (already encoded key), seeing this batch.
 func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
-	return b.s.getInto(b.getter(), key, buf)
+	return b.s.readPoint(b.getter(), key, buf, !b.Empty(), false)
 }
 
 // ProbeData is GetData for a record that probably does not exist: it
 // consults every level's bloom filter first (see probeInto).
 func (b *Batch) ProbeData(key, buf []byte) ([]byte, bool, error) {
-	return b.s.probeInto(b.getter(), key, buf)
+	return b.s.readPoint(b.getter(), key, buf, !b.Empty(), true)
 }
 
 // NewIter returns an iterator over [lower, upper) that sees the committed
@@ -69,7 +69,7 @@ func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {
 	if b.b == nil {
 		return b.s.NewIter(lower, upper)
 	}
-	if err := b.s.waitApplied(); err != nil {
+	if err := b.s.q.waitRange(lower, upper); err != nil {
 		return nil, err
 	}
 	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -155,31 +155,32 @@ func (b *Batch) DeleteRange(start, end []byte) error {
 
 // Pending is a committed write that may not be durable yet. Under
 // FsyncAlways it must be waited on before the write is acknowledged; one
-// Wait covers every write committed before it (the WAL is sequential), so a
-// connection waits once per pipeline and concurrent connections share
-// syncs.
+// Wait covers every write committed before it (the write log is
+// sequential), so a connection waits once per pipeline and concurrent
+// connections share syncs.
 type Pending struct {
 	s *Store
 	n uint64 // the batch's place in the commit queue
 }
 
 // Wait blocks until the write, and every write committed before it, is
-// applied and durable. It is a no-op for the zero Pending.
+// durable: written to the write log and synced (not necessarily applied
+// to Pebble: readers wait for that). It is a no-op for the zero Pending.
 func (p Pending) Wait() error {
 	if p.s == nil {
 		return nil
 	}
-	if err := p.s.q.waitFor(p.n); err != nil {
+	if err := p.s.q.waitWritten(p.n); err != nil {
 		return err
 	}
-	return p.s.syncWAL()
+	return p.s.log.sync()
 }
 
 // Enqueue commits the batch: it takes its place in the store's commit
 // order now (the caller holds the engine's lock, whose order is the
-// writes' order), and is applied to Pebble by the next Drain, which the
-// caller runs after releasing its lock; every read of the store waits for
-// it meanwhile (see commitq.go). Under FsyncAlways the returned Pending
+// writes' order), is written to the write log by the next Drain, which the
+// caller runs after releasing its lock, and applied to Pebble later; a
+// read of what it writes waits for that (see commitq.go). Under FsyncAlways the returned Pending
 // must be waited on before the write is acknowledged; under the other
 // policies it is zero. The Batch is empty and reusable afterwards,
 // whatever the outcome.
@@ -195,7 +196,6 @@ func (b *Batch) Enqueue() (Pending, error) {
 	}
 	n, err := b.s.q.enqueue(pb)
 	if err != nil {
-		pb.Close()
 		return Pending{}, err
 	}
 	if b.s.FsyncPolicy() == FsyncAlways {
@@ -212,7 +212,7 @@ func (b *Batch) Commit() (Pending, error) {
 	if err != nil {
 		return p, err
 	}
-	return p, b.s.waitApplied()
+	return p, b.s.q.waitAll()
 }
 
 // Abort discards the batch's writes.
@@ -226,7 +226,7 @@ func (b *Batch) Abort() {
 // GetMeta reads key's committed meta record into buf; m aliases buf.
 func (s *Store) GetMeta(db uint8, key []byte, m *codec.Meta, kbuf, buf []byte) ([]byte, []byte, bool, error) {
 	kbuf = codec.AppendMetaKey(kbuf[:0], db, key)
-	buf, found, err := s.getInto(s.db, kbuf, buf)
+	buf, found, err := s.readPoint(s.db, kbuf, buf, false, false)
 	if err != nil || !found {
 		return kbuf, buf, false, err
 	}
@@ -251,7 +251,7 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	}
 	defer it.Close()
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer func() { b.Close() }()
 	n := 0
 	var prefix []byte
 	for valid := it.First(); valid && n < limit; valid = it.Next() {
@@ -280,7 +280,14 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	// Through the queue and the log, like every write: the deletions are
+	// replayed after a crash, in their place in the order.
+	pb := b
+	b = s.db.NewBatch() // closed by the defer; enqueue closes pb
+	if _, err := s.q.enqueue(pb); err != nil {
+		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
+	}
+	if err := s.q.drain(); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
 	return n, nil

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // TestEnqueueOrderAndVisibility enqueues batches from concurrent writers
@@ -77,6 +75,9 @@ func TestEnqueueOrderAndVisibility(t *testing.T) {
 			}
 		}
 	}
+	if err := s.q.waitAll(); err != nil {
+		t.Fatal(err)
+	}
 	if q, a := s.q.queued.Load(), s.q.applied.Load(); q != a || q != writers*each {
 		t.Fatalf("queued %d applied %d, want both %d", q, a, writers*each)
 	}
@@ -84,7 +85,7 @@ func TestEnqueueOrderAndVisibility(t *testing.T) {
 
 // TestEnqueuedSurvivesClose checks that batches enqueued and never
 // drained are applied and made durable by Close, and that under
-// FsyncAlways a Pending's Wait applies its batch.
+// FsyncAlways a Pending's Wait logs and syncs its batch.
 func TestEnqueuedSurvivesClose(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, FsyncAlways)
@@ -99,8 +100,8 @@ func TestEnqueuedSurvivesClose(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if s.q.applied.Load() != 1 {
-		t.Fatalf("Wait returned with the batch not applied")
+	if s.log.synced.Load() != 1 {
+		t.Fatalf("Wait returned with the batch not synced (log synced through %d)", s.log.synced.Load())
 	}
 	if err := b.Set([]byte("b"), []byte("2")); err != nil {
 		t.Fatal(err)
@@ -119,8 +120,8 @@ func TestEnqueuedSurvivesClose(t *testing.T) {
 }
 
 // TestApplyFailureIsSticky makes the application of a batch fail: the
-// writer that drains gets the error, and so does every later commit and
-// read, and nothing queued after the failure reaches Pebble.
+// reader that needs it applied gets the error, and so does every later
+// commit and read, and nothing of the failed round reaches Pebble.
 func TestApplyFailureIsSticky(t *testing.T) {
 	s := openStore(t, t.TempDir(), FsyncEverySec)
 	defer s.Close()
@@ -131,12 +132,7 @@ func TestApplyFailureIsSticky(t *testing.T) {
 	commit(t, b)
 	boom := errors.New("disk on fire")
 	s.q.mu.Lock()
-	s.q.apply = func(bs []*pebble.Batch) error {
-		for _, pb := range bs {
-			pb.Close()
-		}
-		return boom
-	}
+	s.q.apply = func([]byte) error { return boom }
 	s.q.mu.Unlock()
 	if err := b.Set([]byte("lost"), []byte("2")); err != nil {
 		t.Fatal(err)
@@ -144,8 +140,16 @@ func TestApplyFailureIsSticky(t *testing.T) {
 	if _, err := b.Enqueue(); err != nil {
 		t.Fatalf("Enqueue before the failure: %v", err)
 	}
-	if err := s.Drain(); !errors.Is(err, boom) {
-		t.Fatalf("Drain = %v, want the apply error", err)
+	if err := s.Drain(); err != nil {
+		t.Fatalf("Drain (a log write) = %v", err)
+	}
+	// A point read of the pending key is answered from the queue; an
+	// iterator needs it applied.
+	if v, found, err := s.Get([]byte("lost"), nil); err != nil || !found || string(v) != "2" {
+		t.Fatalf("Get of the pending key = %q %v %v, want it from the queue", v, found, err)
+	}
+	if _, err := s.NewIter([]byte("l"), []byte("m")); !errors.Is(err, boom) {
+		t.Fatalf("NewIter over the pending key = %v, want the apply error", err)
 	}
 	if err := b.Set([]byte("after"), []byte("3")); err != nil {
 		t.Fatal(err)

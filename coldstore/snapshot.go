@@ -20,7 +20,7 @@ type Snapshot struct {
 // writes are not in it).
 func (s *Store) NewSnapshot() *Snapshot {
 	// A failed application is reported by the snapshot's reads.
-	_ = s.waitApplied()
+	_ = s.q.waitAll()
 	return &Snapshot{s: s, snap: s.db.NewSnapshot()}
 }
 

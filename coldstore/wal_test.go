@@ -1,58 +1,275 @@
 package coldstore
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
-	"time"
 )
 
-// TestNoRecycledWAL: after many memtable flushes the directory holds no
-// finished write-ahead logs kept for reuse, only the live one and those of
-// memtables not yet flushed, and every write is still there after a
-// reopen (which replays the live log).
-func TestNoRecycledWAL(t *testing.T) {
+// crash stops s as a kill -9 would leave it: nothing pending is applied,
+// Pebble's memtables are not flushed (it runs without a WAL, so what they
+// held is gone), the log is left as written.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	close(s.stop)
+	s.wg.Wait()
+	s.log.mu.Lock()
+	s.log.f.Close()
+	s.log.f = nil
+	s.log.mu.Unlock()
+	s.closeOnce.Do(func() {})
+	if err := s.db.Close(); err != nil {
+		t.Fatalf("close pebble: %v", err)
+	}
+}
+
+// model applies the same writes to a map, the expected store contents.
+type model map[string]string
+
+func (m model) check(t *testing.T, s *Store, when string) {
+	t.Helper()
+	it, err := s.NewIter([]byte{0x01}, []byte{0x02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var got []string
+	for valid := it.First(); valid; valid = it.Next() {
+		k := string(it.Key())
+		got = append(got, k)
+		if want, ok := m[k]; !ok || want != string(it.Value()) {
+			t.Fatalf("%s: %q = %q, want %q (present %v)", when, k, it.Value(), want, ok)
+		}
+	}
+	if len(got) != len(m) {
+		var missing []string
+		for k := range m {
+			if !slices.Contains(got, k) {
+				missing = append(missing, k)
+			}
+		}
+		t.Fatalf("%s: %d keys, want %d (missing %q)", when, len(got), len(m), missing)
+	}
+}
+
+// randomWrites enqueues n batches of random sets, deletes and range
+// deletions over a small key space (so that keys are overwritten many
+// times in one round), draining after each, and mirrors them in m.
+func randomWrites(t *testing.T, s *Store, m model, rng *rand.Rand, n int) {
+	t.Helper()
+	b := s.NewBatch()
+	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", rng.IntN(200)) }
+	for i := range n {
+		for range 1 + rng.IntN(4) {
+			switch r := rng.IntN(20); {
+			case r < 14:
+				k, v := key(), fmt.Sprintf("v%d-%d", i, rng.IntN(1000))
+				if err := b.Set(k, []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				m[string(k)] = v
+			case r < 19:
+				k := key()
+				if err := b.Delete(k); err != nil {
+					t.Fatal(err)
+				}
+				delete(m, string(k))
+			default:
+				lo, hi := key(), key()
+				if bytes.Compare(lo, hi) > 0 {
+					lo, hi = hi, lo
+				}
+				if err := b.DeleteRange(lo, hi); err != nil {
+					t.Fatal(err)
+				}
+				for k := range m {
+					if k >= string(lo) && k < string(hi) {
+						delete(m, k)
+					}
+				}
+			}
+		}
+		if _, err := b.Enqueue(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Drain(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCoalescedRoundsMatchModel applies random writes in rounds of many
+// batches (coalesced: overwritten records dropped) and checks the store
+// against a model after each, reads in between included.
+func TestCoalescedRoundsMatchModel(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := model{}
+	for round := range 20 {
+		randomWrites(t, s, m, rng, 50+rng.IntN(200))
+		m.check(t, s, fmt.Sprintf("round %d", round))
+	}
+	if s.app.dropped == 0 {
+		t.Fatalf("no record was coalesced away (applied %d in %d rounds)", s.app.applied, s.app.rounds)
+	}
+	t.Logf("records applied %d, dropped as overwritten %d, rounds %d", s.app.applied, s.app.dropped, s.app.rounds)
+}
+
+// TestLogReplayAfterCrash: writes logged and never applied (or applied but
+// never flushed) are all back after a crash, and a second crash right
+// after the replay loses nothing either.
+func TestLogReplayAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 4))
+	m := model{}
+	for i := range 4 {
+		s := openStore(t, dir, FsyncEverySec)
+		m.check(t, s, fmt.Sprintf("after crash %d", i))
+		randomWrites(t, s, m, rng, 300)
+		if i%2 == 1 {
+			// Some applied (not flushed), the rest pending.
+			if err := s.q.waitAll(); err != nil {
+				t.Fatal(err)
+			}
+			randomWrites(t, s, m, rng, 100)
+		}
+		crash(t, s)
+	}
+	s := openStore(t, dir, FsyncEverySec)
+	m.check(t, s, "final")
+	closeStore(t, s)
+	// A clean close leaves nothing to replay.
+	nums, err := segments(filepath.Join(dir, logDirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nums {
+		if fi, err := os.Stat(filepath.Join(dir, logDirName, fmt.Sprintf("%016d.log", n))); err != nil || fi.Size() != 0 {
+			t.Fatalf("segment %d after a clean close: %v, size %d", n, err, fi.Size())
+		}
+	}
+}
+
+// TestLogTornTail: a frame cut short (or garbage) at the end of the newest
+// segment, as a crash in the middle of a write leaves it, is cut off; the
+// batches before it are all replayed.
+func TestLogTornTail(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := model{}
+	s := openStore(t, dir, FsyncEverySec)
+	randomWrites(t, s, m, rng, 200)
+	crash(t, s)
+	logDir := filepath.Join(dir, logDirName)
+	nums, err := segments(logDir)
+	if err != nil || len(nums) == 0 {
+		t.Fatalf("segments: %v %v", nums, err)
+	}
+	last := filepath.Join(logDir, fmt.Sprintf("%016d.log", nums[len(nums)-1]))
+	f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A header announcing 100 bytes, then 10 of them.
+	f.Write([]byte{100, 0, 0, 0, 1, 2, 3, 4, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'})
+	f.Close()
+	s = openStore(t, dir, FsyncEverySec)
+	m.check(t, s, "after the torn tail")
+	randomWrites(t, s, m, rng, 50)
+	crash(t, s)
+	s = openStore(t, dir, FsyncEverySec)
+	defer closeStore(t, s)
+	m.check(t, s, "after writes past the cut")
+}
+
+// TestReadsWaitForPendingWrites: a pending write is seen by a point read
+// of its key and by an iterator over its namespace before any round ran,
+// while a read of another key does not make a round run.
+func TestReadsWaitForPendingWrites(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	b := s.NewBatch()
+	if err := b.Set([]byte("x\x00pending"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set([]byte("m\x00hot"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := s.Get([]byte("m\x00other"), nil); err != nil || found {
+		t.Fatalf("Get of an unwritten key: found %v, %v", found, err)
+	}
+	if s.q.applied.Load() != 0 {
+		t.Fatalf("a read of an unwritten key applied the pending batch")
+	}
+	it, err := s.NewIter([]byte("x"), []byte("y"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.First() || string(it.Key()) != "x\x00pending" {
+		t.Fatalf("iterator over the namespace does not see the pending write")
+	}
+	it.Close()
+	if got, found, err := s.Get([]byte("m\x00hot"), nil); err != nil || !found || string(got) != "2" {
+		t.Fatalf("Get of the pending key: %q %v %v", got, found, err)
+	}
+}
+
+// TestWriteLogRetired: after many rounds and memtable flushes, the log
+// keeps only the segments not yet flushed, Pebble keeps no WAL of its own,
+// and every write is there after a reopen.
+func TestWriteLogRetired(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(Options{Dir: dir, MemTableBytes: 256 << 10, Fsync: FsyncEverySec, Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	val := make([]byte, 1024)
-	const n = 4000 // 4 MB: about 16 memtables of 256 KB
+	const n = 20000 // 20 MB: several 8 MB segments
+	b := s.NewBatch()
 	for i := range n {
 		for j := range val {
 			val[j] = 'a' + byte((i+j)%26)
 		}
-		if _, err := s.SetSync(fmt.Appendf(nil, "\x01k%06d", i), val); err != nil {
+		if err := b.Set(fmt.Appendf(nil, "\x01k%06d", i), val); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := b.Enqueue(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Drain(); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 999 {
+			if err := s.retireLog(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	m := s.Metrics()
-	if m.Flush.Count < 4 {
-		t.Fatalf("%d flushes; the test needs several", m.Flush.Count)
+	nums, err := segments(filepath.Join(dir, logDirName))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if m.WAL.ObsoleteFiles != 0 {
-		t.Errorf("Pebble keeps %d finished logs (%d bytes) for reuse, want none", m.WAL.ObsoleteFiles, m.WAL.ObsoletePhysicalSize)
+	if len(nums) > 2 {
+		t.Errorf("log segments after a flush: %v, want at most the current one and one closed", nums)
 	}
-	// Obsolete files are deleted in the background: a bounded wait.
-	var logs []string
-	for range 200 {
-		if logs, err = filepath.Glob(filepath.Join(dir, "*.log")); err != nil {
-			t.Fatal(err)
-		}
-		if len(logs) <= 1 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if logs, _ := filepath.Glob(filepath.Join(dir, "*.log")); len(logs) > 1 {
+		t.Errorf("Pebble's own logs: %v, want none written", logs)
 	}
-	if len(logs) != 1 {
-		t.Errorf("logs after a flush: %v, want only the live one", logs)
-	}
-	closeStore(t, s)
-
+	crash(t, s)
 	s = openStore(t, dir, FsyncEverySec)
 	defer closeStore(t, s)
 	for _, i := range []int{0, n / 2, n - 1} {

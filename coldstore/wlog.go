@@ -1,0 +1,353 @@
+package coldstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// The write log. Every batch the store commits is appended to it, in commit
+// order, before Pebble sees it; Pebble runs without a WAL of its own
+// (Options.DisableWAL) and holds what was applied to it only once a
+// memtable is flushed. The log is therefore the durability record: at Open,
+// whatever it holds is applied again (replay), which is harmless for what
+// Pebble already had: every record is a blind Set, Delete or DeleteRange,
+// so applying a suffix of the order again, in order, ends in the same
+// state.
+//
+// Decoupling the two lets a committed batch wait in memory before Pebble
+// applies it (commitq.go): writes are durable once logged, and Pebble gets
+// them later, coalesced (a key written a thousand times in the meantime is
+// applied once).
+//
+// On disk: a directory of segments named by a decimal sequence number,
+// each a run of frames: 4 bytes of length, 4 bytes of CRC-32C of the
+// batch, the batch (Pebble's batch representation). A segment is closed
+// (synced) once it exceeds segBytes and a new one started; a closed
+// segment is retired (deleted) once every batch it holds is applied and
+// Pebble has flushed them. A crash can leave a torn frame at the tail of
+// the newest segment only: replay stops there and cuts it off.
+
+// logDirName is the log's directory inside the store's.
+const logDirName = "spillway-log"
+
+// frameHeader is a frame's length and checksum.
+const frameHeader = 8
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// appendFrame appends repr as one frame to dst.
+func appendFrame(dst, repr []byte) []byte {
+	var h [frameHeader]byte
+	binary.LittleEndian.PutUint32(h[:4], uint32(len(repr)))
+	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(repr, crcTable))
+	return append(append(dst, h[:]...), repr...)
+}
+
+// nextFrame splits the first frame off p. ok is false when p holds no
+// complete, intact frame (the end of a log, or a torn or corrupt tail).
+func nextFrame(p []byte) (repr, rest []byte, ok bool) {
+	if len(p) < frameHeader {
+		return nil, p, false
+	}
+	n := int(binary.LittleEndian.Uint32(p[:4]))
+	if n == 0 || n > len(p)-frameHeader {
+		return nil, p, false
+	}
+	repr = p[frameHeader : frameHeader+n]
+	if crc32.Checksum(repr, crcTable) != binary.LittleEndian.Uint32(p[4:8]) {
+		return nil, p, false
+	}
+	return repr, p[frameHeader+n:], true
+}
+
+// wlog is the open write log. write and rotation are called by one
+// goroutine at a time (the commit queue's writer); sync and retire may run
+// concurrently with them.
+type wlog struct {
+	dir      string
+	segBytes int64
+	logger   *slog.Logger
+
+	mu     sync.Mutex // f, num, size, closed
+	f      *os.File
+	num    uint64
+	size   int64
+	closed []closedSegment // oldest first
+
+	// written is the number of the last batch written to the log, synced
+	// that of the last batch made durable (fsync).
+	written, synced atomic.Uint64
+	syncMu          sync.Mutex // one fsync at a time: the others wait and share it
+}
+
+// closedSegment is a segment no longer written, with the number of the
+// last batch it holds.
+type closedSegment struct {
+	num  uint64
+	last uint64
+}
+
+func (l *wlog) path(num uint64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%016d.log", num))
+}
+
+// segments lists the log's segment numbers, oldest first.
+func segments(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("coldstore: list log: %w", err)
+	}
+	var nums []uint64
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			continue
+		}
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+// openLog opens the log in dir (creating it), hands every intact batch it
+// holds to apply in order, and returns the log ready for writing, with the
+// replayed segments still on disk: the caller retires them (retireAll)
+// once what apply wrote is flushed. A torn frame at the end of the last
+// segment is cut off; one anywhere else is an error (the log was damaged,
+// not interrupted).
+func openLog(dir string, segBytes int64, logger *slog.Logger, apply func(repr []byte) error) (*wlog, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("coldstore: create log directory: %w", err)
+	}
+	l := &wlog{dir: dir, segBytes: segBytes, logger: logger}
+	nums, err := segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	var batches, bytes int64
+	for i, num := range nums {
+		data, err := os.ReadFile(l.path(num))
+		if err != nil {
+			return nil, fmt.Errorf("coldstore: read log segment %d: %w", num, err)
+		}
+		rest := data
+		for len(rest) > 0 {
+			repr, r, ok := nextFrame(rest)
+			if !ok {
+				break
+			}
+			if err := apply(repr); err != nil {
+				return nil, fmt.Errorf("coldstore: replay log segment %d: %w", num, err)
+			}
+			rest = r
+			batches++
+		}
+		bytes += int64(len(data) - len(rest))
+		if len(rest) > 0 {
+			if i != len(nums)-1 {
+				return nil, fmt.Errorf("coldstore: log segment %d is damaged at offset %d (not the newest segment)", num, len(data)-len(rest))
+			}
+			logger.Warn("write log ends in a torn frame; cutting it off", "segment", num, "offset", len(data)-len(rest), "bytes", len(rest))
+			if err := os.Truncate(l.path(num), int64(len(data)-len(rest))); err != nil {
+				return nil, fmt.Errorf("coldstore: cut torn log tail: %w", err)
+			}
+		}
+		l.closed = append(l.closed, closedSegment{num: num})
+		if (i+1)%4 == 0 || i == len(nums)-1 {
+			logger.Info("write log replay", "segments", i+1, "of", len(nums), "batches", batches, "bytes", bytes)
+		}
+	}
+	next := uint64(1)
+	if len(nums) > 0 {
+		next = nums[len(nums)-1] + 1
+	}
+	if err := l.create(next); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// create starts segment num as the one written.
+func (l *wlog) create(num uint64) error {
+	f, err := os.OpenFile(l.path(num), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("coldstore: create log segment: %w", err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.num, l.size = f, num, 0
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("coldstore: open log directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("coldstore: sync log directory: %w", err)
+	}
+	return nil
+}
+
+// write appends frames (whole frames, the batches up to number last) to
+// the log and rotates the segment once it is full.
+func (l *wlog) write(frames []byte, last uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(frames); err != nil {
+		return fmt.Errorf("coldstore: write log: %w", err)
+	}
+	l.size += int64(len(frames))
+	l.written.Store(last)
+	if l.size < l.segBytes {
+		return nil
+	}
+	return l.rotateLocked()
+}
+
+// rotate closes the current segment, if it holds anything, and starts a
+// new one. It is called by the log's writer.
+func (l *wlog) rotate() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.size == 0 {
+		return nil
+	}
+	return l.rotateLocked()
+}
+
+func (l *wlog) rotateLocked() error {
+	last := l.written.Load()
+	// A closed segment is synced: later syncs only look at the current one.
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("coldstore: sync log: %w", err)
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("coldstore: close log segment: %w", err)
+	}
+	l.closed = append(l.closed, closedSegment{num: l.num, last: last})
+	return l.create(l.num + 1)
+}
+
+// sync makes every batch written so far durable; concurrent callers share
+// one fsync. It returns at once when nothing new was written since the
+// last sync.
+func (l *wlog) sync() error {
+	target := l.written.Load()
+	if l.synced.Load() >= target {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.synced.Load() >= target {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	target = l.written.Load() // under mu: what f holds
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("coldstore: sync log: %w", err)
+	}
+	l.synced.Store(target)
+	return nil
+}
+
+// retirable returns how many closed segments hold only batches numbered at
+// most applied.
+func (l *wlog) retirable(applied uint64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for n < len(l.closed) && l.closed[n].last <= applied {
+		n++
+	}
+	return n
+}
+
+// retire deletes the n oldest closed segments: the caller has made sure
+// Pebble flushed every batch they hold.
+func (l *wlog) retire(n int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n = min(n, len(l.closed))
+	var errs []error
+	for _, seg := range l.closed[:n] {
+		if err := os.Remove(l.path(seg.num)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("coldstore: retire log segment %d: %w", seg.num, err))
+		}
+	}
+	l.closed = append(l.closed[:0], l.closed[n:]...)
+	return errors.Join(errs...)
+}
+
+// retireAll deletes every segment, the current one included, and starts a
+// new one: the caller has made sure every batch written is applied and
+// flushed (after replay, and at Close).
+func (l *wlog) retireAll() error {
+	l.mu.Lock()
+	cur := l.num
+	if err := l.f.Close(); err != nil {
+		l.mu.Unlock()
+		return fmt.Errorf("coldstore: close log segment: %w", err)
+	}
+	l.closed = append(l.closed, closedSegment{num: cur})
+	l.mu.Unlock()
+	if err := l.retire(len(l.closed)); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.synced.Store(l.written.Load())
+	return l.create(cur + 1)
+}
+
+// close syncs and closes the current segment.
+func (l *wlog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Sync()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	if err != nil {
+		return fmt.Errorf("coldstore: close log: %w", err)
+	}
+	return nil
+}
+
+// diskBytes is the log's size on disk.
+func (l *wlog) diskBytes() int64 {
+	var n int64
+	nums, err := segments(l.dir)
+	if err != nil {
+		return 0
+	}
+	for _, num := range nums {
+		if fi, err := os.Stat(l.path(num)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
