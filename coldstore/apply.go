@@ -2,22 +2,18 @@ package coldstore
 
 import (
 	"fmt"
-	"unsafe"
+	"hash/maphash"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/batchrepr"
 )
 
 // applier turns an application round's frames into Pebble commits
-// (commitq.go). It is used by one round at a time; its map is kept
-// between rounds so that a steady load allocates nothing.
+// (commitq.go). It is used by one round at a time.
 type applier struct {
 	db *pebble.DB
-	// last maps a point key to the ordinal of its last record in the
-	// round: only that record is applied.
-	last map[string]int32
-	// Records and bytes the rounds applied and dropped (overwritten in
-	// the same round), for INFO and tests.
+	// Records the rounds applied and dropped (overwritten in the same
+	// round), and the rounds, for tests.
 	applied, dropped, rounds int64
 }
 
@@ -33,9 +29,13 @@ const commitBytes = 1 << 20
 
 // applyFrames applies the batches framed in frames, in order, dropping
 // every point record that a later record of the same key in the same
-// round overwrites. Dropping it cannot change the result: a Set or Delete
-// replaces whatever the key held, whatever range deletion came between.
-func (a *applier) applyFrames(frames []byte) error {
+// round overwrites. last is the queue's index of the round (a key's hash
+// to the offset in frames of the last record of that hash, seeded with
+// seed): a record is dropped when the last record of its hash is another
+// record of the same key (a different key with the same hash keeps it).
+// Dropping it cannot change the result: a Set or Delete replaces whatever
+// the key held, whatever range deletion came between.
+func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.Seed) error {
 	n := 0
 	for rest := frames; len(rest) > 0; n++ {
 		_, r, ok := nextFrame(rest)
@@ -45,90 +45,62 @@ func (a *applier) applyFrames(frames []byte) error {
 		rest = r
 	}
 	coalesce := n >= coalesceMin
-	if coalesce {
-		if a.last == nil {
-			a.last = make(map[string]int32)
-		}
-		clear(a.last)
-		ord := int32(0)
-		ok, err := a.scan(frames, func(kind pebble.InternalKeyKind, k, _ []byte) {
-			if kind != pebble.InternalKeyKindRangeDelete {
-				a.last[unsafe.String(unsafe.SliceData(k), len(k))] = ord
-			}
-			ord++
-		})
-		if err != nil {
-			return err
-		}
-		coalesce = ok
-	}
 	b := a.db.NewBatch()
 	defer func() { b.Close() }()
-	ord := int32(0)
-	var werr error
-	_, err := a.scan(frames, func(kind pebble.InternalKeyKind, k, v []byte) {
-		o := ord
-		ord++
-		if werr != nil {
-			return
-		}
-		if coalesce && kind != pebble.InternalKeyKindRangeDelete && a.last[unsafe.String(unsafe.SliceData(k), len(k))] != o {
-			a.dropped++
-			return
-		}
-		switch kind {
-		case pebble.InternalKeyKindSet:
-			werr = b.Set(k, v, nil)
-		case pebble.InternalKeyKindDelete:
-			werr = b.Delete(k, nil)
-		case pebble.InternalKeyKindRangeDelete:
-			werr = b.DeleteRange(k, v, nil)
-		default:
-			werr = fmt.Errorf("coldstore: unexpected record kind %v in a batch", kind)
-		}
-		a.applied++
-		if werr == nil && len(b.Repr()) >= commitBytes {
-			werr = commitNoWAL(b)
-			b.Reset()
-		}
-	})
-	if err == nil {
-		err = werr
-	}
-	if err == nil && !b.Empty() {
-		err = commitNoWAL(b)
-	}
-	clear(a.last)
-	a.rounds++
-	return err
-}
-
-// scan calls fn for every record of every framed batch, in order. It
-// reports false when a record of a kind other than Set, Delete or
-// DeleteRange appears (the batches are then applied as they are).
-func (a *applier) scan(frames []byte, fn func(kind pebble.InternalKeyKind, k, v []byte)) (bool, error) {
-	plain := true
 	for rest := frames; len(rest) > 0; {
 		repr, r, _ := nextFrame(rest)
+		base := len(frames) - len(rest) + frameHeader
 		rest = r
 		rd := batchrepr.Read(repr)
 		for {
+			off := base + len(repr) - len(rd)
 			kind, k, v, ok, err := rd.Next()
 			if err != nil {
-				return false, fmt.Errorf("coldstore: read pending batch: %w", err)
+				return fmt.Errorf("coldstore: read pending batch: %w", err)
 			}
 			if !ok {
 				break
 			}
-			switch kind {
-			case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindRangeDelete:
-			default:
-				plain = false
+			if coalesce && kind != pebble.InternalKeyKindRangeDelete && overwritten(frames, off, k, last[maphash.Bytes(seed, k)]) {
+				a.dropped++
+				continue
 			}
-			fn(kind, k, v)
+			switch kind {
+			case pebble.InternalKeyKindSet:
+				err = b.Set(k, v, nil)
+			case pebble.InternalKeyKindDelete:
+				err = b.Delete(k, nil)
+			case pebble.InternalKeyKindRangeDelete:
+				err = b.DeleteRange(k, v, nil)
+			default:
+				err = fmt.Errorf("coldstore: unexpected record kind %v in a batch", kind)
+			}
+			a.applied++
+			if err == nil && len(b.Repr()) >= commitBytes {
+				err = commitNoWAL(b)
+				b.Reset()
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
-	return plain, nil
+	a.rounds++
+	if b.Empty() {
+		return nil
+	}
+	return commitNoWAL(b)
+}
+
+// overwritten reports whether the record of key k at offset off in frames
+// is followed by another record of k: lastOff, the offset of the last
+// record of k's hash, is later and holds k.
+func overwritten(frames []byte, off int, k []byte, lastOff int) bool {
+	if lastOff <= off || lastOff >= len(frames) {
+		return false
+	}
+	_, lk, ok := batchrepr.DecodeStr(frames[lastOff+1:])
+	return ok && string(lk) == string(k)
 }
 
 // commitNoWAL commits b to Pebble, which runs without a WAL: the write log

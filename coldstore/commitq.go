@@ -78,14 +78,14 @@ type commitQueue struct {
 	failed atomic.Bool
 
 	applyMu    sync.Mutex // one application round at a time
-	apply      func(frames []byte) error
+	apply      func(frames []byte, last map[uint64]int, seed maphash.Seed) error
 	log        *wlog
 	applyBytes int
 	kick       chan struct{} // wakes the applier: pend reached applyBytes
 	wake       chan struct{} // wakes the log writer: frames to write
 }
 
-func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte) error) {
+func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, map[uint64]int, maphash.Seed) error) {
 	q.cond.L = &q.mu
 	q.seed = maphash.MakeSeed()
 	q.keys = make(map[uint64]int)
@@ -296,7 +296,7 @@ func (q *commitQueue) round() error {
 	q.cond.Broadcast()
 	q.mu.Unlock()
 	if err == nil {
-		err = q.apply(take)
+		err = q.apply(take, q.applyingKeys, q.seed) // applyingKeys is read-only until the round ends
 	}
 
 	q.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"testing"
@@ -132,7 +133,7 @@ func TestApplyFailureIsSticky(t *testing.T) {
 	commit(t, b)
 	boom := errors.New("disk on fire")
 	s.q.mu.Lock()
-	s.q.apply = func([]byte) error { return boom }
+	s.q.apply = func([]byte, map[uint64]int, maphash.Seed) error { return boom }
 	s.q.mu.Unlock()
 	if err := b.Set([]byte("lost"), []byte("2")); err != nil {
 		t.Fatal(err)

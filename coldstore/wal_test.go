@@ -10,11 +10,16 @@ import (
 	"testing"
 )
 
-// crash stops s as a kill -9 would leave it: nothing pending is applied,
-// Pebble's memtables are not flushed (it runs without a WAL, so what they
-// held is gone), the log is left as written.
+// crash stops s as a kill -9 would leave it once the log writer has
+// written what was queued (a kill before that loses those writes, as
+// appendfsync everysec allows): nothing pending is applied, Pebble's
+// memtables are not flushed (it runs without a WAL, so what they held is
+// gone), the log is left as written.
 func crash(t *testing.T, s *Store) {
 	t.Helper()
+	if err := s.q.waitWritten(s.q.queued.Load()); err != nil {
+		t.Fatal(err)
+	}
 	close(s.stop)
 	s.wg.Wait()
 	s.log.mu.Lock()
