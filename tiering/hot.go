@@ -243,21 +243,28 @@ func (l *LRU) peek(hk []byte) (*Entry, bool) {
 	return e, ok
 }
 
-// put inserts or replaces hk's entry and marks it most recently used.
+// put inserts or replaces hk's entry and marks it most recently used. The
+// tier's key string is e.hk if it holds hk (stringValue's), else a copy of
+// hk (or the replaced entry's).
 func (l *LRU) put(hk []byte, e *Entry) {
 	e.size = entrySize(hk[1:], e)
+	own := e.hk == view(hk)
 	if old, ok := l.m[view(hk)]; ok {
 		l.used -= old.size
 		if old != e {
-			e.hk = old.hk // the map keeps its original key string
+			if !own {
+				e.hk = old.hk
+			}
 			l.unlink(old)
-			l.m[e.hk] = e
+			l.m[e.hk] = e // an existing key's string is replaced too
 			l.pushFront(e)
 		} else {
 			l.moveFront(e)
 		}
 	} else {
-		e.hk = string(hk)
+		if !own {
+			e.hk = string(hk)
+		}
 		l.m[e.hk] = e
 		l.pushFront(e)
 		l.perDB[hk[0]]++
@@ -395,6 +402,22 @@ func (l *LRU) Budget() int64 { return l.budget }
 // SetBudget changes the budget; the caller demotes down to it.
 func (l *LRU) SetBudget(b int64) { l.budget = b }
 
+// stringValue returns a copy of val for a string entry of hot key hk
+// (nil if val is empty), allocated behind a copy of hk, and that copy as a
+// string, to be the entry's hk: the tier's lookup compares the key and the
+// command then reads the value in the same allocation, one memory access
+// where two allocations cost two. The bytes are never modified.
+func stringValue(hk, val []byte) (key string, str []byte) {
+	buf := make([]byte, len(hk)+len(val))
+	copy(buf, hk)
+	copy(buf[len(hk):], val)
+	key = unsafe.String(unsafe.SliceData(buf), len(hk))
+	if len(val) > 0 {
+		str = buf[len(hk):len(buf):len(buf)]
+	}
+	return key, str
+}
+
 // overwriteString is SetString over e, a hot string that stays hot: the
 // entry is reused rather than replaced (no allocation but the value's
 // copy: Str itself is never modified in place), and its recency is moved
@@ -407,10 +430,12 @@ func (tx *Tx) overwriteString(pdb uint8, key []byte, e *Entry, val []byte, expir
 	if err := tx.moveExpiry(pdb, key, e, expireAt); err != nil {
 		return err
 	}
-	e.ExpireAt, e.Str = expireAt, append([]byte(nil), val...)
+	e.ExpireAt = expireAt
+	e.hk, e.Str = stringValue(tx.hk, val)
 	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
+	tx.e.hot.m[e.hk] = e // the key string moves to the new allocation
 	if !touched {
 		e.lfu.touch(tx.e.lfu(), tx.now)
 		tx.e.hot.moveFront(e) // most recently used
