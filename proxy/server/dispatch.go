@@ -469,6 +469,7 @@ func (c *Client) recoverPanic(args [][]byte) {
 	if r == nil {
 		return
 	}
+	c.ctx.nowMs = 0 // the command's time is not another's
 	mark := c.mark
 	if c.group != nil {
 		mark = c.groupMark // the whole EXEC or script reply goes
