@@ -230,7 +230,7 @@ func TestPromotionAgainstRival(t *testing.T) {
 	o.HotBudget = 8 << 10
 	o.PromoteMinHits = 2
 	v := newEnv(t, o)
-	val := strings.Repeat("v", 600) // about 940 bytes hot: 8 fill the tier
+	val := strings.Repeat("v", 700) // 1,024 bytes hot: 8 fill the tier
 	one := entrySize([]byte("k0"), &Entry{Type: codec.TypeString, Str: []byte(val)})
 	for k := range 40 {
 		v.set(0, fmt.Sprint("k", k), val, 0)

@@ -398,15 +398,19 @@ func (tx *Tx) countMiss() {
 // this package the lock is taken only through Update and View.
 func (e *Engine) begin() *Tx {
 	e.mu.Lock()
-	return e.beginHeld()
+	return e.beginHeld(0)
 }
 
-// beginHeld is begin for a caller that holds the lock already (a Run).
-func (e *Engine) beginHeld() *Tx {
+// beginHeld is begin for a caller that holds the lock already (a Run);
+// nowMs is the transaction's time (Tx.Now), 0 to read the clock.
+func (e *Engine) beginHeld(nowMs int64) *Tx {
 	e.txSeq++
 	e.held.Store(e.txSeq)
 	tx := &e.tx
-	tx.now = time.Now().UnixMilli()
+	if nowMs == 0 {
+		nowMs = time.Now().UnixMilli()
+	}
+	tx.now = nowMs
 	tx.collsUsed, tx.listsUsed, tx.zsetsUsed, tx.strmsUsed = 0, 0, 0, 0
 	tx.ready = tx.ready[:0]
 	tx.keepExpired, tx.liveExpired, tx.counted = false, false, false

@@ -1,11 +1,8 @@
 package tiering
 
 import (
-	"math"
 	"math/bits"
 	"unsafe"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/spillway/spillway/codec"
 )
@@ -68,18 +65,24 @@ type Entry struct {
 	// lfu is the key's LFU counter (lfu.go) while hot.
 	lfu  lfuState
 	size int64
+	// hk is the key's hot key (the tier's map key); prev and next link
+	// the entry in the tier's recency list, pos is when it was placed at
+	// its front (LRU.clock).
+	hk         string
+	prev, next *Entry
+	pos        uint64
 	// hits counts the key's reads: those that earned its promotion, then
 	// every access while hot (the admission policy's weight, rivalHits).
 	hits uint32
 }
 
 // entryOverhead is what a hot entry costs on the Go heap beyond its key
-// and value allocations: the Entry itself, the LRU's list element and its
-// map slot (with the map's growth slack). Measured, not guessed:
+// and value allocations: the Entry itself (its recency links included) and
+// its map slot (with the map's growth slack). Measured, not guessed:
 // TestHotStringAccountingMatchesHeap holds entrySize within 0.9x-1.3x of
 // the heap a string entry really takes, so a change to Entry or to the LRU
 // that moves it fails there.
-const entryOverhead = 280
+const entryOverhead = 248
 
 // allocSize approximates the bytes the Go allocator hands out for an
 // n-byte object: its size classes step by 16 bytes up to 128 and by about
@@ -145,8 +148,23 @@ func (e *Entry) resident() bool { return e.fields != nil && e.loading == nil }
 // LRU is the embedded hot tier: decoded values in least-recently-used order
 // under a byte budget. It is not safe for concurrent use; the Engine's lock
 // guards it.
+//
+// The order is a doubly-linked list threaded through the entries
+// themselves (Entry.prev, Entry.next: no list element of its own to reach
+// and keep), most recently used first. A read moves its entry to the front
+// unless the entry is already among the most recently placed eighth of the
+// tier (touchWindow), where a move would change nothing demotion can see
+// for a while: a hot key read over and over costs no list move, and
+// demotion is exact LRU order but for keys within that eighth (a key read
+// there is demoted as if read when it was last placed; with up to 8 keys
+// the order is exact).
 type LRU struct {
-	lru    *simplelru.LRU[string, *Entry]
+	m map[string]*Entry
+	// root is the list's sentinel: root.next is the most recently used
+	// entry, root.prev the least.
+	root Entry
+	// clock counts placements at the front (Entry.pos).
+	clock  uint64
 	used   int64
 	budget int64
 	// peak is the most used has been (stats.go); raised on growth only.
@@ -157,13 +175,15 @@ type LRU struct {
 	perDB [256]int64
 }
 
+// touchWindowShift sets the share of the tier (1/8: the most recently
+// placed entries) whose reads do not move their entry (LRU).
+const touchWindowShift = 3
+
 // NewLRU returns an empty hot tier with the given byte budget.
 func NewLRU(budget int64) *LRU {
-	l, err := simplelru.NewLRU[string, *Entry](math.MaxInt32, nil)
-	if err != nil {
-		panic(err) // only for a non-positive size
-	}
-	return &LRU{lru: l, budget: budget}
+	l := &LRU{m: make(map[string]*Entry), budget: budget}
+	l.root.next, l.root.prev = &l.root, &l.root
+	return l
 }
 
 // hotKey builds the LRU key (physical db byte + key) in buf.
@@ -176,20 +196,77 @@ func hotKey(buf []byte, db uint8, key []byte) []byte {
 // retain the key.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// pushFront links e, not in the list, as the most recently used entry.
+func (l *LRU) pushFront(e *Entry) {
+	l.clock++
+	e.pos = l.clock
+	e.prev, e.next = &l.root, l.root.next
+	l.root.next.prev = e
+	l.root.next = e
+}
+
+// unlink takes e out of the list.
+func (l *LRU) unlink(e *Entry) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
+}
+
+// moveFront makes e, in the list, the most recently used entry.
+func (l *LRU) moveFront(e *Entry) {
+	if l.root.next != e {
+		l.unlink(e)
+		l.pushFront(e)
+	}
+}
+
+// touch marks e, in the list, recently used: it is moved to the front
+// unless it is among the most recently placed eighth of the entries.
+func (l *LRU) touch(e *Entry) {
+	if l.clock-e.pos >= uint64(len(l.m))>>touchWindowShift {
+		l.moveFront(e)
+	}
+}
+
 // get returns the entry of hk and marks it recently used.
-func (l *LRU) get(hk []byte) (*Entry, bool) { return l.lru.Get(view(hk)) }
+func (l *LRU) get(hk []byte) (*Entry, bool) {
+	e, ok := l.m[view(hk)]
+	if ok {
+		l.touch(e)
+	}
+	return e, ok
+}
 
 // peek returns the entry of hk without touching its recency.
-func (l *LRU) peek(hk []byte) (*Entry, bool) { return l.lru.Peek(view(hk)) }
+func (l *LRU) peek(hk []byte) (*Entry, bool) {
+	e, ok := l.m[view(hk)]
+	return e, ok
+}
 
-// put inserts or replaces hk's entry and marks it most recently used.
+// put inserts or replaces hk's entry and marks it most recently used. The
+// tier's key string is e.hk if it holds hk (stringValue's), else a copy of
+// hk (or the replaced entry's).
 func (l *LRU) put(hk []byte, e *Entry) {
 	e.size = entrySize(hk[1:], e)
-	if old, ok := l.lru.Peek(view(hk)); ok {
+	own := e.hk == view(hk)
+	if old, ok := l.m[view(hk)]; ok {
 		l.used -= old.size
-		l.lru.Add(view(hk), e) // the map keeps its original key string
+		if old != e {
+			if !own {
+				e.hk = old.hk
+			}
+			l.unlink(old)
+			l.m[e.hk] = e // an existing key's string is replaced too
+			l.pushFront(e)
+		} else {
+			l.moveFront(e)
+		}
 	} else {
-		l.lru.Add(string(hk), e)
+		if !own {
+			e.hk = string(hk)
+		}
+		l.m[e.hk] = e
+		l.pushFront(e)
 		l.perDB[hk[0]]++
 	}
 	l.used += e.size
@@ -206,13 +283,27 @@ func (l *LRU) resize(hk []byte, e *Entry) {
 
 // remove drops hk; it reports whether it was hot.
 func (l *LRU) remove(hk []byte) bool {
-	if e, ok := l.lru.Peek(view(hk)); ok {
-		l.used -= e.size
-		l.lru.Remove(view(hk))
-		l.perDB[hk[0]]--
+	if e, ok := l.m[view(hk)]; ok {
+		l.drop(e)
 		return true
 	}
 	return false
+}
+
+// drop removes e, which the tier holds.
+func (l *LRU) drop(e *Entry) {
+	l.used -= e.size
+	delete(l.m, e.hk)
+	l.unlink(e)
+	l.perDB[e.hk[0]]--
+}
+
+// oldest returns the least recently used entry, or nil.
+func (l *LRU) oldest() *Entry {
+	if e := l.root.prev; e != &l.root {
+		return e
+	}
+	return nil
 }
 
 // rival reports whether taking a value of size bytes would displace an
@@ -223,8 +314,8 @@ func (l *LRU) rival(size, nowMs int64) (full bool, hits uint32) {
 	if l.used+size <= l.budget {
 		return false, 0
 	}
-	_, e, ok := l.lru.GetOldest()
-	if !ok {
+	e := l.oldest()
+	if e == nil {
 		return false, 0
 	}
 	return true, e.hits >> min(max(nowMs-e.access, 0)/rivalHalfLifeMs, 31)
@@ -233,12 +324,11 @@ func (l *LRU) rival(size, nowMs int64) (full bool, hits uint32) {
 // demoteOldest drops the least recently used entry; it reports false when
 // the tier is empty.
 func (l *LRU) demoteOldest() bool {
-	k, e, ok := l.lru.RemoveOldest()
-	if ok {
-		l.used -= e.size
-		l.perDB[k[0]]--
+	e := l.oldest()
+	if e != nil {
+		l.drop(e)
 	}
-	return ok
+	return e != nil
 }
 
 // lfuChances is how many entries one LFU demotion looks at, at most, as
@@ -255,50 +345,53 @@ const lfuChances = 5
 // order lets push it out. It reports false when the tier is empty.
 func (l *LRU) demoteLFU(p lfuParams, nowMs int64) bool {
 	for range lfuChances {
-		k, e, ok := l.lru.GetOldest()
-		if !ok {
+		e := l.oldest()
+		if e == nil {
 			return false
 		}
 		if e.spared || e.lfu.decayed(p, nowMs) <= lfuInitVal {
 			break
 		}
 		e.spared = true
-		l.lru.Add(k, e) // passed over: now the most recently used
+		l.moveFront(e) // passed over: now the most recently used
 	}
 	return l.demoteOldest()
 }
 
 // purge drops every entry.
 func (l *LRU) purge() {
-	l.lru.Purge()
+	for e := l.root.next; e != &l.root; {
+		next := e.next
+		e.prev, e.next = nil, nil
+		e = next
+	}
+	clear(l.m)
+	l.root.next, l.root.prev = &l.root, &l.root
 	l.used = 0
 	l.perDB = [256]int64{}
 }
 
 // removeDB drops every entry of physical database db.
 func (l *LRU) removeDB(db uint8) {
-	for _, k := range l.lru.Keys() {
-		if k[0] == db {
-			if e, ok := l.lru.Peek(k); ok {
-				l.used -= e.size
-			}
-			l.lru.Remove(k)
+	for hk, e := range l.m {
+		if hk[0] == db {
+			l.drop(e)
 		}
 	}
-	l.perDB[db] = 0
 }
 
 // Contains implements HotTier.
 func (l *LRU) Contains(db uint8, key []byte) bool {
 	var buf [64]byte
-	return l.lru.Contains(view(hotKey(buf[:0], db, key)))
+	_, ok := l.m[view(hotKey(buf[:0], db, key))]
+	return ok
 }
 
 // LenDB is the number of hot keys of physical database db.
 func (l *LRU) LenDB(db uint8) int64 { return l.perDB[db] }
 
 // Len implements HotTier.
-func (l *LRU) Len() int { return l.lru.Len() }
+func (l *LRU) Len() int { return len(l.m) }
 
 // UsedBytes implements HotTier.
 func (l *LRU) UsedBytes() int64 { return l.used }
@@ -308,6 +401,22 @@ func (l *LRU) Budget() int64 { return l.budget }
 
 // SetBudget changes the budget; the caller demotes down to it.
 func (l *LRU) SetBudget(b int64) { l.budget = b }
+
+// stringValue returns a copy of val for a string entry of hot key hk
+// (nil if val is empty), allocated behind a copy of hk, and that copy as a
+// string, to be the entry's hk: the tier's lookup compares the key and the
+// command then reads the value in the same allocation, one memory access
+// where two allocations cost two. The bytes are never modified.
+func stringValue(hk, val []byte) (key string, str []byte) {
+	buf := make([]byte, len(hk)+len(val))
+	copy(buf, hk)
+	copy(buf[len(hk):], val)
+	key = unsafe.String(unsafe.SliceData(buf), len(hk))
+	if len(val) > 0 {
+		str = buf[len(hk):len(buf):len(buf)]
+	}
+	return key, str
+}
 
 // overwriteString is SetString over e, a hot string that stays hot: the
 // entry is reused rather than replaced (no allocation but the value's
@@ -321,13 +430,15 @@ func (tx *Tx) overwriteString(pdb uint8, key []byte, e *Entry, val []byte, expir
 	if err := tx.moveExpiry(pdb, key, e, expireAt); err != nil {
 		return err
 	}
-	e.ExpireAt, e.Str = expireAt, append([]byte(nil), val...)
+	e.ExpireAt = expireAt
+	e.hk, e.Str = stringValue(tx.hk, val)
 	if err := tx.putMeta(pdb, key, e); err != nil {
 		return err
 	}
+	tx.e.hot.m[e.hk] = e // the key string moves to the new allocation
 	if !touched {
 		e.lfu.touch(tx.e.lfu(), tx.now)
-		tx.e.hot.get(tx.hk) // most recently used
+		tx.e.hot.moveFront(e) // most recently used
 	}
 	e.access, e.hits, e.spared = tx.now, 0, false
 	tx.e.hot.resize(tx.hk, e)

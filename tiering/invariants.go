@@ -39,9 +39,13 @@ func (e *Engine) CheckInvariants() error {
 	h := e.hot
 	var used int64
 	var perDB [256]int64
-	for _, hk := range h.lru.Keys() {
-		he, ok := h.lru.Peek(hk)
-		if !ok {
+	listed := 0
+	for he := h.root.next; he != &h.root; he = he.next {
+		if listed++; listed > len(h.m) || he.next.prev != he {
+			return fmt.Errorf("tiering: the hot tier's recency list is broken after %d of its %d entries", listed, len(h.m))
+		}
+		hk := he.hk
+		if h.m[hk] != he {
 			return fmt.Errorf("tiering: hot key %q listed but not found", hk)
 		}
 		if want := entrySize([]byte(hk[1:]), he); he.size != want {
@@ -51,8 +55,11 @@ func (e *Engine) CheckInvariants() error {
 		used += he.size
 		perDB[hk[0]]++
 	}
+	if listed != len(h.m) {
+		return fmt.Errorf("tiering: the hot tier's recency list holds %d of its %d entries", listed, len(h.m))
+	}
 	if used != h.used {
-		return fmt.Errorf("tiering: hot tier accounts %d bytes, its %d entries sum to %d", h.used, h.lru.Len(), used)
+		return fmt.Errorf("tiering: hot tier accounts %d bytes, its %d entries sum to %d", h.used, len(h.m), used)
 	}
 	if h.used > h.budget {
 		return fmt.Errorf("tiering: hot tier holds %d bytes, over its budget of %d", h.used, h.budget)

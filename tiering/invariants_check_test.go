@@ -31,7 +31,7 @@ func TestCheckInvariantsFires(t *testing.T) {
 	v.e.SkewHotAccountingForTest(-7)
 
 	v.e.mu.Lock()
-	he, _ := v.e.hot.lru.Peek(string(hotKey(nil, 0, []byte("k"))))
+	he, _ := v.e.hot.peek(hotKey(nil, 0, []byte("k")))
 	he.Str = []byte("a longer value, changed in place without resize")
 	v.e.mu.Unlock()
 	err = v.e.CheckInvariants()

@@ -76,7 +76,7 @@ func (v *env) checkInvariants() {
 		v.t.Fatalf("meta with expiry %s has no index entry", x)
 	}
 	var hotPerDB [256]int64
-	for _, hk := range e.hot.lru.Keys() {
+	for hk := range e.hot.m {
 		hotPerDB[hk[0]]++
 	}
 	for db := range 256 {
@@ -85,8 +85,7 @@ func (v *env) checkInvariants() {
 		}
 	}
 	var used int64
-	for _, hk := range e.hot.lru.Keys() {
-		he, _ := e.hot.lru.Peek(hk)
+	for hk, he := range e.hot.m {
 		m, ok := metas[hk]
 		if !ok {
 			v.t.Fatalf("hot key %q has no meta record", hk)

@@ -15,7 +15,18 @@ import "github.com/spillway/spillway/coldstore"
 // wait on before acknowledging the writes (a no-op unless appendfsync is
 // always).
 func (e *Engine) Update(fn func(tx *Tx) error) (coldstore.Pending, error) {
-	tx := e.begin()
+	return e.UpdateAt(0, fn)
+}
+
+// UpdateAt is Update with the transaction's time (Tx.Now) given: nowMs,
+// unix milliseconds, is the time the caller's command began, as Redis
+// takes one time for a whole command (its expiry checks, the times it
+// sets); the engine saves reading the clock. 0 reads the clock, as Update.
+// A caller that waited (a blocked command woken up) must pass a fresh
+// time or 0.
+func (e *Engine) UpdateAt(nowMs int64, fn func(tx *Tx) error) (coldstore.Pending, error) {
+	e.mu.Lock()
+	tx := e.beginHeld(nowMs)
 	finished := false
 	defer func() {
 		if !finished {
@@ -71,12 +82,18 @@ type Run struct {
 // panics, the transaction is aborted and the run ended before the panic
 // goes on.
 func (r *Run) Update(e *Engine, fn func(tx *Tx) error) (coldstore.Pending, error) {
+	return r.UpdateAt(e, 0, fn)
+}
+
+// UpdateAt is Update with the transaction's time given, as
+// Engine.UpdateAt.
+func (r *Run) UpdateAt(e *Engine, nowMs int64, fn func(tx *Tx) error) (coldstore.Pending, error) {
 	if r.e == nil {
 		e.mu.Lock()
 		r.e = e
 	}
 	r.n++
-	tx := e.beginHeld()
+	tx := e.beginHeld(nowMs)
 	finished := false
 	defer func() {
 		if !finished {

@@ -444,7 +444,8 @@ func (tx *Tx) SetString(db int, key, val []byte, expireAt int64) error {
 		tx.e.keepHot(stringEntrySize(key, val)) {
 		return tx.overwriteString(pdb, key, old, val, expireAt)
 	}
-	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt, Str: append([]byte(nil), val...)}
+	e := &Entry{Type: codec.TypeString, ExpireAt: expireAt}
+	e.hk, e.Str = stringValue(tx.hk, val) // the hot tier's key and the value in one allocation
 	e.inherit(old, old != nil && old == tx.touched, tx.e.lfu(), tx.now)
 	tx.touched = nil
 	return tx.write(pdb, key, old, e)

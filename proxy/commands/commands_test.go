@@ -463,7 +463,7 @@ func runFile(r runner, items []item, check func(c *tcase, got []string, err erro
 
 // openLocal opens an engine in a temporary directory and a server over
 // it with the command library, not listening.
-func openLocal(t *testing.T, m mode) (*server.Server, *tiering.Engine) {
+func openLocal(t testing.TB, m mode) (*server.Server, *tiering.Engine) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cold, err := coldstore.Open(coldstore.Options{Dir: t.TempDir(), CacheBytes: 1 << 20, MemTableBytes: 1 << 20, Logger: log})

@@ -73,13 +73,15 @@ func (c *Client) withLock(fn func(tx *tiering.Tx) error) error {
 	}
 	var p coldstore.Pending
 	var err error
+	now := c.ctx.nowMs // the command's time: its first transaction only
+	c.ctx.nowMs = 0
 	if c.inRun {
 		if held, _ := c.run.Held(); !held {
 			c.runMark = c.mark
 		}
-		p, err = c.run.Update(c.s.engine, step)
+		p, err = c.run.UpdateAt(c.s.engine, now, step)
 	} else {
-		p, err = c.s.engine.Update(step)
+		p, err = c.s.engine.UpdateAt(now, step)
 	}
 	return c.committed(served, p, err, ferr)
 }

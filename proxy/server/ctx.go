@@ -39,11 +39,11 @@ type Handler func(x *Ctx, args [][]byte) error
 // answers an unknown command. Build it once, before the server starts;
 // it is read-only after.
 type Table struct {
-	m map[*cmdtable.Command]Handler
+	h []Handler // indexed by the command's ID: no map lookup per command
 }
 
 // NewTable returns an empty table.
-func NewTable() *Table { return &Table{m: make(map[*cmdtable.Command]Handler)} }
+func NewTable() *Table { return &Table{h: make([]Handler, cmdtable.NumIDs())} }
 
 // Register binds h to the command with Redis's full name ("get",
 // "client|kill"). A name Redis 7.0 does not have is a programming error:
@@ -53,14 +53,14 @@ func (t *Table) Register(name string, h Handler) {
 	if c == nil {
 		panic("server: Register: no command " + name + " in the Redis 7.0 table")
 	}
-	t.m[c] = h
+	t.h[c.ID()] = h
 }
 
 // Handler returns cmd's handler, or nil.
-func (t *Table) Handler(cmd *cmdtable.Command) Handler { return t.m[cmd] }
+func (t *Table) Handler(cmd *cmdtable.Command) Handler { return t.h[cmd.ID()] }
 
 // Has reports whether cmd has a handler.
-func (t *Table) Has(cmd *cmdtable.Command) bool { return t.m[cmd] != nil }
+func (t *Table) Has(cmd *cmdtable.Command) bool { return t.h[cmd.ID()] != nil }
 
 // Ctx is a command's context: the client's state a handler may use, the
 // reply writer and the engine, through which it takes the engine's lock.
@@ -69,6 +69,16 @@ type Ctx struct {
 	c *Client
 	// W is the reply writer, in the client's protocol (W.Proto).
 	W *resp.Writer
+	// nowMs is the running command's time (unix ms, from when dispatch
+	// began it), the time its first transaction runs at (withLock): one
+	// clock read per command, as Redis takes one time per command. 0 once
+	// used, so a later transaction of the command (after a wait, a
+	// block) reads the clock.
+	nowMs int64
+	// base is the latest command (not subcommand) the client sent
+	// (dispatch.go's lookup): a pipeline of one command looks its name up
+	// in the command table once.
+	base *cmdtable.Command
 }
 
 // reset points x at c for one command.

@@ -97,7 +97,7 @@ func (c *Client) execute(args [][]byte) {
 // (its duration counts in INFO commandstats).
 func (c *Client) dispatch(args [][]byte, start time.Time) {
 	c.inRun = false // set below for a command that joins the pipeline's run
-	base := cmdtable.Lookup(args[0])
+	base := c.lookup(args[0])
 	if base == nil && c.fwd != nil && c.authed {
 		c.fwd.ForwardUnknown(args) // perhaps a newer upstream's command
 		return
@@ -255,6 +255,19 @@ func (c *Client) dispatch(args [][]byte, start time.Time) {
 	c.callCounted(cmd, h, args, start)
 }
 
+// lookup returns the command named name (any case) or nil, as
+// cmdtable.Lookup; the client's previous command is checked first.
+func (c *Client) lookup(name []byte) *cmdtable.Command {
+	if last := c.ctx.base; last != nil && len(name) == len(last.Name) && cstr.EqualFold(name, last.Name) {
+		return last
+	}
+	base := cmdtable.Lookup(name)
+	if base != nil {
+		c.ctx.base = base
+	}
+	return base
+}
+
 // callCounted runs h for cmd, as call does (shown to monitors:
 // monitoredCall), and counts it as Redis's
 // call() does (INFO commandstats, total_commands_processed): one call, its
@@ -275,7 +288,9 @@ func (c *Client) callCounted(cmd *cmdtable.Command, h Handler, args [][]byte, st
 	if c.trk.On() {
 		c.trkCmd, c.trkArgs = cmd, args // a read remembers its keys (withLock)
 	}
+	c.ctx.nowMs = start.UnixMilli() // the command's time (withLock)
 	c.monitoredCall(cmd, h, args)
+	c.ctx.nowMs = 0
 	if c.trkCmd != nil {
 		c.trkCmd, c.trkArgs = nil, nil // args are the reader's: not kept
 	}
@@ -454,6 +469,7 @@ func (c *Client) recoverPanic(args [][]byte) {
 	if r == nil {
 		return
 	}
+	c.ctx.nowMs = 0 // the command's time is not another's
 	mark := c.mark
 	if c.group != nil {
 		mark = c.groupMark // the whole EXEC or script reply goes

@@ -1,0 +1,82 @@
+package commands_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// The hot path of one command, through the whole dispatch (lookup, checks,
+// statistics, the engine's lock, the hot tier, the reply): GET and INCR of
+// hot keys, SET over one. Local.Do adds one allocation of its own (the
+// copy of the reply it returns); GET allocates nothing else, and INCR and
+// SET one copy of the new value the hot tier keeps (a value is never
+// modified in place: a reader may hold the old one).
+
+// hotPathKeys is how many keys the hot path's workloads spread over.
+const hotPathKeys = 1000
+
+func hotPathArgs(cmd string, n int, val []byte) [][][]byte {
+	out := make([][][]byte, n)
+	for i := range out {
+		a := [][]byte{[]byte(cmd), fmt.Appendf(nil, "key:%06d", i)}
+		if val != nil {
+			a = append(a, val)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// TestHotPathAllocations holds the hot path to the allocations above.
+func TestHotPathAllocations(t *testing.T) {
+	s, _ := openLocal(t, modes[0])
+	l := s.NewLocal()
+	defer l.Close()
+	val := []byte("12345")
+	sets := hotPathArgs("SET", hotPathKeys, val)
+	for _, a := range sets {
+		l.Do(a...)
+	}
+	for _, c := range []struct {
+		name string
+		args [][][]byte
+		want float64
+	}{
+		{"GET", hotPathArgs("GET", hotPathKeys, nil), 1},
+		{"INCR", hotPathArgs("INCR", hotPathKeys, nil), 2},
+		{"SET", sets, 2},
+	} {
+		i := 0
+		got := testing.AllocsPerRun(2*hotPathKeys, func() {
+			l.Do(c.args[i%hotPathKeys]...)
+			i++
+		})
+		if got != c.want {
+			t.Errorf("%s: %.2f allocations per command through Local.Do, want %.0f", c.name, got, c.want)
+		}
+	}
+}
+
+// benchHotPath runs cmd over 100,000 hot keys in a random order, as
+// redis-benchmark -r 100000 does: the hot tier is far bigger than the CPU's
+// caches, so what each lookup costs in memory accesses shows.
+func benchHotPath(b *testing.B, cmd string) {
+	const keys = 100_000
+	s, _ := openLocal(b, modes[0])
+	l := s.NewLocal()
+	defer l.Close()
+	for _, a := range hotPathArgs("SET", keys, []byte("12345")) {
+		l.Do(a...)
+	}
+	args := hotPathArgs(cmd, keys, nil)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(args), func(i, j int) { args[i], args[j] = args[j], args[i] })
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		l.Do(args[i%keys]...)
+	}
+}
+
+func BenchmarkHotPathGet(b *testing.B)  { benchHotPath(b, "GET") }
+func BenchmarkHotPathIncr(b *testing.B) { benchHotPath(b, "INCR") }
