@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"math"
+	"sync"
 	"testing"
 )
 
@@ -59,21 +60,65 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// TestAdmissionWindow checks that reads are counted for the
-// admissionWindow keys read most recently only.
+// TestAdmissionWindow checks where read counts are kept: a key's count
+// survives reads of admissionWindow-1 other keys that land on other slots,
+// and is lost to a read of a key that lands on its slot.
 func TestAdmissionWindow(t *testing.T) {
 	a := NewAdmission(func() AdmissionSettings {
 		return AdmissionSettings{MinHits: 2, ColdReadMax: 1 << 20, HotBudget: 1 << 30}
 	})
 	a.Admit(0, 1)
-	for h := uint64(1); h <= admissionWindow; h++ {
-		a.Admit(h, 1)
+	for h := uint64(1); h < admissionWindow; h++ {
+		if a.Admit(h, 1) {
+			t.Fatalf("key %d admitted on its first read", h)
+		}
 	}
+	if !a.Admit(0, 1) {
+		t.Fatal("a count was lost to reads of keys on other slots")
+	}
+	// Admitted: its slot is free. A key on the same slot takes it over.
+	a.Admit(0, 1)
+	a.Admit(admissionWindow, 1)
 	if a.Admit(0, 1) {
-		t.Fatal("a read older than the window still counted")
+		t.Fatal("a count survived a read of a key on its slot")
 	}
-	if !a.Admit(admissionWindow, 1) {
-		t.Fatal("a read within the window was not counted")
+	// Two keys on one slot read in turn each take it from the other: their
+	// reads are never added together.
+	for i := range 10 {
+		if a.Admit(uint64(2+i%2)*admissionWindow+7, 1) {
+			t.Fatalf("read %d: admitted with the other key's count", i)
+		}
+	}
+	// And the other keys' counts are still there.
+	if !a.Admit(1, 1) || !a.Admit(admissionWindow-1, 1) {
+		t.Fatal("counts on other slots were lost")
+	}
+}
+
+// TestAdmissionConcurrent checks that concurrent reads are all counted:
+// each goroutine reads its own key (its own slot) MinHits*rounds times
+// and must see exactly rounds admissions.
+func TestAdmissionConcurrent(t *testing.T) {
+	const minHits, rounds, readers = 50, 40, 8
+	a := NewAdmission(func() AdmissionSettings {
+		return AdmissionSettings{MinHits: minHits, ColdReadMax: 1 << 20, HotBudget: 1 << 30}
+	})
+	var wg sync.WaitGroup
+	got := make([]int, readers)
+	for r := range readers {
+		wg.Go(func() {
+			for range minHits * rounds {
+				if a.Admit(uint64(r)<<20|uint64(r), 1) {
+					got[r]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for r, n := range got {
+		if n != rounds {
+			t.Errorf("reader %d: %d admissions, want %d", r, n, rounds)
+		}
 	}
 }
 
@@ -115,5 +160,22 @@ func TestAdmitOver(t *testing.T) {
 	set.MinHits = 1
 	if ok, _ := a.AdmitOver(4, 10, true, 1000); !ok {
 		t.Fatal("MinHits 1 did not admit the first read of a full tier")
+	}
+}
+
+// BenchmarkAdmitOver is the admission's bookkeeping for a cold read under
+// uniform keys over 4x the window (a full tier, a rival read twice): what
+// each cold read pays under the engine's lock.
+func BenchmarkAdmitOver(b *testing.B) {
+	a := NewAdmission(func() AdmissionSettings {
+		return AdmissionSettings{MinHits: 2, ColdReadMax: 1 << 20, HotBudget: 1 << 30}
+	})
+	hashes := make([]uint64, 4*admissionWindow)
+	for i := range hashes {
+		hashes[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		a.AdmitOver(hashes[(i*7919)%len(hashes)], 100, true, 2)
 	}
 }
