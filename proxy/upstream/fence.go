@@ -309,7 +309,7 @@ func (c *client) awaitOthersLong() {
 // touches a key the transaction WATCHes, and the EXEC fails as it never
 // does on Redis.
 //
-// So a command whose order the upstream can tell (orderedCommand) takes a
+// So a command whose order the upstream can tell (orderBegin) takes a
 // ticket when the front gets it, and gives it back once its bytes are
 // written upstream (or it turned out to write nothing); a command of
 // another client the front gets meanwhile, on any connection, waits for
@@ -433,14 +433,18 @@ func (o *fwdOrder) ahead(mine *orderTicket, buf []chan struct{}) []chan struct{}
 
 // orderBegin runs first in upDispatch when a ticket is out or cmd may need
 // one (the client is pinned, or special is set): cmd takes a ticket if the
-// upstream can tell its order (orderedCommand), then waits for the tickets
-// taken before it, unless it is a blocking command outside MULTI.
+// upstream can tell its order (orderFirstNames, or a command forwarded on
+// the client's pinned connection), then waits for the tickets taken
+// before it, unless it is a blocking command outside MULTI.
 func (c *client) orderBegin(cmd *cmdtable.Command, special bool) {
 	blocking := cmd.Is(cmdtable.FlagBlocking) && !c.inMulti && !c.passthrough
 	if blocking {
 		return
 	}
-	if c.pinned != nil || special && c.f.orderFirst[cmd] {
+	// A pinned client's local commands (WAIT, KEYS...) take none: they
+	// may run long, and what they send upstream goes on connections of
+	// Spillway's.
+	if special && c.f.orderFirst[cmd] || c.pinned != nil && (!special || c.f.local[cmd] == nil) {
 		c.orderHold()
 	}
 	if n := c.f.order.n.Load(); n > 1 || n == 1 && !c.ord.held {
