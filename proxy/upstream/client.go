@@ -176,13 +176,13 @@ func (c *client) submitAsync() bool {
 	m, err := c.f.pool.Shared(c.w.Proto, c.id)
 	if err == nil {
 		c.call.Replies = c.asyncBuf[:0]
-		c.call.OnDone = c.onDone
+		c.call.OnDone, c.call.InPlace = c.onDone, true
 		c.asyncOut, c.asyncFailed = true, false
 		if err = m.Submit(c.call, reqs, n); err == nil {
 			return true
 		}
 		c.asyncOut = false
-		c.call.OnDone = nil
+		c.call.OnDone, c.call.InPlace = nil, false
 	}
 	for i := 0; i < n; i++ {
 		c.Err(link.ErrorReply(err))
@@ -193,11 +193,15 @@ func (c *client) submitAsync() bool {
 
 // onAsyncDone runs on the reader goroutine when an async batch is in (or
 // failed): it leaves the gate and writes the replies with one non-blocking
-// write; what the socket does not take is written by a goroutine that then
+// write, usually straight from the reader's buffer (Call.InPlace); what
+// the socket does not take is copied and written by a goroutine that then
 // finishes the call.
 func (c *client) onAsyncDone() bool {
 	call := c.call
 	buf := call.Replies
+	// A borrowed batch is whole: Err is set only on batches the
+	// connection failed before their last reply.
+	borrowed := call.Borrowed && call.Err == nil
 	if call.Err != nil {
 		msg := link.ErrorReply(call.Err)
 		for i := call.Got(); i < call.N(); i++ {
@@ -208,7 +212,9 @@ func (c *client) onAsyncDone() bool {
 		}
 	}
 	c.leaveGate()
-	c.asyncBuf = buf
+	if !borrowed {
+		c.asyncBuf = buf
+	}
 	written, err := c.TryWriteSocket(buf)
 	if err != nil {
 		c.asyncFailed = true
@@ -218,8 +224,14 @@ func (c *client) onAsyncDone() bool {
 	if written == len(buf) {
 		return true
 	}
+	rest := buf[written:]
+	if borrowed {
+		// The reader's buffer is its own again once this returns.
+		c.asyncBuf = append(c.asyncBuf[:0], rest...)
+		rest = c.asyncBuf
+	}
 	go func() {
-		n, err := c.WriteSocket(buf[written:])
+		n, err := c.WriteSocket(rest)
 		c.AddNetOut(int64(n))
 		if err != nil {
 			c.asyncFailed = true
@@ -237,7 +249,7 @@ func (c *client) awaitAsync() bool {
 	}
 	c.call.Wait()
 	c.asyncOut = false
-	c.call.OnDone = nil
+	c.call.OnDone, c.call.InPlace = nil, false
 	c.call.Replies = nil
 	return !c.asyncFailed
 }
