@@ -101,6 +101,7 @@ type client struct {
 	asyncFailed bool
 	asyncBuf    []byte
 	onDone      func() bool
+	onStream    func([]byte) int
 }
 
 type protectedKey struct {
@@ -117,7 +118,7 @@ const (
 // NewConn returns a new client connection's state (server.Forwarder).
 func (f *Front) NewConn(conn *server.Conn) server.ForwardConn {
 	c := &client{Conn: conn, f: f, w: conn.W(), id: conn.ID(), call: link.NewCall(), ctlCall: link.NewCall()}
-	c.onDone = c.onAsyncDone
+	c.onDone, c.onStream = c.onAsyncDone, c.streamAsync
 	f.clients.Store(c.id, c)
 	return c
 }
@@ -176,13 +177,13 @@ func (c *client) submitAsync() bool {
 	m, err := c.f.pool.Shared(c.w.Proto, c.id)
 	if err == nil {
 		c.call.Replies = c.asyncBuf[:0]
-		c.call.OnDone, c.call.InPlace = c.onDone, true
+		c.call.OnDone, c.call.InPlace, c.call.Stream = c.onDone, true, c.onStream
 		c.asyncOut, c.asyncFailed = true, false
 		if err = m.Submit(c.call, reqs, n); err == nil {
 			return true
 		}
 		c.asyncOut = false
-		c.call.OnDone, c.call.InPlace = nil, false
+		c.call.OnDone, c.call.InPlace, c.call.Stream = nil, false, nil
 	}
 	for i := 0; i < n; i++ {
 		c.Err(link.ErrorReply(err))
@@ -241,6 +242,21 @@ func (c *client) onAsyncDone() bool {
 	return false
 }
 
+// streamAsync runs on the reader goroutine with the first replies of an
+// async batch larger than one read of the shared connection: they are
+// written to the socket at once if it takes them (link.Call.Stream), so
+// that they need not be copied. After a failed write the rest is
+// dropped: onAsyncDone's write fails the same way.
+func (c *client) streamAsync(part []byte) int {
+	n, err := c.TryWriteSocket(part)
+	if err != nil {
+		c.asyncFailed = true
+		return len(part)
+	}
+	c.AddNetOut(int64(n))
+	return n
+}
+
 // awaitAsync waits for the batch in flight, if any, and reports whether
 // its replies reached the socket.
 func (c *client) awaitAsync() bool {
@@ -249,7 +265,7 @@ func (c *client) awaitAsync() bool {
 	}
 	c.call.Wait()
 	c.asyncOut = false
-	c.call.OnDone, c.call.InPlace = nil, false
+	c.call.OnDone, c.call.InPlace, c.call.Stream = nil, false, nil
 	c.call.Replies = nil
 	return !c.asyncFailed
 }

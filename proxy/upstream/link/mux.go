@@ -33,6 +33,12 @@ type Call struct {
 	// never to be appended to or kept. A batch whose replies arrive in
 	// one read (the usual case) is then never copied.
 	InPlace bool
+	// Stream, if set with InPlace, is given the replies lent so far
+	// when the reader's buffer is about to move under them (a batch
+	// larger than what one read brings): it writes what it can of part
+	// now and returns how many bytes it took; the rest is kept in
+	// Replies, and the replies that follow are appended to it.
+	Stream func(part []byte) int
 	// Borrowed is set when Replies is a slice of the reader's buffer
 	// (InPlace); the next Submit then starts Replies afresh.
 	Borrowed bool
@@ -218,7 +224,9 @@ func (m *Mux) readLoop() {
 		switch {
 		case m.span == c:
 			m.spanEnd += len(frame) // the next frame: contiguous (unspan ran on any move)
-		case c.got == 0 && c.InPlace && c.OnDone != nil && m.sc != nil && len(c.Replies) == 0:
+		case c.InPlace && c.OnDone != nil && m.sc != nil && len(c.Replies) == 0:
+			// The batch's first reply, or the first since Stream took
+			// those before it.
 			m.span, m.spanStart, m.spanEnd = c, m.sc.start, m.sc.start+len(frame)
 		default:
 			c.Replies = append(c.Replies, frame...)
@@ -248,7 +256,11 @@ func (m *Mux) readLoop() {
 // frame that is no reply breaks their run. Reader goroutine only.
 func (m *Mux) unspan() {
 	if c := m.span; c != nil {
-		c.Replies = append(c.Replies, m.sc.buf[m.spanStart:m.spanEnd]...)
+		part := m.sc.buf[m.spanStart:m.spanEnd]
+		if c.Stream != nil {
+			part = part[c.Stream(part[:len(part):len(part)]):]
+		}
+		c.Replies = append(c.Replies, part...)
 		m.span = nil
 	}
 }

@@ -361,7 +361,7 @@ func TestMuxUnaskedReply(t *testing.T) {
 	}
 }
 
-// TestMuxInPlace runs async batches (OnDone with InPlace) of GETs of
+// TestMuxInPlace runs async batches (OnDone with InPlace, some with Stream) of GETs of
 // values from 5 bytes to 200 KB, more than the reader's buffer holds, and
 // INCRs, from 20 goroutines beside plain batches: each batch's replies,
 // copied inside OnDone (the only time borrowed ones are valid), must be
@@ -398,6 +398,25 @@ func TestMuxInPlace(t *testing.T) {
 	if want := bulk([]byte("+PONG\r\n+PONG\r\n"), vals[0]); !bytes.Equal(got, want) || !lent {
 		t.Fatalf("small batch: replies %q borrowed %v; want %q lent in place", got, lent, want)
 	}
+	// A small reply then one bigger than the reader's buffer: the reader
+	// must move its buffer while the first is lent, so Stream gets it
+	// first; the rest comes whole to OnDone.
+	var streamed [][]byte
+	got = got[:0]
+	one.Stream = func(part []byte) int { streamed = append(streamed, append([]byte(nil), part...)); return len(part) }
+	if err := m.Submit(one, encode("GET big:0", "GET big:3"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCall(t, one); err != nil {
+		t.Fatal(err)
+	}
+	if want := bulk(nil, vals[0]); len(streamed) != 1 || !bytes.Equal(streamed[0], want) {
+		t.Fatalf("streamed %q; want %q once", streamed, want)
+	}
+	if !bytes.Equal(got, bulk(nil, vals[3])) {
+		t.Fatalf("OnDone got %d bytes; want GET big:3's reply (%d bytes)", len(got), len(vals[3])+9)
+	}
+	one.Stream = nil
 	const workers, batches = 20, 60
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -426,9 +445,20 @@ func TestMuxInPlace(t *testing.T) {
 				}
 				async := b%4 != 3
 				call.Replies, seen = call.Replies[:0], seen[:0]
-				call.OnDone, call.InPlace = nil, false
+				call.OnDone, call.InPlace, call.Stream = nil, false, nil
 				if async {
 					call.OnDone, call.InPlace = func() bool { seen = append(seen, call.Replies...); return true }, true
+					if b%2 == 0 {
+						// Some streams take all they are given, some half.
+						call.Stream = func(part []byte) int {
+							take := len(part)
+							if b%4 == 2 {
+								take /= 2
+							}
+							seen = append(seen, part[:take]...)
+							return take
+						}
+					}
 				}
 				if err := m.Submit(call, reqs, k); err != nil {
 					t.Errorf("worker %d batch %d: %v", w, b, err)
