@@ -360,3 +360,135 @@ func TestMuxUnaskedReply(t *testing.T) {
 		t.Fatalf("Submit after desync = %v; want the desync error", err)
 	}
 }
+
+// TestMuxInPlace runs async batches (OnDone with InPlace, some with Stream) of GETs of
+// values from 5 bytes to 200 KB, more than the reader's buffer holds, and
+// INCRs, from 20 goroutines beside plain batches: each batch's replies,
+// copied inside OnDone (the only time borrowed ones are valid), must be
+// exactly its own, whether they were handed over in place or copied
+// because the buffer moved under them.
+func TestMuxInPlace(t *testing.T) {
+	s := startServer(t, 0)
+	m := newTestMux(t, s, 2)
+	a := s.admin(t, 0)
+	sizes := []int{5, 1000, 70000, 200000, 30000}
+	vals := make([]string, len(sizes))
+	for i, n := range sizes {
+		vals[i] = strings.Repeat(string(rune('a'+i)), n)
+		mustDo(t, a, "SET", "big:"+strconv.Itoa(i), vals[i])
+	}
+	bulk := func(b []byte, v string) []byte {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, v...)
+		return append(b, '\r', '\n')
+	}
+	// One small batch alone: its replies arrive in one read and are lent.
+	one := NewCall()
+	var got []byte
+	var lent bool
+	one.OnDone, one.InPlace = func() bool { got, lent = append(got, one.Replies...), one.Borrowed; return true }, true
+	if err := m.Submit(one, encode("PING", "PING", "GET big:0"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCall(t, one); err != nil {
+		t.Fatal(err)
+	}
+	if want := bulk([]byte("+PONG\r\n+PONG\r\n"), vals[0]); !bytes.Equal(got, want) || !lent {
+		t.Fatalf("small batch: replies %q borrowed %v; want %q lent in place", got, lent, want)
+	}
+	// A small reply then one bigger than the reader's buffer: the reader
+	// must move its buffer while the first is lent, so Stream gets it
+	// first; the rest comes whole to OnDone.
+	var streamed [][]byte
+	got = got[:0]
+	one.Stream = func(part []byte) int { streamed = append(streamed, append([]byte(nil), part...)); return len(part) }
+	if err := m.Submit(one, encode("GET big:0", "GET big:3"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCall(t, one); err != nil {
+		t.Fatal(err)
+	}
+	if want := bulk(nil, vals[0]); len(streamed) != 1 || !bytes.Equal(streamed[0], want) {
+		t.Fatalf("streamed %q; want %q once", streamed, want)
+	}
+	if !bytes.Equal(got, bulk(nil, vals[3])) {
+		t.Fatalf("OnDone got %d bytes; want GET big:3's reply (%d bytes)", len(got), len(vals[3])+9)
+	}
+	one.Stream = nil
+	const workers, batches = 20, 60
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "inplace:" + strconv.Itoa(w)
+			call := NewCall()
+			var reqs, want, seen []byte
+			n := 0
+			for b := range batches {
+				reqs, want = reqs[:0], want[:0]
+				k := 1 + (w+b)%4
+				for i := range k {
+					if (w+b+i)%3 == 0 {
+						n++
+						reqs = AppendCommandStrings(reqs, []string{"INCR", key})
+						want = append(want, ':')
+						want = strconv.AppendInt(want, int64(n), 10)
+						want = append(want, '\r', '\n')
+					} else {
+						v := (w*7 + b + i) % len(sizes)
+						reqs = AppendCommandStrings(reqs, []string{"GET", "big:" + strconv.Itoa(v)})
+						want = bulk(want, vals[v])
+					}
+				}
+				async := b%4 != 3
+				call.Replies, seen = call.Replies[:0], seen[:0]
+				call.OnDone, call.InPlace, call.Stream = nil, false, nil
+				if async {
+					call.OnDone, call.InPlace = func() bool { seen = append(seen, call.Replies...); return true }, true
+					if b%2 == 0 {
+						// Some streams take all they are given, some half.
+						call.Stream = func(part []byte) int {
+							take := len(part)
+							if b%4 == 2 {
+								take /= 2
+							}
+							seen = append(seen, part[:take]...)
+							return take
+						}
+					}
+				}
+				if err := m.Submit(call, reqs, k); err != nil {
+					t.Errorf("worker %d batch %d: %v", w, b, err)
+					return
+				}
+				if err := call.Wait(); err != nil {
+					t.Errorf("worker %d batch %d: %v", w, b, err)
+					return
+				}
+				if !async {
+					seen = append(seen, call.Replies...)
+				} else if call.Borrowed && cap(call.Replies) != len(call.Replies) {
+					t.Errorf("worker %d batch %d: lent replies can be appended to in place", w, b)
+					return
+				}
+				if !bytes.Equal(seen, want) {
+					t.Errorf("worker %d batch %d (async %v): %d bytes of replies, want %d, or they differ", w, b, async, len(seen), len(want))
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(hangLimit):
+		t.Fatal("workers did not finish (hang detector)")
+	}
+	if m.Broken() {
+		t.Error("Mux broken after a clean run")
+	}
+}
