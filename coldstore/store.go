@@ -474,9 +474,10 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		err := s.q.waitAll()
 		if err == nil {
-			if ferr := s.db.Flush(); ferr != nil {
-				err = fmt.Errorf("coldstore: flush: %w", ferr)
-			}
+			// Bounded: Pebble retries a failing flush (a full disk, a
+			// directory removed) without end; the log keeps every write
+			// for the next start instead.
+			err = bounded(closeWait, "flush", s.db.Flush)
 		}
 		if err == nil {
 			err = s.log.retireAll()
@@ -491,11 +492,33 @@ func (s *Store) Close() error {
 			err = cerr
 		}
 		s.closeErr = err
-		if cerr := s.db.Close(); cerr != nil && s.closeErr == nil {
-			s.closeErr = fmt.Errorf("coldstore: close: %w", cerr)
+		if cerr := bounded(closeWait, "close", s.db.Close); cerr != nil && s.closeErr == nil {
+			s.closeErr = cerr
 		}
 	})
 	return s.closeErr
+}
+
+// closeWait bounds each of Close's steps in Pebble.
+var closeWait = 10 * time.Second
+
+// bounded runs fn, giving up waiting for it after d (it keeps running):
+// Close must return, so that a server whose disk fails can still exit,
+// with its write log synced.
+func bounded(d time.Duration, what string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("coldstore: %s: %w", what, err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("coldstore: %s did not finish in %v", what, d)
+	}
 }
 
 // SetSync durably writes one record in a batch of its own and returns the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // crash stops s as a kill -9 would leave it once the log writer has
@@ -282,5 +283,30 @@ func TestWriteLogRetired(t *testing.T) {
 		if err != nil || !found || len(got) != len(val) || got[0] != 'a'+byte(i%26) {
 			t.Fatalf("key %d after reopen: %q found %v, %v", i, got, found, err)
 		}
+	}
+}
+
+// TestCloseReturnsWhenTheDiskFails: with the store's directory removed
+// under it (Pebble then retries its flush without end), Close still
+// returns, with an error, so that the server can exit.
+func TestCloseReturnsWhenTheDiskFails(t *testing.T) {
+	old := closeWait
+	closeWait = 500 * time.Millisecond
+	defer func() { closeWait = old }()
+	dir := t.TempDir()
+	s := openStore(t, dir, FsyncEverySec)
+	randomWrites(t, s, model{}, rand.New(rand.NewPCG(7, 8)), 200)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("Close with its directory gone returned no error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Close with its directory gone did not return in 30 s")
 	}
 }
