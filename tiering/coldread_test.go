@@ -34,13 +34,16 @@ func (v *env) coldGet(db int, key string, between func()) (string, bool, bool) {
 		tx.abort()
 		v.t.Fatalf("cold get %s: %v", key, err)
 	}
+	// Read under the lock, as the server's reply is written: a hot
+	// string's entry is reused by the next write of the key.
+	var val string
+	if e != nil {
+		val = string(e.Str)
+	}
 	if _, err := tx.commit(); err != nil {
 		v.t.Fatal(err)
 	}
-	if e == nil {
-		return "", false, cold
-	}
-	return string(e.Str), true, cold
+	return val, e != nil, cold
 }
 
 func TestColdReadSteps(t *testing.T) {
