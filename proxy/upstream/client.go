@@ -101,7 +101,6 @@ type client struct {
 	asyncFailed bool
 	asyncBuf    []byte
 	onDone      func() bool
-	onStream    func([]byte) int
 
 	// ord is the client's forwarding-order ticket, orderBuf scratch space
 	// for the tickets it waits for (fence.go).
@@ -123,7 +122,7 @@ const (
 // NewConn returns a new client connection's state (server.Forwarder).
 func (f *Front) NewConn(conn *server.Conn) server.ForwardConn {
 	c := &client{Conn: conn, f: f, w: conn.W(), id: conn.ID(), call: link.NewCall(), ctlCall: link.NewCall()}
-	c.onDone, c.onStream = c.onAsyncDone, c.streamAsync
+	c.onDone = c.onAsyncDone
 	f.clients.Store(c.id, c)
 	return c
 }
@@ -187,13 +186,13 @@ func (c *client) submitAsync() bool {
 	m, err := c.f.pool.Shared(c.w.Proto, c.id)
 	if err == nil {
 		c.call.Replies = c.asyncBuf[:0]
-		c.call.OnDone, c.call.InPlace, c.call.Stream = c.onDone, true, c.onStream
+		c.call.OnDone = c.onDone
 		c.asyncOut, c.asyncFailed = true, false
 		if err = m.Submit(c.call, reqs, n); err == nil {
 			return true
 		}
 		c.asyncOut = false
-		c.call.OnDone, c.call.InPlace, c.call.Stream = nil, false, nil
+		c.call.OnDone = nil
 	}
 	for i := 0; i < n; i++ {
 		c.Err(link.ErrorReply(err))
@@ -204,15 +203,11 @@ func (c *client) submitAsync() bool {
 
 // onAsyncDone runs on the reader goroutine when an async batch is in (or
 // failed): it leaves the gate and writes the replies with one non-blocking
-// write, usually straight from the reader's buffer (Call.InPlace); what
-// the socket does not take is copied and written by a goroutine that then
+// write; what the socket does not take is written by a goroutine that then
 // finishes the call.
 func (c *client) onAsyncDone() bool {
 	call := c.call
 	buf := call.Replies
-	// A borrowed batch is whole: Err is set only on batches the
-	// connection failed before their last reply.
-	borrowed := call.Borrowed && call.Err == nil
 	if call.Err != nil {
 		msg := link.ErrorReply(call.Err)
 		for i := call.Got(); i < call.N(); i++ {
@@ -223,9 +218,7 @@ func (c *client) onAsyncDone() bool {
 		}
 	}
 	c.leaveGate()
-	if !borrowed {
-		c.asyncBuf = buf
-	}
+	c.asyncBuf = buf
 	written, err := c.TryWriteSocket(buf)
 	if err != nil {
 		c.asyncFailed = true
@@ -235,14 +228,8 @@ func (c *client) onAsyncDone() bool {
 	if written == len(buf) {
 		return true
 	}
-	rest := buf[written:]
-	if borrowed {
-		// The reader's buffer is its own again once this returns.
-		c.asyncBuf = append(c.asyncBuf[:0], rest...)
-		rest = c.asyncBuf
-	}
 	go func() {
-		n, err := c.WriteSocket(rest)
+		n, err := c.WriteSocket(buf[written:])
 		c.AddNetOut(int64(n))
 		if err != nil {
 			c.asyncFailed = true
@@ -250,21 +237,6 @@ func (c *client) onAsyncDone() bool {
 		call.Signal()
 	}()
 	return false
-}
-
-// streamAsync runs on the reader goroutine with the first replies of an
-// async batch larger than one read of the shared connection: they are
-// written to the socket at once if it takes them (link.Call.Stream), so
-// that they need not be copied. After a failed write the rest is
-// dropped: onAsyncDone's write fails the same way.
-func (c *client) streamAsync(part []byte) int {
-	n, err := c.TryWriteSocket(part)
-	if err != nil {
-		c.asyncFailed = true
-		return len(part)
-	}
-	c.AddNetOut(int64(n))
-	return n
 }
 
 // awaitAsync waits for the batch in flight, if any, and reports whether
@@ -275,7 +247,7 @@ func (c *client) awaitAsync() bool {
 	}
 	c.call.Wait()
 	c.asyncOut = false
-	c.call.OnDone, c.call.InPlace, c.call.Stream = nil, false, nil
+	c.call.OnDone = nil
 	c.call.Replies = nil
 	return !c.asyncFailed
 }

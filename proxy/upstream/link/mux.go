@@ -27,21 +27,6 @@ type Call struct {
 	// whether the call is finished; if not, whoever finishes it calls
 	// Signal.
 	OnDone func() bool
-	// InPlace, set with OnDone, lets the reader hand the replies over
-	// where it read them: Replies may then be a slice of the reader's
-	// buffer (Borrowed reports it), valid only until OnDone returns and
-	// never to be appended to or kept. A batch whose replies arrive in
-	// one read (the usual case) is then never copied.
-	InPlace bool
-	// Stream, if set with InPlace, is given the replies lent so far
-	// when the reader's buffer is about to move under them (a batch
-	// larger than what one read brings): it writes what it can of part
-	// now and returns how many bytes it took; the rest is kept in
-	// Replies, and the replies that follow are appended to it.
-	Stream func(part []byte) int
-	// Borrowed is set when Replies is a slice of the reader's buffer
-	// (InPlace); the next Submit then starts Replies afresh.
-	Borrowed bool
 
 	n, got int
 	done   chan struct{}
@@ -91,14 +76,6 @@ type Mux struct {
 	rd   frameReader
 	pool *Pool
 
-	// sc is rd when it is a scanner (not TLS): async calls' replies can
-	// then be handed over in place (Call.InPlace). span is the call whose
-	// replies so far are sc.buf[spanStart:spanEnd], not yet copied (the
-	// reader goroutine's alone).
-	sc                 *scanner
-	span               *Call
-	spanStart, spanEnd int
-
 	mu      sync.Mutex
 	out     []byte // requests not yet written
 	spare   []byte
@@ -115,9 +92,7 @@ func newMux(c *Conn, p *Pool) *Mux {
 	if raw := rawio.New(c.nc); raw != nil {
 		// The handshake's replies are consumed: nothing is buffered yet.
 		m.raw = raw
-		m.sc = newScanner(raw)
-		m.sc.beforeMove = m.unspan
-		m.rd = m.sc
+		m.rd = newScanner(raw)
 	}
 	go m.readLoop()
 	return m
@@ -142,9 +117,6 @@ func (m *Mux) Broken() bool { return m.broken.Load() }
 // Wait when the n replies are in c.Replies. It fails at once if the
 // connection is broken.
 func (m *Mux) Submit(c *Call, reqs []byte, n int) error {
-	if c.Borrowed {
-		c.Replies, c.Borrowed = nil, false // not the reader's buffer to append to
-	}
 	c.n, c.got, c.Err = n, 0, nil
 	m.mu.Lock()
 	if m.err != nil {
@@ -206,8 +178,7 @@ func (m *Mux) readLoop() {
 			return
 		}
 		if len(frame) > 0 && frame[0] == '>' {
-			m.unspan() // the replies around it are no longer contiguous
-			continue   // a push on a shared connection is nobody's reply
+			continue // a push on a shared connection is nobody's reply
 		}
 		if len(frame) > 9 && frame[0] == '-' && frame[1] == 'R' && m.pool != nil && m.pool.watch != nil &&
 			bytes.HasPrefix(frame, readOnly) {
@@ -221,16 +192,7 @@ func (m *Mux) readLoop() {
 		}
 		c := m.queue[m.head]
 		m.mu.Unlock()
-		switch {
-		case m.span == c:
-			m.spanEnd += len(frame) // the next frame: contiguous (unspan ran on any move)
-		case c.InPlace && c.OnDone != nil && m.sc != nil && len(c.Replies) == 0:
-			// The batch's first reply, or the first since Stream took
-			// those before it.
-			m.span, m.spanStart, m.spanEnd = c, m.sc.start, m.sc.start+len(frame)
-		default:
-			c.Replies = append(c.Replies, frame...)
-		}
+		c.Replies = append(c.Replies, frame...)
 		c.got++
 		if c.got == c.n {
 			m.mu.Lock()
@@ -240,28 +202,8 @@ func (m *Mux) readLoop() {
 				m.queue, m.head = m.queue[:0], 0
 			}
 			m.mu.Unlock()
-			if m.span == c {
-				// Handed over in place: the capacity ends with the replies,
-				// so an append copies instead of writing into the buffer.
-				c.Replies, c.Borrowed = m.sc.buf[m.spanStart:m.spanEnd:m.spanEnd], true
-				m.span = nil
-			}
 			c.complete()
 		}
-	}
-}
-
-// unspan copies the replies of the call being answered in place to its
-// Replies, before the reader's buffer moves (scanner.beforeMove) or a
-// frame that is no reply breaks their run. Reader goroutine only.
-func (m *Mux) unspan() {
-	if c := m.span; c != nil {
-		part := m.sc.buf[m.spanStart:m.spanEnd]
-		if c.Stream != nil {
-			part = part[c.Stream(part[:len(part):len(part)]):]
-		}
-		c.Replies = append(c.Replies, part...)
-		m.span = nil
 	}
 }
 
@@ -283,7 +225,6 @@ func (m *Mux) breakLocked(err error) {
 // fail is the reader's exit: the connection is broken and every queued
 // call gets the error.
 func (m *Mux) fail(err error) {
-	m.unspan()
 	m.mu.Lock()
 	m.breakLocked(err)
 	err = m.err

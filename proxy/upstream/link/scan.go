@@ -40,10 +40,6 @@ type scanner struct {
 	maxDepth int
 	// start is the offset in buf of the last frame Read returned.
 	start int
-	// beforeMove, if set, runs in fill before bytes already handed out
-	// may be moved or overwritten: a reader still using frames of the
-	// buffer copies them then (Mux's in-place replies).
-	beforeMove func()
 }
 
 // scanBufSize is the scanner's initial buffer: a socket read of a busy
@@ -90,9 +86,6 @@ func (s *scanner) buffered() bool { return s.w > s.r }
 // moved to the buffer's front, and the buffer grows to hold at least want
 // bytes of it (a bulk's length is known before its bytes arrive).
 func (s *scanner) fill(want int) error {
-	if s.beforeMove != nil {
-		s.beforeMove()
-	}
 	if s.r == s.w && s.r > 0 {
 		// Nothing buffered: read at the front (the frames handed out so
 		// far are overwritten).
