@@ -206,9 +206,12 @@ func Open(opts Options) (*Store, error) {
 func applyBytes(memtable int64) int { return int(min(max(memtable, 1<<20), 8<<20)) }
 
 // segmentBytes is the size at which the write log starts a new segment:
-// two memtables, between 8 and 128 MB (the log a restart replays is at
-// most about two segments).
-func segmentBytes(memtable int64) int64 { return min(max(2*memtable, 8<<20), 128<<20) }
+// two memtables, between 1 and 128 MB. The log a restart replays, and the
+// disk it takes beside the sstables, is at most about two segments: with
+// a small budget (a 2 MB memtable under --maxmemory 32mb) that is 8 MB,
+// where a floor of 8 MB a segment let it reach a quarter of the data at
+// 1x the budget.
+func segmentBytes(memtable int64) int64 { return min(max(2*memtable, 1<<20), 128<<20) }
 
 // openLog replays the write log into Pebble, flushes what it applied and
 // retires the replayed segments.
