@@ -199,26 +199,22 @@ func (f *blockFence) waitFor(db int, cmd *cmdtable.Command, args [][]byte, keyBu
 		return pos
 	}
 	gone, unblock := block()
-	unblock(awaitClosed(ahead, func(e *fenceEntry) chan struct{} { return e.done }, fenceWaitMax, gone))
-	return pos
-}
-
-// awaitClosed waits until the channel of every item is closed, at most
-// max, unless gone closes first (the waiting client disconnected: it
-// returns true).
-func awaitClosed[T any](items []T, ch func(T) chan struct{}, max time.Duration, gone <-chan struct{}) bool {
-	t := time.NewTimer(max)
+	t := time.NewTimer(fenceWaitMax)
 	defer t.Stop()
-	for _, it := range items {
+	disconnected := false
+wait:
+	for _, e := range ahead {
 		select {
-		case <-ch(it):
+		case <-e.done:
 		case <-t.C:
-			return false
+			break wait
 		case <-gone:
-			return true
+			disconnected = true
+			break wait
 		}
 	}
-	return false
+	unblock(disconnected)
+	return pos
 }
 
 // pruneRecent drops the keys blocked on before the last orderWindow (all
@@ -478,7 +474,20 @@ func (c *client) orderWait() {
 	}
 	c.flushForwards()
 	gone, unblock := c.Block()
-	disconnected := awaitClosed(chans, func(ch chan struct{}) chan struct{} { return ch }, orderWaitMax, gone)
+	t := time.NewTimer(orderWaitMax)
+	defer t.Stop()
+	disconnected := false
+wait:
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-t.C:
+			break wait
+		case <-gone:
+			disconnected = true
+			break wait
+		}
+	}
 	clear(chans)
 	unblock(disconnected)
 }
