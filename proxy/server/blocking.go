@@ -421,7 +421,9 @@ func (c *Client) inputPending(ticket, id int64) bool {
 		return false
 	}
 	if t := s.ticket.Load(); t != 0 {
-		return goesFirst(t, c.orderID(), ticket, id)
+		// A writer deferring to fresh clients waits for none but them:
+		// an asker that is not fresh never waits in return.
+		return id >= 0 && c.deferring.Load() || goesFirst(t, c.orderID(), ticket, id)
 	}
 	reads, waiting := s.raw.ReadState()
 	if !waiting {

@@ -101,6 +101,11 @@ type client struct {
 	asyncFailed bool
 	asyncBuf    []byte
 	onDone      func() bool
+
+	// ord is the client's forwarding-order ticket, orderBuf scratch space
+	// for the tickets it waits for (fence.go).
+	ord      orderTicket
+	orderBuf []chan struct{}
 }
 
 type protectedKey struct {
@@ -126,7 +131,12 @@ func (f *Front) NewConn(conn *server.Conn) server.ForwardConn {
 func (c *client) BeforeCommand() bool { return !c.asyncOut || c.awaitAsync() }
 
 // Dispatch runs one command (server.ForwardConn).
-func (c *client) Dispatch(cmd *cmdtable.Command, args [][]byte) { c.upDispatch(cmd, args) }
+func (c *client) Dispatch(cmd *cmdtable.Command, args [][]byte) {
+	c.upDispatch(cmd, args)
+	if c.ord.held {
+		c.orderEnd() // fence.go
+	}
+}
 
 // ForwardUnknown forwards a command Spillway does not know, or one whose
 // arity is wrong inside MULTI (server.ForwardConn).
@@ -147,7 +157,7 @@ func (c *client) Flush(unbuffered bool) (done, ok bool) {
 	if !c.awaitAsync() {
 		return false, false
 	}
-	if c.n > 0 && c.pinned == nil && unbuffered && !c.sinkOn.Load() && c.submitAsync() {
+	if c.n > 0 && c.pinned == nil && unbuffered && !c.sinkOn.Load() && !c.ord.held && c.submitAsync() {
 		return true, true
 	}
 	c.flushForwards()
@@ -262,6 +272,9 @@ func (c *client) enqueue(args [][]byte) {
 	}
 	c.reqs = link.AppendCommand(c.reqs, args)
 	c.n++
+	if c.ord.held {
+		c.ord.queued = true // written with the batch (fence.go)
+	}
 	if len(c.reqs) >= maxBatchBytes || c.n >= maxBatchCmds {
 		c.flushForwards()
 	}
@@ -283,10 +296,13 @@ func (c *client) flushForwards() {
 	case c.pinned != nil && c.passthrough:
 		c.pinned.WriteRaw(reqs)
 		err = c.pinned.Flush()
+		c.orderWritten() // fence.go
 		got = n
 	case c.pinned != nil:
 		c.pinned.WriteRaw(reqs)
-		if err = c.pinned.Flush(); err == nil {
+		err = c.pinned.Flush()
+		c.orderWritten() // fence.go
+		if err == nil {
 			for got < n {
 				var r []byte
 				if r, err = c.pinned.Read(); err != nil {
@@ -304,6 +320,7 @@ func (c *client) flushForwards() {
 			c.w.Buf, c.call.Replies = c.call.Replies, nil
 			got = c.call.Got()
 		}
+		c.orderWritten() // fence.go
 	}
 	c.leaveGate()
 	if err != nil {
@@ -319,6 +336,12 @@ func (c *client) flushForwards() {
 // upDispatch runs one command in upstream mode.
 func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	special := c.f.special[cmd.ID()] // in local, scripts or orderWrites
+	if c.f.fence.waiting.Load() != 0 {
+		c.awaitIfWaking(cmd, args) // fence.go
+	}
+	if c.pinned != nil || special || c.f.order.n.Load() != 0 {
+		c.orderBegin(cmd, special) // the forwarding order (fence.go)
+	}
 	if special && c.f.fence.last.Load() != 0 && c.f.orderWrites[cmd] && c.f.fence.recent() {
 		// A blocking command read meanwhile goes first (fence.go).
 		keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
@@ -329,6 +352,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 			queued = c.protected
 		}
 		if c.f.fence.blockedRecently(c.DB(), args, keys, exec, queued) {
+			c.orderHold() // the others' commands got meanwhile wait for it
 			c.flushForwards()
 			c.awaitOthersLong()
 		}
@@ -336,6 +360,7 @@ func (c *client) upDispatch(cmd *cmdtable.Command, args [][]byte) {
 	if c.f.fence.n.Load() != 0 && (cmd.Is(cmdtable.FlagWrite) || special && c.f.orderWrites[cmd]) && !cmd.Is(cmdtable.FlagBlocking) {
 		// Another client's blocking command is on its way upstream: a
 		// write it may concern follows it (fence.go).
+		c.orderHold()
 		c.flushForwards()
 		c.keyBuf = c.f.fence.waitFor(c.DB(), cmd, args, c.keyBuf, c.Block)
 	}

@@ -81,6 +81,12 @@ type blockFence struct {
 	// it (writes read it, blocking commands write it).
 	rmu        sync.RWMutex
 	recentKeys map[recentKey]int64
+	// waiting counts the keys of blockedOn, which maps the keys clients
+	// are blocked on upstream (from enter to unblocked) to how many are;
+	// wmu guards it.
+	waiting   atomic.Int32
+	wmu       sync.RWMutex
+	blockedOn map[recentKey]int32
 }
 
 // fenceEntry is one blocking command on its way: its database and keys
@@ -108,11 +114,47 @@ func (f *blockFence) enter(db int, args [][]byte, pos []int) *fenceEntry {
 		f.recentKeys[recentKey{db, codec.KeyHash(k)}] = now
 	}
 	f.rmu.Unlock()
+	f.wmu.Lock()
+	if f.blockedOn == nil {
+		f.blockedOn = map[recentKey]int32{}
+	}
+	for _, k := range e.keys {
+		f.blockedOn[recentKey{db, codec.KeyHash(k)}]++
+	}
+	f.waiting.Store(int32(len(f.blockedOn)))
+	f.wmu.Unlock()
 	f.mu.Lock()
 	f.on = append(f.on, e)
 	f.n.Store(int32(len(f.on)))
 	f.mu.Unlock()
 	return e
+}
+
+// unblocked removes e's keys from the keys blocked on (enter added them):
+// its command has its reply, or failed.
+func (f *blockFence) unblocked(e *fenceEntry) {
+	f.wmu.Lock()
+	for _, k := range e.keys {
+		rk := recentKey{e.db, codec.KeyHash(k)}
+		if f.blockedOn[rk]--; f.blockedOn[rk] <= 0 {
+			delete(f.blockedOn, rk)
+		}
+	}
+	f.waiting.Store(int32(len(f.blockedOn)))
+	f.wmu.Unlock()
+}
+
+// wakes reports whether a write of database db names, at positions pos of
+// args, a key a client is blocked on upstream: it may serve that client.
+func (f *blockFence) wakes(db int, args [][]byte, pos []int) bool {
+	f.wmu.RLock()
+	defer f.wmu.RUnlock()
+	for _, p := range pos {
+		if f.blockedOn[recentKey{db, codec.KeyHash(args[p])}] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // leave removes e: its command has reached the upstream (or failed).
@@ -253,5 +295,226 @@ func (c *client) awaitOthersLong() {
 		if time.Since(began) < awaitLongMin || c.f.fence.n.Load() != 0 {
 			return
 		}
+	}
+}
+
+// The forwarding order. Redis runs commands in the order their bytes
+// reach it; Spillway reads each client in its own goroutine and writes to
+// the upstream on several connections: a client's pinned one (SELECT,
+// MULTI, WATCH, Pub/Sub), a dedicated one (scripts) or a shared one. A
+// command Spillway got after another client's could reach the upstream
+// first: the goroutines race, and the first one may wait on its way (an
+// EXEC waits for the other clients' input, awaitOthersLong). Then an
+// LPUSH sent right after an EXEC serves a blocked BRPOPLPUSH first, which
+// touches a key the transaction WATCHes, and the EXEC fails as it never
+// does on Redis.
+//
+// So a command whose order the upstream can tell (orderBegin) takes a
+// ticket when the front gets it, and gives it back once its bytes are
+// written upstream (or it turned out to write nothing); a command of
+// another client the front gets meanwhile, on any connection, waits for
+// the tickets taken before it (at most orderWaitMax), its client marked
+// blocked meanwhile so that a waiting EXEC does not wait for its input in
+// return (Conn.AwaitOthers ignores blocked clients). A blocking command
+// outside MULTI neither takes nor waits for a ticket: the blocking fence
+// above orders it, and an EXEC or write that waits for the other clients'
+// input does so to let such a command, read late but sent first, go
+// first. The cost where no ticket is out, as on the shared connections'
+// path: one atomic load per command, a nil test and a flag per forward.
+
+// orderFirstNames are the commands that take a ticket even when the
+// client is not pinned (on a pinned connection every command does, but a
+// blocking one): those that start a pinned connection's state (MULTI,
+// WATCH, a subscription, MONITOR, CLIENT TRACKING), scripts (on a
+// connection of their own), and the local commands that change keys
+// upstream through a connection of Spillway's (FLUSHDB, FLUSHALL, SWAPDB,
+// MOVE, COPY).
+var orderFirstNames = []string{"multi", "exec", "discard", "watch",
+	"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor", "client|tracking",
+	"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
+	"flushdb", "flushall", "swapdb", "move", "copy"}
+
+// awaitIfWaking makes a write that names a key a client is blocked on
+// upstream (it may serve that client, whose reply may change a key another
+// client's transaction WATCHes) wait, first until the other clients have
+// run the input they have (Conn.AwaitOthers: a command that reached
+// Spillway before it, and whose goroutine has not got it to the front
+// yet, gets its ticket meanwhile), then for the tickets out. Redis, single
+// threaded, runs an EXEC sent before an LPUSH first; here the LPUSH's
+// goroutine often gets to the front first. Only while clients are blocked
+// upstream does it cost more than one atomic load per command.
+func (c *client) awaitIfWaking(cmd *cmdtable.Command, args [][]byte) {
+	if !cmd.Is(cmdtable.FlagWrite) || cmd.Is(cmdtable.FlagBlocking) || c.inMulti || c.passthrough {
+		return
+	}
+	keys, _ := cmd.KeyPositions(args, c.keyBuf[:0])
+	c.keyBuf = keys
+	if len(keys) == 0 || !c.f.fence.wakes(c.DB(), args, keys) {
+		return
+	}
+	c.flushForwards()
+	c.AwaitOthers()
+	if c.f.order.n.Load() != 0 {
+		c.orderWait()
+	}
+}
+
+// orderWaitMax bounds a command's wait for the tickets taken before it:
+// longer than what a ticket's holder may wait on its way (awaitOthersLong's
+// rounds, fenceWaitMax), after which it goes on as if none were out.
+const orderWaitMax = 500 * time.Millisecond
+
+// fwdOrder is the set of tickets out.
+type fwdOrder struct {
+	n   atomic.Int32 // len(on), read without the lock
+	mu  sync.Mutex
+	seq uint64
+	on  []*orderTicket
+}
+
+// orderTicket is a client's ticket (one per client, reused).
+type orderTicket struct {
+	seq uint64
+	// held: the ticket is out; queued: the command it orders is in the
+	// client's batch, so that writing the batch gives it back.
+	held, queued bool
+	// done is closed when the ticket is given back; made by the first
+	// command that waits for it (under fwdOrder.mu), nil until then.
+	done chan struct{}
+}
+
+// take hands t out with the next number.
+func (o *fwdOrder) take(t *orderTicket) {
+	o.mu.Lock()
+	o.seq++
+	t.seq, t.held, t.queued, t.done = o.seq, true, false, nil
+	o.on = append(o.on, t)
+	o.n.Store(int32(len(o.on)))
+	o.mu.Unlock()
+}
+
+// give takes t back and wakes the commands waiting for it.
+func (o *fwdOrder) give(t *orderTicket) {
+	o.mu.Lock()
+	for i, x := range o.on {
+		if x == t {
+			last := len(o.on) - 1
+			copy(o.on[i:], o.on[i+1:])
+			o.on[last] = nil
+			o.on = o.on[:last]
+			break
+		}
+	}
+	o.n.Store(int32(len(o.on)))
+	t.held, t.queued = false, false
+	if t.done != nil {
+		close(t.done)
+		t.done = nil
+	}
+	o.mu.Unlock()
+}
+
+// ahead appends to buf the channels closed when the tickets out before
+// mine (every ticket if mine is not held) other than mine are given back.
+func (o *fwdOrder) ahead(mine *orderTicket, buf []chan struct{}) []chan struct{} {
+	o.mu.Lock()
+	for _, t := range o.on {
+		if t == mine || mine.held && t.seq > mine.seq {
+			continue
+		}
+		if t.done == nil {
+			t.done = make(chan struct{})
+		}
+		buf = append(buf, t.done)
+	}
+	o.mu.Unlock()
+	return buf
+}
+
+// orderBegin runs first in upDispatch when a ticket is out or cmd may need
+// one (the client is pinned, or special is set): cmd takes a ticket if the
+// upstream can tell its order (orderFirstNames, or a command forwarded on
+// the client's pinned connection), then waits for the tickets taken
+// before it, unless it is a blocking command outside MULTI.
+func (c *client) orderBegin(cmd *cmdtable.Command, special bool) {
+	blocking := cmd.Is(cmdtable.FlagBlocking) && !c.inMulti && !c.passthrough
+	if blocking {
+		return
+	}
+	// A pinned client's local commands (WAIT, KEYS...) take none: they
+	// may run long, and what they send upstream goes on connections of
+	// Spillway's.
+	if special && c.f.orderFirst[cmd] || c.pinned != nil && (!special || c.f.local[cmd] == nil) {
+		c.orderHold()
+	}
+	if n := c.f.order.n.Load(); n > 1 || n == 1 && !c.ord.held {
+		c.orderWait()
+	}
+}
+
+// orderHold makes the command being dispatched hold the client's ticket:
+// taken now if it is not out (a command of the client's batch not yet
+// written may hold it already, with an earlier number), and given back
+// only once this command is written too.
+func (c *client) orderHold() {
+	if !c.ord.held {
+		c.f.order.take(&c.ord)
+	}
+	c.ord.queued = false
+}
+
+// orderWait waits, marked blocked, until the tickets taken before the
+// client's (all of them if it holds none) are given back, at most
+// orderWaitMax. Its batch goes first: the front got it before them.
+func (c *client) orderWait() {
+	chans := c.f.order.ahead(&c.ord, c.orderBuf[:0])
+	c.orderBuf = chans[:0]
+	if len(chans) == 0 {
+		return
+	}
+	c.flushForwards()
+	gone, unblock := c.Block()
+	t := time.NewTimer(orderWaitMax)
+	defer t.Stop()
+	disconnected := false
+wait:
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-t.C:
+			break wait
+		case <-gone:
+			disconnected = true
+			break wait
+		}
+	}
+	clear(chans)
+	unblock(disconnected)
+}
+
+// orderWritten gives the client's ticket back if the command holding it
+// was in the batch just written.
+func (c *client) orderWritten() {
+	if c.ord.queued {
+		c.f.order.give(&c.ord)
+	}
+}
+
+// orderEnd runs after a dispatch while the client holds its ticket: given
+// back if nothing of the client's waits to be written, else when its
+// batch is.
+func (c *client) orderEnd() {
+	if c.n == 0 {
+		c.f.order.give(&c.ord)
+		return
+	}
+	c.ord.queued = true
+}
+
+// orderDrop gives the ticket back whatever the command holding it did
+// (its bytes went out on a connection of their own; the client closes).
+func (c *client) orderDrop() {
+	if c.ord.held {
+		c.f.order.give(&c.ord)
 	}
 }

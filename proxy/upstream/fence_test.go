@@ -144,3 +144,72 @@ func TestBlockedRecently(t *testing.T) {
 		t.Fatal("a write waits for a blocking command older than orderWindow")
 	}
 }
+
+// TestForwardingOrder: a command waits for the tickets taken before its
+// own (all of them when it holds none), never for later ones or its own;
+// giving a ticket back wakes its waiters, and a ticket reused after that
+// is a new one. The keys clients are blocked on are counted per blocking
+// command until it is unblocked.
+func TestForwardingOrder(t *testing.T) {
+	var o fwdOrder
+	var a, b, c orderTicket
+	o.take(&a)
+	o.take(&b)
+	if got := o.n.Load(); got != 2 {
+		t.Fatalf("tickets out: %d, want 2", got)
+	}
+	if got := o.ahead(&a, nil); len(got) != 0 {
+		t.Fatalf("the first ticket waits for %d", len(got))
+	}
+	ofB := o.ahead(&b, nil)
+	if len(ofB) != 1 {
+		t.Fatalf("the second ticket waits for %d, want 1", len(ofB))
+	}
+	if got := o.ahead(&c, nil); len(got) != 2 {
+		t.Fatalf("a command holding no ticket waits for %d, want 2", len(got))
+	}
+	select {
+	case <-ofB[0]:
+		t.Fatal("woken before the ticket was given back")
+	default:
+	}
+	o.give(&a)
+	select {
+	case <-ofB[0]:
+	case <-time.After(5 * time.Second):
+		t.Fatal("giving the ticket back did not wake its waiter")
+	}
+	if a.held || o.n.Load() != 1 {
+		t.Fatalf("after give: held %v, %d out", a.held, o.n.Load())
+	}
+	o.take(&a) // reused: now after b
+	if got := o.ahead(&a, nil); len(got) != 1 {
+		t.Fatalf("the reused ticket waits for %d, want 1 (b)", len(got))
+	}
+	if got := o.ahead(&b, nil); len(got) != 0 {
+		t.Fatalf("b waits for %d after a was reused, want 0", len(got))
+	}
+	o.give(&a)
+	o.give(&b)
+	if o.n.Load() != 0 || len(o.on) != 0 {
+		t.Fatalf("%d tickets out after all were given back", o.n.Load())
+	}
+
+	var f blockFence
+	blpop := argv("BLPOP", "q1", "q2", "0")
+	pos, _ := cmdtable.LookupArgs(blpop).KeyPositions(blpop, nil)
+	e1, e2 := f.enter(0, blpop, pos), f.enter(0, blpop, pos)
+	lpush := argv("LPUSH", "q2", "x")
+	lpos, _ := cmdtable.LookupArgs(lpush).KeyPositions(lpush, nil)
+	if !f.wakes(0, lpush, lpos) || f.wakes(1, lpush, lpos) {
+		t.Fatal("a push to a key blocked on in database 0 wakes, in database 1 does not")
+	}
+	f.unblocked(e1)
+	if !f.wakes(0, lpush, lpos) {
+		t.Fatal("the key is still blocked on by the second client")
+	}
+	f.unblocked(e2)
+	if f.wakes(0, lpush, lpos) || f.waiting.Load() != 0 {
+		t.Fatal("no client is blocked any more")
+	}
+}

@@ -87,6 +87,10 @@ type Front struct {
 	// (fence.go).
 	fence       blockFence
 	orderWrites map[*cmdtable.Command]bool
+	// order is the forwarding order; orderFirst are the commands not on a
+	// pinned connection that take a ticket (fence.go).
+	order      fwdOrder
+	orderFirst map[*cmdtable.Command]bool
 
 	// blocked maps the id of each client blocked upstream (upBlocking)
 	// to the connection it waits on, for CLIENT UNBLOCK.
@@ -168,8 +172,12 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	for _, name := range orderWriteNames {
 		f.orderWrites[cmdtable.LookupFullName([]byte(name))] = true
 	}
+	f.orderFirst = map[*cmdtable.Command]bool{}
+	for _, name := range orderFirstNames {
+		f.orderFirst[cmdtable.LookupFullName([]byte(name))] = true
+	}
 	f.special = make([]bool, cmdtable.NumIDs())
-	for _, set := range []map[*cmdtable.Command]bool{f.scripts, f.orderWrites} {
+	for _, set := range []map[*cmdtable.Command]bool{f.scripts, f.orderWrites, f.orderFirst} {
 		for cmd := range set {
 			f.special[cmd.ID()] = true
 		}

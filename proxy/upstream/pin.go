@@ -166,6 +166,7 @@ func (c *client) upClose() {
 	c.f.monitors.remove(c)
 	c.awaitAsync()
 	c.n, c.reqs = 0, nil
+	c.orderDrop()
 	c.leaveGate()
 	c.unprotectAll()
 	if c.pinned != nil {
@@ -208,6 +209,7 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 		// Writes the front gets from now on wait until it is upstream.
 		fence = c.f.fence.enter(c.DB(), args, keys)
 		defer c.f.fence.leave(fence)
+		defer c.f.fence.unblocked(fence)
 	}
 	// The batch before it runs first, and leaves the gate: waiting for a
 	// demotion (prepareKeys) while holding it would deadlock the demoter.
@@ -253,7 +255,9 @@ func (c *client) upBlocking(cmd *cmdtable.Command, args [][]byte) {
 	c.f.setBlocked(c.ID(), conn)
 	defer c.f.setBlocked(c.ID(), nil)
 	conn.SendArgs(args)
-	if err := conn.Flush(); err != nil {
+	err := conn.Flush()
+	c.orderDrop() // written: later commands may follow (fence.go)
+	if err != nil {
 		c.blockingFailed(conn, own, err)
 		return
 	}
