@@ -199,22 +199,26 @@ func (f *blockFence) waitFor(db int, cmd *cmdtable.Command, args [][]byte, keyBu
 		return pos
 	}
 	gone, unblock := block()
-	t := time.NewTimer(fenceWaitMax)
+	unblock(awaitClosed(ahead, func(e *fenceEntry) chan struct{} { return e.done }, fenceWaitMax, gone))
+	return pos
+}
+
+// awaitClosed waits until the channel of every item is closed, at most
+// max, unless gone closes first (the waiting client disconnected: it
+// returns true).
+func awaitClosed[T any](items []T, ch func(T) chan struct{}, max time.Duration, gone <-chan struct{}) bool {
+	t := time.NewTimer(max)
 	defer t.Stop()
-	disconnected := false
-wait:
-	for _, e := range ahead {
+	for _, it := range items {
 		select {
-		case <-e.done:
+		case <-ch(it):
 		case <-t.C:
-			break wait
+			return false
 		case <-gone:
-			disconnected = true
-			break wait
+			return true
 		}
 	}
-	unblock(disconnected)
-	return pos
+	return false
 }
 
 // pruneRecent drops the keys blocked on before the last orderWindow (all
@@ -474,20 +478,7 @@ func (c *client) orderWait() {
 	}
 	c.flushForwards()
 	gone, unblock := c.Block()
-	t := time.NewTimer(orderWaitMax)
-	defer t.Stop()
-	disconnected := false
-wait:
-	for _, ch := range chans {
-		select {
-		case <-ch:
-		case <-t.C:
-			break wait
-		case <-gone:
-			disconnected = true
-			break wait
-		}
-	}
+	disconnected := awaitClosed(chans, func(ch chan struct{}) chan struct{} { return ch }, orderWaitMax, gone)
 	clear(chans)
 	unblock(disconnected)
 }
