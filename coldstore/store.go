@@ -145,7 +145,6 @@ func Open(opts Options) (*Store, error) {
 		MemTableStopWritesThreshold: memTableCount,
 		MaxOpenFiles:                1000,
 		Logger:                      pebbleLogger{opts.Logger},
-		Cleaner:                     walDeleter{},
 		// The write log is the WAL (wlog.go). A flush makes applied
 		// records durable in sstables; the log is synced first, so that
 		// an sstable never holds a write the log could lose.
@@ -692,30 +691,6 @@ func (s *Store) Compact() error {
 	}
 	return nil
 }
-
-// walDeleter deletes Pebble's obsolete files, as its default cleaner, and
-// keeps it from recycling write-ahead logs. Pebble keeps up to
-// MemTableStopWritesThreshold+1 finished logs (3 here, each as large as a
-// memtable) to overwrite instead of creating new files; on a small data
-// set they are a quarter of the store (8 MB beside 21 MB of sstables at
-// 32 MB of data under --maxmemory 32mb). Without them the directory holds
-// only the logs of unflushed memtables. What is lost is the reuse's saving
-// on the first writes to a new log (a fresh file's size changes at each
-// sync, a reused one's does not): one log per memtable flush. Durability
-// is the same: each log is synced under the same policy, and a log is
-// deleted only once its memtable is flushed.
-//
-// Pebble does not recycle logs when its cleaner needs the files' contents
-// (the unexported base.NeedsFileContents, which ArchiveCleaner implements);
-// the marker is embedded one level deeper than DeleteCleaner, so that
-// DeleteCleaner's Clean and String are the ones promoted.
-type walDeleter struct {
-	pebble.DeleteCleaner
-	noRecycleMarker
-}
-
-// noRecycleMarker carries ArchiveCleaner's needsFileContents marker.
-type noRecycleMarker struct{ pebble.ArchiveCleaner }
 
 // pebbleLogger routes Pebble's log lines into slog.
 type pebbleLogger struct{ l *slog.Logger }
