@@ -268,10 +268,7 @@ func (q *commitQueue) writeOut() error {
 func (q *commitQueue) round() error {
 	q.applyMu.Lock()
 	defer q.applyMu.Unlock()
-	q.mu.Lock()
-	for q.writing {
-		q.cond.Wait()
-	}
+	q.awaitWriter()
 	if q.err != nil || len(q.pend) == 0 {
 		err := q.err
 		q.mu.Unlock()
@@ -291,10 +288,7 @@ func (q *commitQueue) round() error {
 	if len(unwritten) > 0 {
 		err = q.log.write(unwritten, last)
 	}
-	q.mu.Lock()
-	q.writing = false
-	q.cond.Broadcast()
-	q.mu.Unlock()
+	q.releaseWriter(nil)
 	if err == nil {
 		err = q.apply(take, q.applyingKeys, q.seed) // applyingKeys is read-only until the round ends
 	}
@@ -396,13 +390,31 @@ func (q *commitQueue) waitRange(lower, upper []byte) error {
 	return q.waitAll()
 }
 
-// rotateIdle closes the log's current segment if it holds anything and
-// everything queued is applied, so that retireLog can delete it.
-func (q *commitQueue) rotateIdle() error {
+// awaitWriter locks mu and waits until no goroutine is the log's writer;
+// the caller may then become it (writing = true) before unlocking.
+func (q *commitQueue) awaitWriter() {
 	q.mu.Lock()
 	for q.writing {
 		q.cond.Wait()
 	}
+}
+
+// releaseWriter ends the caller's turn as the log's writer (taken under
+// awaitWriter), recording err, if any, as the sticky error.
+func (q *commitQueue) releaseWriter(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.writing = false
+	if err != nil {
+		q.fail(err)
+	}
+	q.cond.Broadcast()
+}
+
+// rotateIdle closes the log's current segment if it holds anything and
+// everything queued is applied, so that retireLog can delete it.
+func (q *commitQueue) rotateIdle() error {
+	q.awaitWriter()
 	if len(q.pend) > 0 || q.err != nil || !q.idle() {
 		q.mu.Unlock()
 		return nil
@@ -410,10 +422,7 @@ func (q *commitQueue) rotateIdle() error {
 	q.writing = true
 	q.mu.Unlock()
 	err := q.log.rotate()
-	q.mu.Lock()
-	q.writing = false
-	q.cond.Broadcast()
-	q.mu.Unlock()
+	q.releaseWriter(nil)
 	return err
 }
 

@@ -432,10 +432,7 @@ func (s *Store) commitDurable(b *pebble.Batch) (uint64, error) {
 	}
 	q.applyMu.Lock()
 	defer q.applyMu.Unlock()
-	q.mu.Lock()
-	for q.writing {
-		q.cond.Wait()
-	}
+	q.awaitWriter()
 	if q.err != nil {
 		err := q.err
 		q.mu.Unlock()
@@ -450,13 +447,7 @@ func (s *Store) commitDurable(b *pebble.Batch) (uint64, error) {
 	if err == nil {
 		err = s.log.sync()
 	}
-	q.mu.Lock()
-	q.writing = false
-	if err != nil {
-		q.fail(err)
-	}
-	q.cond.Broadcast()
-	q.mu.Unlock()
+	q.releaseWriter(err)
 	if err != nil {
 		return 0, err
 	}
