@@ -509,31 +509,30 @@ func (cf *clusterFollow) promoted(offset int64) {
 	f := cf.f
 	f.log.Info("the cluster promoted this sidecar's node: serving its cold store as the shard's", "offset", offset)
 	cf.applyPending(offset, true)
-	f.ctlMu.Lock() // reconcile uses the control connections
-	err := f.reconcile()
-	f.ctlMu.Unlock()
-	if err != nil {
+	if err := f.reconcile(); err != nil {
 		f.log.Warn("could not reconcile the tiers after the promotion; keys in both are resolved when touched", "err", err)
 	}
 	f.demoter.Kick()
 }
 
 // applyPending drops the DELAFTER copies the node's offset reached; with
-// all, it forgets the others.
+// all, it forgets the others. Each drop re-checks, under the key's lock,
+// that its DELAFTER is still pending: a SET of the key read from the feed
+// meanwhile (the key demoted again) cancels it, and its new copy must not
+// be dropped (that lost the key once the leader's UNLINK followed).
 func (cf *clusterFollow) applyPending(offset int64, all bool) {
 	cf.mu.Lock()
 	var due []dbKey
 	for k, off := range cf.pending {
 		if off <= offset {
 			due = append(due, k)
-			delete(cf.pending, k)
 		} else if all {
 			delete(cf.pending, k)
 		}
 	}
 	cf.mu.Unlock()
 	for _, p := range due {
-		if err := cf.f.dropFollowed(p.db, []byte(p.key)); err != nil {
+		if err := cf.f.dropDue(cf, p, offset); err != nil {
 			cf.f.log.Warn("cold follower: could not drop a reloaded key's copy", "key", p.key, "err", err)
 		}
 	}

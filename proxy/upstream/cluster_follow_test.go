@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,5 +155,79 @@ func TestColdFollowerAuthenticates(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 			t.Errorf("%v: followOnce = %v, want the leader's refusal", tc.args, err)
 		}
+	}
+}
+
+// TestFollowerDueDropSparesNewCopy: a reloaded key's copy is dropped once
+// the replica node's offset reaches its DELAFTER; when the key is demoted
+// again and its new copy (SET on the feed) arrives after the role watch
+// found the drop due but before it ran, the drop is cancelled, not run on
+// the new copy (which lost the key once the leader's UNLINK followed:
+// TestClusterFailover's COUNTKEYSINSLOT one short after a failover). The
+// interleaving is replayed step by step: applyPending's collection, the
+// SET, then the drop (dropDue). A drop still due goes ahead.
+func TestFollowerDueDropSparesNewCopy(t *testing.T) {
+	eng := openFeedEngine(t)
+	f := &Front{engine: eng, slots: uptier.NewSlotDirectory(eng)}
+	f.indexes = make([]atomic.Pointer[uptier.ColdIndex], 16)
+	for i := range f.indexes {
+		f.indexes[i].Store(uptier.NewColdIndex())
+	}
+	cf := newClusterFollow(f)
+	var d link.Dump
+	copyOf := func(key string) []byte {
+		src := openFeedEngine(t)
+		v := &uptier.Value{Key: []byte(key), Type: codec.TypeString, Str: []byte("value of " + key)}
+		if err := uptier.Import(src, 0, []*uptier.Value{v}); err != nil {
+			t.Fatal(err)
+		}
+		p, ok, err := dumpOf(src, []byte(key), &d)
+		if err != nil || !ok {
+			t.Fatalf("payload of %s: %v %v", key, ok, err)
+		}
+		return p
+	}
+	feed := func(args ...[]byte) {
+		t.Helper()
+		if _, err := f.applyFeed(cf, args); err != nil {
+			t.Fatalf("applyFeed %q: %v", args[0], err)
+		}
+	}
+	has := func(key string) bool {
+		_, ok, err := link.DumpKey(eng, 0, []byte(key), &d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for _, k := range []string{"again", "gone"} {
+		feed([]byte("SET"), []byte("0"), []byte(k), []byte("0"), copyOf(k))
+		feed([]byte("DELAFTER"), []byte("0"), []byte(k), []byte("100"))
+	}
+	// The role watch finds both drops due at offset 100...
+	due := []dbKey{{0, "again"}, {0, "gone"}}
+	// ...then the feed's SET of "again" (demoted again) is applied...
+	feed([]byte("SET"), []byte("0"), []byte("again"), []byte("0"), copyOf("again"))
+	// ...then the drops run.
+	for _, k := range due {
+		if err := f.dropDue(cf, k, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !has("again") {
+		t.Fatal(`"again": its new copy was dropped by the DELAFTER its SET cancelled`)
+	}
+	if has("gone") {
+		t.Fatal(`"gone": its due DELAFTER did not drop it`)
+	}
+	// applyPending itself: a DELAFTER not yet due stays, a due one drops.
+	feed([]byte("DELAFTER"), []byte("0"), []byte("again"), []byte("200"))
+	cf.applyPending(150, false)
+	if !has("again") {
+		t.Fatal(`"again" dropped at offset 150 by a DELAFTER of 200`)
+	}
+	cf.applyPending(200, false)
+	if has("again") {
+		t.Fatal(`"again" kept at offset 200 with a DELAFTER of 200`)
 	}
 }

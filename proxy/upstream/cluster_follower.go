@@ -252,11 +252,38 @@ func (f *Front) dropFollowed(db int, key []byte) error {
 	h := codec.KeyHash(key)
 	f.locks.Lock(h)
 	defer f.locks.Unlock(h)
+	return f.dropFollowedLocked(db, key, h)
+}
+
+// dropFollowedLocked is dropFollowed with key's lock (hash h) held.
+func (f *Front) dropFollowedLocked(db int, key []byte, h uint64) error {
 	if err := uptier.DropKey(f.engine, db, key); err != nil {
 		return err
 	}
 	f.index(db).Remove(h)
 	return nil
+}
+
+// dropDue drops k's cold copy if its DELAFTER is still pending and due at
+// offset (applyPending). The check and the drop hold the key's lock, which
+// storeFollowed takes too: a SET read from the feed either cancelled the
+// drop before the check, or stores its copy after the drop.
+func (f *Front) dropDue(cf *clusterFollow, k dbKey, offset int64) error {
+	key := []byte(k.key)
+	h := codec.KeyHash(key)
+	f.locks.Lock(h)
+	defer f.locks.Unlock(h)
+	cf.mu.Lock()
+	off, ok := cf.pending[k]
+	due := ok && off <= offset
+	if due {
+		delete(cf.pending, k)
+	}
+	cf.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return f.dropFollowedLocked(k.db, key, h)
 }
 
 // flushFollowed drops every cold key of db (-1: of every database).

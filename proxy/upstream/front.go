@@ -281,56 +281,27 @@ func (f *Front) buildIndex() error {
 
 // reconcile drops the cold copies of keys the upstream also holds: after a
 // crash between a demotion's store write and its UNLINK (or a reload's
-// RESTORE and its drop), the upstream's copy is the current one.
+// RESTORE and its drop), the upstream's copy is the current one. It may run
+// while the demoter and reloads run (a cluster replica's sidecar promoted
+// with its node): each step of 1,000 keys holds the census exclusively, so
+// no key it looks at is between a demotion's store write and its UNLINK
+// (which would be in both tiers for a moment, the cold copy about to be
+// the only one) or between a reload's RESTORE and its drop. It takes the
+// census and then ctlMu, as every holder of both does.
 func (f *Front) reconcile() error {
 	start := time.Now()
 	var checked, dropped int64
 	for db := range f.indexes {
 		var cursor uint64
 		for {
-			var keys [][]byte
-			var next uint64
-			err := f.engine.View(func(tx *tiering.Tx) error {
-				var err error
-				keys, next, err = tx.Scan(db, cursor, tiering.ScanOptions{Count: 1000}, nil)
-				return err
-			})
+			next, n, d, err := f.reconcileStep(db, cursor)
 			if err != nil {
 				return err
 			}
-			if len(keys) > 0 {
-				c, err := f.ctlConn(db)
-				if err != nil {
-					return err
-				}
-				for _, k := range keys {
-					c.SendArgs([][]byte{[]byte("EXISTS"), k})
-				}
-				if err := c.Flush(); err != nil {
-					f.dropCtl(db)
-					return err
-				}
-				for _, k := range keys {
-					r, err := c.Read()
-					if err != nil {
-						f.dropCtl(db)
-						return err
-					}
-					n, _ := link.IntReply(r)
-					f.pool.OwnLookups().Count(n == 1) // EXISTS looks the key up
-					if n == 1 {
-						if err := uptier.DropKey(f.engine, db, k); err != nil {
-							return err
-						}
-						f.index(db).Remove(codec.KeyHash(k))
-						f.follow.changed(db, k, true)
-						dropped++
-					}
-				}
-				checked += int64(len(keys))
-				if checked%100_000 < int64(len(keys)) {
-					f.log.Info("reconciling tiers after an unclean shutdown", "checked", checked, "dropped", dropped)
-				}
+			before := checked
+			checked, dropped = checked+n, dropped+d
+			if n > 0 && checked/100_000 != before/100_000 {
+				f.log.Info("reconciling tiers after an unclean shutdown", "checked", checked, "dropped", dropped)
 			}
 			if next == 0 {
 				break
@@ -341,6 +312,55 @@ func (f *Front) reconcile() error {
 	f.log.Info("tiers reconciled after an unclean shutdown", "cold_keys_checked", checked,
 		"cold_copies_dropped", dropped, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// reconcileStep is one step of reconcile: up to 1,000 cold keys of db from
+// cursor, each looked up upstream and its cold copy dropped if the
+// upstream holds it. It returns the next cursor (0 at the end) and how
+// many keys it checked and dropped.
+func (f *Front) reconcileStep(db int, cursor uint64) (next uint64, checked, dropped int64, err error) {
+	f.census.Lock()
+	defer f.census.Unlock()
+	var keys [][]byte
+	err = f.engine.View(func(tx *tiering.Tx) error {
+		var err error
+		keys, next, err = tx.Scan(db, cursor, tiering.ScanOptions{Count: 1000}, nil)
+		return err
+	})
+	if err != nil || len(keys) == 0 {
+		return next, 0, 0, err
+	}
+	f.ctlMu.Lock()
+	defer f.ctlMu.Unlock()
+	c, err := f.ctlConn(db)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, k := range keys {
+		c.SendArgs([][]byte{[]byte("EXISTS"), k})
+	}
+	if err := c.Flush(); err != nil {
+		f.dropCtl(db)
+		return 0, 0, 0, err
+	}
+	for _, k := range keys {
+		r, err := c.Read()
+		if err != nil {
+			f.dropCtl(db)
+			return 0, 0, 0, err
+		}
+		n, _ := link.IntReply(r)
+		f.pool.OwnLookups().Count(n == 1) // EXISTS looks the key up
+		if n == 1 {
+			if err := uptier.DropKey(f.engine, db, k); err != nil {
+				return 0, 0, 0, err
+			}
+			f.index(db).Remove(codec.KeyHash(k))
+			f.follow.changed(db, k, true)
+			dropped++
+		}
+	}
+	return next, int64(len(keys)), dropped, nil
 }
 
 // ctlConn returns the control connection on db (RESP2), dialing it if
