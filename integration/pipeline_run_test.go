@@ -4,7 +4,8 @@ package integration
 // runs: a client's consecutive ordinary commands, already in its input,
 // take the lock once). TestPipelineRunMatchesRedis sends one pipeline
 // mixing the commands a run holds with others (reads, MULTI/EXEC, errors,
-// a push that serves a blocked client, more commands than one run holds)
+// a push that serves a blocked client, more commands than one run holds,
+// scripts)
 // to a real redis-server and to Spillway, each with a keyspace-event
 // subscriber and a client blocked in BLPOP, and compares, byte for byte
 // and in order: the pipeline's replies, the events the subscriber got,
@@ -36,10 +37,20 @@ func pipelineRunCommands() [][]string {
 		{"HDEL", "h", "f"}, {"HSETNX", "h", "f", "z"}, {"HSETNX", "h", "f", "y"},
 		{"LPUSHX", "nolist", "1"}, {"RPUSHX", "q", "t"}, {"ZREM", "z", "n"}, {"ZPOPMAX", "z"},
 		{"INCR"}, {"NOSUCHCOMMAND", "x"}, {"SET", "a"},
+		// Scripts join runs too: writes, a raised error after a write
+		// (which stays), pcall, NOSCRIPT, EVAL_RO, a failing script.
+		{"EVAL", "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[1])", "1", "e1", "41"},
+		{"EVAL", "redis.call('RPUSH', KEYS[1], 'a', 'b') return redis.call('LRANGE', KEYS[1], 0, -1)", "1", "e2"},
+		{"EVAL", "redis.call('SET', KEYS[1], 'x') return redis.call('INCR', KEYS[1])", "1", "e3"},
+		{"EVAL", "return redis.pcall('INCR', KEYS[1])", "1", "e3"},
+		{"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"},
+		{"EVAL_RO", "return {1, 'two', redis.call('GET', KEYS[1])}", "1", "e1"},
+		{"EVAL", "return redis.call('SADD', KEYS[1], 'm')", "1", "s"}, {"EVAL", "syntax error", "0"},
 	}
 	// More commands than one run holds (the server's maxRun).
 	for i := range 70 {
-		cmds = append(cmds, []string{"INCR", "c"}, []string{"HSET", "hc", fmt.Sprint("f", i%7), fmt.Sprint(i)})
+		cmds = append(cmds, []string{"INCR", "c"}, []string{"HSET", "hc", fmt.Sprint("f", i%7), fmt.Sprint(i)},
+			[]string{"EVAL", "return redis.call('INCR', KEYS[1])", "1", "c"})
 	}
 	return append(cmds, []string{"GET", "c"}, []string{"HMGET", "hc", "f0", "f3", "f6"}, []string{"LRANGE", "q", "0", "-1"},
 		[]string{"SISMEMBER", "s", "b"}, []string{"SCARD", "s"}, []string{"ZRANGE", "z", "0", "-1", "WITHSCORES"},

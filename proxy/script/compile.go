@@ -21,6 +21,11 @@ func compileChunk(L *lua.LState, src, chunkname, chunkid string) (*lua.LFunction
 	if err != nil {
 		return nil, chunkid + ": " + strings.TrimSpace(err.Error())
 	}
+	// A main chunk is vararg but, in C Lua 5.1, has no implicit arg
+	// table (luaY_parser sets VARARG_ISVARARG only); gopher-lua's
+	// compiler marks it as needing one, and would build an unreachable
+	// table on every call (it is a local only of nested functions).
+	fn.Proto.IsVarArg &^= lua.VarArgNeedsArg
 	return fn, ""
 }
 

@@ -63,8 +63,8 @@ func parseReply(L *lua.LState, b []byte, depth int, rec func(*lua.LTable, []lua.
 	}
 	switch b[0] {
 	case ':':
-		v, err := strconv.ParseInt(string(line), 10, 64)
-		if err != nil {
+		v, ok := cstr.ParseInt(line)
+		if !ok {
 			return nil, 0, errBadReply
 		}
 		return lua.LNumber(float64(v)), n, nil

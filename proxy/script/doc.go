@@ -56,6 +56,7 @@
 //     Redis, loadstring refuses it either way (binary chunks are parsed as
 //     source text and fail).
 //   - A coroutine left suspended by one script or FCALL (kept in a library's
-//     upvalue) cannot be resumed by a later one: each run has its own
-//     cancellation context, which its coroutines inherit.
+//     upvalue) cannot be resumed by a later one: a coroutine inherits the
+//     run's cancellation context, which is cancelled when a run that
+//     created coroutines ends (runs without coroutines or kills share one).
 package script

@@ -67,7 +67,7 @@ type Engine struct {
 	// Kill, Running, FUNCTION STATS and Libraries read while a script runs.
 	mu   sync.Mutex
 	cur  *runCtx
-	done chan struct{} // closed when cur finishes
+	done chan struct{} // closed when cur finishes; made by the first WaitIdle
 	// running mirrors cur != nil for Busy's lock-free fast path (every
 	// command of every client asks).
 	running  atomic.Bool
@@ -170,6 +170,9 @@ func (e *Engine) WaitIdle(deadline time.Time) bool {
 			e.mu.Unlock()
 			return true
 		}
+		if e.done == nil {
+			e.done = make(chan struct{})
+		}
 		done := e.done
 		e.mu.Unlock()
 		d := time.Until(deadline)
@@ -230,7 +233,6 @@ func (e *Engine) Kill(w *resp.Writer, functions bool) {
 func (e *Engine) setRunning(rc *runCtx) {
 	e.mu.Lock()
 	e.cur = rc
-	e.done = make(chan struct{})
 	e.running.Store(true)
 	e.mu.Unlock()
 }
@@ -240,8 +242,10 @@ func (e *Engine) clearRunning() {
 	e.mu.Lock()
 	e.cur = nil
 	e.running.Store(false)
-	close(e.done)
-	e.done = nil
+	if e.done != nil {
+		close(e.done)
+		e.done = nil
+	}
 	e.mu.Unlock()
 }
 

@@ -2,7 +2,6 @@ package script
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"time"
 
@@ -48,6 +47,7 @@ type evalScript struct {
 	flags  scriptFlags
 	compat bool // no shebang: Redis's SCRIPT_FLAG_EVAL_COMPAT_MODE
 	fn     *lua.LFunction
+	sha    string // lower-case hex SHA1 of body, the cache's key
 }
 
 const errNoScript = "NOSCRIPT No matching script. Please use EVAL."
@@ -60,9 +60,7 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 		w.Error("ERR wrong number of arguments for '" + strings.ToLower(string(args[0])) + "' command")
 		return
 	}
-	name := strings.ToLower(string(args[0]))
-	evalsha := strings.HasPrefix(name, "evalsha")
-	ro := strings.HasSuffix(name, "_ro")
+	evalsha, ro := evalVariant(args[0])
 	if evalsha && len(args[1]) != 40 {
 		w.Error(errNoScript)
 		return
@@ -83,20 +81,22 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	var sha string
+	// The cache is looked up with the SHA in a stack buffer: no
+	// allocation for a script already cached.
+	var shaBuf [40]byte
 	if evalsha {
-		sha = asciiLower(string(args[1]))
+		lowerInto(shaBuf[:], args[1])
 	} else {
-		sha = sha1hex(args[1])
+		sha1Into(&shaBuf, args[1])
 	}
-	sc := e.scripts[sha]
+	sc := e.scripts[string(shaBuf[:])]
 	if sc == nil {
 		if evalsha {
 			w.Error(errNoScript)
 			return
 		}
 		var msg string
-		if sc, msg = e.createScript(args[1], sha); sc == nil {
+		if sc, msg = e.createScript(args[1], string(shaBuf[:])); sc == nil {
 			w.Error(msg)
 			return
 		}
@@ -105,18 +105,31 @@ func (e *Engine) Eval(host Host, w *resp.Writer, args [][]byte) {
 		w.Error("ERR Can not execute a script with write flag using *_ro command.")
 		return
 	}
-	rc := &runCtx{
+	// The run context is the EVAL interpreter's own, reused: only this
+	// goroutine (holding runMu) and, while it is e.cur, Engine.mu's
+	// holders see it. EVAL needs no copy of its arguments: FUNCTION STATS
+	// refuses to describe a running EVAL script.
+	rc := e.evm.newRun()
+	*rc = runCtx{
 		host:     host,
 		proto:    2,
 		readOnly: ro || !sc.compat && sc.flags&flagNoWrites != 0,
 		allowOOM: !sc.compat && sc.flags&(flagAllowOOM|flagNoWrites) != 0,
 		eval:     true,
-		name:     sha,
-		args:     cloneArgs(args),
+		name:     sc.sha,
 	}
 	keys := args[3 : 3+numkeys]
 	argv := args[3+numkeys:]
 	e.run(e.evm, rc, sc.fn, keys, argv, w)
+}
+
+// evalVariant tells EVAL, EVALSHA, EVAL_RO and EVALSHA_RO apart by the
+// command's name (any case), without allocating.
+func evalVariant(name []byte) (evalsha, ro bool) {
+	n := len(name)
+	evalsha = n >= 7 && (name[4]|0x20) == 's' // "evalsha", "evalsha_ro"
+	ro = n >= 3 && name[n-3] == '_' && (name[n-2]|0x20) == 'r' && (name[n-1]|0x20) == 'o'
+	return evalsha, ro
 }
 
 // DeclaredWrites answers Redis's getCommandFlags for EVAL, EVALSHA, their
@@ -155,7 +168,7 @@ func (e *Engine) createScript(body []byte, sha string) (*evalScript, string) {
 		return nil, "ERR Error compiling script (new function): " + msg
 	}
 	fn.Env = e.evm.env
-	sc := &evalScript{body: bytes.Clone(body), flags: flags, compat: compat, fn: fn}
+	sc := &evalScript{body: bytes.Clone(body), flags: flags, compat: compat, fn: fn, sha: sha}
 	e.scripts[sha] = sc
 	e.nScripts.Add(1)
 	e.scriptMem.Add(int64(len(body)))
@@ -222,20 +235,21 @@ func splitArgs(line string) ([]string, bool) {
 // The caller holds runMu.
 func (e *Engine) run(v *luaVM, rc *runCtx, fn *lua.LFunction, keys, argv [][]byte, w *resp.Writer) {
 	L := v.L
-	ctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := v.runContext()
 	rc.cancel = cancel
 	rc.start = time.Now()
 	e.setRunning(rc)
 	v.run = rc
-	L.SetContext(newRunContext(ctx, v))
+	L.SetContext(rctx)
 	defer func() {
 		L.RemoveContext()
-		cancel()
 		v.run = nil
 		clear(v.insertOrder)
 		clear(v.iterOrder)
 		L.SetTop(0)
+		v.releaseArgs()
 		e.clearRunning()
+		v.endRunContext() // after clearRunning: no Kill can cancel it any more
 	}()
 	kt, at := stringArray(L, keys), stringArray(L, argv)
 	nargs := 0
@@ -372,7 +386,7 @@ func (e *Engine) flushScripts() {
 	e.scriptMem.Store(0)
 	old := e.evm
 	e.evm = newVM(e, evalVM)
-	old.L.Close()
+	old.close()
 }
 
 // subcommand resolves args[1] of a container command as Redis's command

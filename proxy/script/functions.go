@@ -373,7 +373,8 @@ func (e *Engine) FCall(host Host, w *resp.Writer, args [][]byte) {
 		w.Error("ERR Can not execute a script with write flag using *_ro command.")
 		return
 	}
-	rc := &runCtx{
+	rc := e.fvm.newRun()
+	*rc = runCtx{
 		host:     host,
 		proto:    2,
 		readOnly: ro || f.flags&flagNoWrites != 0,
@@ -488,7 +489,7 @@ func (e *Engine) flushFunctions() {
 	e.funcs = make(map[string]*function)
 	old := e.fvm
 	e.fvm = newVM(e, funcVM)
-	old.L.Close()
+	old.close()
 	e.librariesChanged()
 }
 

@@ -59,6 +59,15 @@ func TestKillAndBusy(t *testing.T) {
 		{name: "eval stats resp3", proto: 3, run: ev(loopScript), during: []step{
 			{"FUNCTION", "STATS"}, {"SCRIPT", "KILL"},
 		}},
+		// Runs share a cancellation context until one is killed or
+		// creates a coroutine (the setup leaves one suspended): the
+		// kill still reaches a loop inside a coroutine.
+		{name: "eval in coroutine killed", setup: []step{
+			ev("local co = coroutine.create(function() coroutine.yield(1) end) coroutine.resume(co) return 1"),
+			ev("return 2"),
+		}, run: ev("local f = coroutine.wrap(function() while true do end end) f()"), during: []step{
+			{"SCRIPT", "KILL"},
+		}},
 	}
 	for _, sc := range scenarios {
 		if sc.proto == 0 {
@@ -125,6 +134,10 @@ func TestKillAndBusy(t *testing.T) {
 			}
 			if !e.WaitIdle(time.Now()) {
 				t.Errorf("WaitIdle reports a running script after it ended")
+			}
+			// The next run gets a live cancellation context.
+			if got := string(engineDo(e, host, 2, toArgs(ev("return 1")))); got != ":1\r\n" {
+				t.Errorf("script after the kill = %q", got)
 			}
 		})
 	}

@@ -89,24 +89,50 @@ func raiseError(L *lua.LState, msg string) {
 }
 
 // scriptArgs converts the arguments of redis.call and acl_check_cmd as
-// luaArgsToRedisArgv does; on failure it returns the error message.
-func scriptArgs(L *lua.LState) ([][]byte, string) {
+// luaArgsToRedisArgv does; on failure it returns the error message. The
+// arguments live in the interpreter's scratch buffers (no allocation once
+// they have grown): they are valid until the next call of scriptArgs, which
+// is after the command has run (a command cannot run a script). Each
+// argument's capacity ends at its length, so appending to one copies it.
+func (v *luaVM) scriptArgs(L *lua.LState) ([][]byte, string) {
 	argc := L.GetTop()
 	if argc == 0 {
 		return nil, "Please specify at least one argument for this redis lib call"
 	}
-	args := make([][]byte, argc)
+	buf, ends := v.argBuf[:0], v.argEnds[:0]
 	for j := 1; j <= argc; j++ {
 		switch x := L.Get(j).(type) {
 		case lua.LNumber:
-			args[j-1] = []byte(cstr.FormatG(float64(x), 17))
+			buf = cstr.AppendG(buf, float64(x), 17)
 		case lua.LString:
-			args[j-1] = []byte(x)
+			buf = append(buf, x...)
 		default:
 			return nil, "Lua redis lib command arguments must be strings or integers"
 		}
+		ends = append(ends, len(buf))
 	}
+	args := v.argv[:0]
+	start := 0
+	for _, end := range ends {
+		args = append(args, buf[start:end:end])
+		start = end
+	}
+	v.argBuf, v.argEnds, v.argv = buf, ends, args
 	return args, ""
+}
+
+// maxArgScratch bounds the argument buffer an interpreter keeps between
+// runs: a script that passed a large value once does not hold its memory.
+const maxArgScratch = 64 << 10
+
+// releaseArgs drops the arguments of the last call (at a run's end), and
+// the buffer if it grew large.
+func (v *luaVM) releaseArgs() {
+	clear(v.argv[:cap(v.argv)])
+	v.argv = v.argv[:0]
+	if cap(v.argBuf) > maxArgScratch {
+		v.argBuf = nil
+	}
 }
 
 // redisCall is redis.call (raise true) and redis.pcall.
@@ -115,7 +141,7 @@ func (v *luaVM) redisCall(L *lua.LState, raise bool) int {
 	if rc == nil {
 		raiseError(L, "redis.call/pcall can only be called inside a script invocation")
 	}
-	args, msg := scriptArgs(L)
+	args, msg := v.scriptArgs(L)
 	if msg != "" {
 		t := errorTable(L, msg, false)
 		if raise {
@@ -135,7 +161,10 @@ func (v *luaVM) redisCall(L *lua.LState, raise bool) int {
 		L.Push(t)
 		return 1
 	}
-	if cmd.Is(cmdtable.FlagWrite) && v.eng.beforeWrite(rc) {
+	// Once dirty, a script cannot be killed (Kill refuses it) and stays
+	// dirty: only its first write takes Engine.mu. (dirty is written by
+	// this goroutine only.)
+	if cmd.Is(cmdtable.FlagWrite) && !rc.dirty && v.eng.beforeWrite(rc) {
 		L.Error(errorTable(L, "-"+errKilled, false), 0)
 	}
 	reply := rc.host.Call(cmd, args, rc.proto)
@@ -350,7 +379,7 @@ func (v *luaVM) aclCheckCmd(L *lua.LState) int {
 	if v.run == nil {
 		raiseError(L, "redis.acl_check_cmd can only be called inside a script invocation")
 	}
-	args, msg := scriptArgs(L)
+	args, msg := v.scriptArgs(L)
 	if msg != "" {
 		raiseError(L, msg)
 	}
@@ -376,6 +405,23 @@ func sha1hexFn(L *lua.LState) int {
 func sha1hex(b []byte) string {
 	h := sha1.Sum(b)
 	return hex.EncodeToString(h[:])
+}
+
+// sha1Into writes the lower-case hex SHA1 of b into dst.
+func sha1Into(dst *[40]byte, b []byte) {
+	h := sha1.Sum(b)
+	hex.Encode(dst[:], h[:])
+}
+
+// lowerInto copies src into dst (of the same length) with its ASCII
+// letters lower-cased, as asciiLower does.
+func lowerInto(dst, src []byte) {
+	for i, c := range src {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[i] = c
+	}
 }
 
 // errorReply is redis.error_reply(msg): {err=msg} with Redis's code rules.

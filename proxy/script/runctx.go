@@ -66,3 +66,57 @@ func (c *runContext) Err() error {
 	}
 	return c.Context.Err()
 }
+
+// watchThreads makes coroutine.create and coroutine.wrap note that the run
+// created a coroutine (see endRunContext).
+func (v *luaVM) watchThreads(g *lua.LTable) {
+	co, ok := g.RawGetString("coroutine").(*lua.LTable)
+	if !ok {
+		return
+	}
+	for _, name := range []string{"create", "wrap"} {
+		orig, ok := co.RawGetString(name).(*lua.LFunction)
+		if !ok || orig.GFunction == nil {
+			continue
+		}
+		gf := orig.GFunction
+		co.RawSetString(name, v.L.NewFunction(func(L *lua.LState) int {
+			v.threads = true
+			return gf(L)
+		}))
+	}
+}
+
+// close releases the interpreter (SCRIPT FLUSH, FUNCTION FLUSH).
+func (v *luaVM) close() {
+	if v.cancel != nil {
+		v.cancel()
+		v.cctx, v.cancel = nil, nil
+	}
+	v.L.Close()
+}
+
+// newRun returns the interpreter's run context, for the caller to fill
+// (the caller holds runMu).
+func (v *luaVM) newRun() *runCtx { return &v.rcBuf }
+
+// runContext returns the cancellation context of a run, and the function
+// that cancels it.
+func (v *luaVM) runContext() (*runContext, context.CancelFunc) {
+	if v.cctx == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		v.cctx, v.cancel = newRunContext(ctx, v), cancel
+	}
+	return v.cctx, v.cancel
+}
+
+// endRunContext is called at a run's end, once the run is no longer the
+// Engine's current one (no Kill can reach it): the context is dropped if it
+// was cancelled or if coroutines were created under it.
+func (v *luaVM) endRunContext() {
+	if v.cctx != nil && (v.threads || v.cctx.Context.Err() != nil) {
+		v.cancel()
+		v.cctx, v.cancel = nil, nil
+	}
+	v.threads = false
+}

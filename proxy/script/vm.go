@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"math"
 	"strings"
 
@@ -67,6 +68,20 @@ type luaVM struct {
 
 	handler *lua.LFunction // the error handler of top-level calls
 	pcallH  *lua.LFunction // the error handler of pcall
+
+	// Reused by every run (the Engine's runMu serializes them): the run
+	// context (see newRun) and redis.call's argument scratch (scriptArgs).
+	rcBuf   runCtx
+	argBuf  []byte
+	argEnds []int
+	argv    [][]byte
+	// cctx is the cancellation context of runs, kept from one run to the
+	// next until it is cancelled (SCRIPT KILL) or a run created a
+	// coroutine (each coroutine registers a child context in it that
+	// gopher-lua never removes: only cancelling frees them).
+	cctx    *runContext
+	cancel  context.CancelFunc
+	threads bool // a coroutine was created in this run
 }
 
 // roTable describes a proxy: its content and the metatable scripts see.
@@ -121,6 +136,7 @@ func newVM(eng *Engine, kind vmKind) *luaVM {
 	}
 	g := L.G.Global
 	v.gcontent = g
+	v.watchThreads(g)
 	for _, name := range []string{"dofile", "loadfile", "print", "require", "module",
 		"setfenv", "getfenv", "newproxy", "_printregs", "_GOPHER_LUA_VERSION", "package", "channel"} {
 		g.RawSetString(name, lua.LNil)

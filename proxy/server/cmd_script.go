@@ -164,7 +164,7 @@ type scriptHost struct {
 
 // scriptHost readies the server's script client for a script c runs: c's
 // database and transaction. Scripts run one at a time (under the engine's
-// lock), so one client serves them all.
+// lock), so one client and one host serve them all.
 func (s *Server) scriptHost(c *Client) *scriptHost {
 	sc := s.luaClient
 	if sc == nil {
@@ -178,7 +178,9 @@ func (s *Server) scriptHost(c *Client) *scriptHost {
 	sc.mu.Unlock()
 	sc.aclOn.Store(c.aclOn.Load())
 	sc.group, sc.groupErr, sc.txID = c.group, nil, c.txID
-	return &scriptHost{sc: sc, caller: c}
+	h := &s.luaHost // one script runs at a time: no allocation per script
+	*h = scriptHost{sc: sc, caller: c}
+	return h
 }
 
 // OutOfMemory implements script.Host: the server's memory state when the

@@ -116,6 +116,9 @@ var pipelineCommands = []string{
 	"lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop",
 	"sadd", "srem", "spop",
 	"zadd", "zincrby", "zrem", "zpopmin", "zpopmax",
+	// A script or function is one group transaction (runGroup): its
+	// commands read under the lock (cold reads too) and never wait.
+	"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
 }
 
 // initPipelineCommands fills s.pipelined, indexed by command ID.
@@ -198,7 +201,7 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		return nil
 	}
 	var served []*waiter
-	p, err := c.s.engine.Update(func(tx *tiering.Tx) error {
+	step := func(tx *tiering.Tx) error {
 		c.txID = tx.TxID()
 		c.s.trkCur = c
 		defer func() { c.s.trkCur = nil }()
@@ -223,7 +226,17 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 		}
 		served = c.s.blocking.serveReadyFrom(c, tx)
 		return nil
-	})
+	}
+	var p coldstore.Pending
+	var err error
+	if c.inRun { // a pipelined script joins the pipeline's run
+		if held, _ := c.run.Held(); !held {
+			c.runMark = c.mark
+		}
+		p, err = c.run.Update(c.s.engine, step)
+	} else {
+		p, err = c.s.engine.Update(step)
+	}
 	return c.committed(served, p, err, nil)
 }
 

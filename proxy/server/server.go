@@ -54,9 +54,12 @@ type Server struct {
 	// watches are the WATCHed keys (multi.go); guarded by the engine's lock.
 	watches watchRegistry
 	// scripts runs Lua scripts and FUNCTION libraries (cmd_script.go);
-	// luaClient is the client their redis.call commands run as.
+	// luaClient is the client their redis.call commands run as; luaHost
+	// the script.Host handed to the running script (both guarded by the
+	// engine's lock, which a script holds).
 	scripts   *script.Engine
 	luaClient *Client
+	luaHost   scriptHost
 	// abortScript: SHUTDOWN NOSAVE killed the running script, whose writes
 	// must be discarded.
 	abortScript atomic.Bool
