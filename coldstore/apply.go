@@ -15,6 +15,9 @@ type applier struct {
 	// Records the rounds applied and dropped (overwritten in the same
 	// round), and the rounds, for tests.
 	applied, dropped, rounds int64
+	// ix indexes a round's buffer for coalescing when the readers' index
+	// of it was not complete (commitQueue.round).
+	ix pendIndex
 }
 
 // coalesceMin is the fewest batches worth coalescing: below it the round
@@ -29,26 +32,32 @@ const commitBytes = 1 << 20
 
 // applyFrames applies the batches framed in frames, in order, dropping
 // every point record that a later record of the same key in the same
-// round overwrites. last is the queue's index of the round (a key's hash
-// to the offset in frames of the last record of that hash, seeded with
-// seed): a record is dropped when the last record of its hash is another
-// record of the same key (a different key with the same hash keeps it).
+// round overwrites. last is the round's index (a key's hash to the offset
+// in frames of the last record of that hash, seeded with seed), or nil:
+// applyFrames then builds it. A record is dropped when the last record of
+// its hash is another record of the same key (a different key with the
+// same hash keeps it).
 // Dropping it cannot change the result: a Set or Delete replaces whatever
 // the key held, whatever range deletion came between.
 func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.Seed) error {
 	n := 0
 	for rest := frames; len(rest) > 0; n++ {
-		_, r, ok := nextFrame(rest)
+		_, r, ok := splitFrame(rest)
 		if !ok {
 			return fmt.Errorf("coldstore: corrupt pending frame")
 		}
 		rest = r
 	}
 	coalesce := n >= coalesceMin
+	if coalesce && last == nil {
+		a.ix.reset()
+		a.ix.catchUp(frames, seed)
+		last = a.ix.keys
+	}
 	b := a.db.NewBatch()
 	defer func() { b.Close() }()
 	for rest := frames; len(rest) > 0; {
-		repr, r, _ := nextFrame(rest)
+		repr, r, _ := splitFrame(rest)
 		base := len(frames) - len(rest) + frameHeader
 		rest = r
 		rd := batchrepr.Read(repr)

@@ -1,0 +1,184 @@
+package coldstore
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
+)
+
+// pendIndex says what the records of a buffer of batches write: the
+// commit queue's pending buffer (frames, commitq.go), the buffer of the
+// round being applied, or one transaction's own batch (Batch.ownState).
+// It is built lazily: enqueueing a batch costs a slice append under the
+// engine's lock, and the index catches up with the buffer only when a
+// reader needs it (catchUp), so workloads that write without reading the
+// store pay nothing for it; an application round whose buffer was not
+// fully indexed builds its own (applier.applyFrames), off the lock.
+//
+// Not safe for concurrent use: the queue's index is used under the
+// queue's mutex, a Batch's by its one user.
+type pendIndex struct {
+	// keys maps a point key's hash to the offset in the buffer of the
+	// last record of that hash.
+	keys map[uint64]int
+	// ranges are the offsets of the range deletions, in order.
+	ranges []int
+	// ns is the namespace bits (nsBit) of every record indexed, a range
+	// deletion's whole span included.
+	ns uint8
+	// indexed is how much of the buffer is indexed, in bytes.
+	indexed int
+	// odd: a record of an unexpected kind or a malformed one was seen;
+	// every answer is then pendingUnknown.
+	odd bool
+}
+
+// maxPendingRanges bounds the range deletions a point read checks one by
+// one; with more pending, reads of pending state are answered by applying
+// (pendingUnknown).
+const maxPendingRanges = 64
+
+// reset empties the index, for a new buffer.
+func (ix *pendIndex) reset() {
+	clear(ix.keys)
+	ix.ranges = ix.ranges[:0]
+	ix.ns, ix.indexed, ix.odd = 0, 0, false
+}
+
+// catchUp indexes the frames of buf (a run of frames, wlog.go) after the
+// part already indexed.
+func (ix *pendIndex) catchUp(buf []byte, seed maphash.Seed) {
+	for ix.indexed < len(buf) {
+		repr, rest, ok := splitFrame(buf[ix.indexed:])
+		if !ok {
+			ix.odd = true
+			ix.indexed = len(buf)
+			return
+		}
+		ix.add(batchrepr.Read(repr), ix.indexed+frameHeader+batchrepr.HeaderLen, seed)
+		ix.indexed = len(buf) - len(rest)
+	}
+}
+
+// catchUpBatch indexes the records of one batch's representation after
+// the part already indexed (it only grows until the batch is reset).
+func (ix *pendIndex) catchUpBatch(repr []byte, seed maphash.Seed) {
+	if ix.indexed < batchrepr.HeaderLen {
+		ix.indexed = batchrepr.HeaderLen
+	}
+	if ix.indexed >= len(repr) {
+		return
+	}
+	ix.add(batchrepr.Reader(repr[ix.indexed:]), ix.indexed, seed)
+	ix.indexed = len(repr)
+}
+
+// add indexes the records r holds; base is the offset of r's first byte
+// in the indexed buffer.
+func (ix *pendIndex) add(r batchrepr.Reader, base int, seed maphash.Seed) {
+	if ix.keys == nil {
+		ix.keys = make(map[uint64]int)
+	}
+	n := len(r)
+	for {
+		off := base + n - len(r)
+		kind, ukey, value, ok, err := r.Next()
+		if err != nil {
+			ix.odd = true
+			return
+		}
+		if !ok {
+			return
+		}
+		switch kind {
+		case pebble.InternalKeyKindRangeDelete:
+			ix.ranges = append(ix.ranges, off)
+			ix.ns |= nsSpan(ukey, value)
+			continue
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete:
+		default:
+			ix.odd = true
+		}
+		ix.keys[maphash.Bytes(seed, ukey)] = off
+		if len(ukey) > 0 {
+			ix.ns |= nsBit(ukey[0])
+		} else {
+			ix.ns |= nsBitOther
+		}
+	}
+}
+
+// find tells what the indexed records of buf say about key (h is its
+// hash): notPending when none touches it; pendingSet with the value (in
+// buf) when the last one sets it; pendingDel when the last one deletes
+// it, a range deletion included; pendingUnknown when the index cannot
+// tell (a hash collision with another key, too many range deletions, an
+// odd record).
+func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
+	if ix.odd || len(ix.ranges) > maxPendingRanges {
+		return nil, pendingUnknown
+	}
+	pointOff := -1
+	var kind pebble.InternalKeyKind
+	var rest []byte
+	if off, ok := ix.keys[h]; ok {
+		var k []byte
+		kind, k, rest, ok = recordAt(buf, off)
+		if !ok || string(k) != string(key) {
+			return nil, pendingUnknown
+		}
+		pointOff = off
+	}
+	// A range deletion after the key's last point record deletes it.
+	for i := len(ix.ranges) - 1; i >= 0 && ix.ranges[i] > pointOff; i-- {
+		_, start, rest, ok := recordAt(buf, ix.ranges[i])
+		if !ok {
+			return nil, pendingUnknown
+		}
+		_, end, ok := batchrepr.DecodeStr(rest)
+		if !ok {
+			return nil, pendingUnknown
+		}
+		if string(start) <= string(key) && string(key) < string(end) {
+			return nil, pendingDel
+		}
+	}
+	if pointOff < 0 {
+		return nil, notPending
+	}
+	switch kind {
+	case pebble.InternalKeyKindSet:
+		if _, v, ok := batchrepr.DecodeStr(rest); ok {
+			return v, pendingSet
+		}
+	case pebble.InternalKeyKindDelete:
+		return nil, pendingDel
+	}
+	return nil, pendingUnknown
+}
+
+// recordAt decodes the kind and key of the record at offset off of buf,
+// and returns what follows the key (a Set's value, a range deletion's end).
+func recordAt(buf []byte, off int) (pebble.InternalKeyKind, []byte, []byte, bool) {
+	if off < 0 || off >= len(buf) {
+		return 0, nil, nil, false
+	}
+	rest, k, ok := batchrepr.DecodeStr(buf[off+1:])
+	return pebble.InternalKeyKind(buf[off]), k, rest, ok
+}
+
+// splitFrame splits the first frame off p without checking its checksum:
+// for frames built in memory (the queue's buffers), which nothing could
+// have damaged.
+func splitFrame(p []byte) (repr, rest []byte, ok bool) {
+	if len(p) < frameHeader {
+		return nil, p, false
+	}
+	n := int(binary.LittleEndian.Uint32(p[:4]))
+	if n == 0 || n > len(p)-frameHeader {
+		return nil, p, false
+	}
+	return p[frameHeader : frameHeader+n], p[frameHeader+n:], true
+}
