@@ -32,14 +32,12 @@ const commitBytes = 1 << 20
 
 // applyFrames applies the batches framed in frames, in order, dropping
 // every point record that a later record of the same key in the same
-// round overwrites. last is the round's index (a key's hash to the offset
-// in frames of the last record of that hash, seeded with seed), or nil:
-// applyFrames then builds it. A record is dropped when the last record of
-// its hash is another record of the same key (a different key with the
-// same hash keeps it).
-// Dropping it cannot change the result: a Set or Delete replaces whatever
-// the key held, whatever range deletion came between.
-func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.Seed) error {
+// round overwrites (a Set or Delete replaces whatever the key held,
+// whatever range deletion came between, so dropping it cannot change the
+// result). ix is the round's index (pendix.go: it marks the overwritten
+// records), or nil: applyFrames then builds it, unless the round is too
+// small to be worth it.
+func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) error {
 	n := 0
 	for rest := frames; len(rest) > 0; n++ {
 		_, r, ok := splitFrame(rest)
@@ -48,21 +46,20 @@ func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.S
 		}
 		rest = r
 	}
-	coalesce := n >= coalesceMin
-	if coalesce && last == nil {
+	coalesce := n >= coalesceMin || ix != nil
+	if coalesce && ix == nil {
 		a.ix.reset()
 		a.ix.catchUp(frames, seed)
-		last = a.ix.keys
+		ix = &a.ix
 	}
 	b := a.db.NewBatch()
 	defer func() { b.Close() }()
+	rec := 0
 	for rest := frames; len(rest) > 0; {
 		repr, r, _ := splitFrame(rest)
-		base := len(frames) - len(rest) + frameHeader
 		rest = r
 		rd := batchrepr.Read(repr)
-		for {
-			off := base + len(repr) - len(rd)
+		for ; ; rec++ {
 			kind, k, v, ok, err := rd.Next()
 			if err != nil {
 				return fmt.Errorf("coldstore: read pending batch: %w", err)
@@ -70,7 +67,7 @@ func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.S
 			if !ok {
 				break
 			}
-			if coalesce && kind != pebble.InternalKeyKindRangeDelete && overwritten(frames, off, k, last[maphash.Bytes(seed, k)]) {
+			if coalesce && ix.isDropped(rec) {
 				a.dropped++
 				continue
 			}
@@ -99,17 +96,6 @@ func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.S
 		return nil
 	}
 	return commitNoWAL(b)
-}
-
-// overwritten reports whether the record of key k at offset off in frames
-// is followed by another record of k: lastOff, the offset of the last
-// record of k's hash, is later and holds k.
-func overwritten(frames []byte, off int, k []byte, lastOff int) bool {
-	if lastOff <= off || lastOff >= len(frames) {
-		return false
-	}
-	_, lk, ok := batchrepr.DecodeStr(frames[lastOff+1:])
-	return ok && string(lk) == string(k)
 }
 
 // commitNoWAL commits b to Pebble, which runs without a WAL: the write log

@@ -79,14 +79,14 @@ type commitQueue struct {
 	failed atomic.Bool
 
 	applyMu    sync.Mutex // one application round at a time
-	apply      func(frames []byte, last map[uint64]int, seed maphash.Seed) error
+	apply      func(frames []byte, ix *pendIndex, seed maphash.Seed) error
 	log        *wlog
 	applyBytes int
 	kick       chan struct{} // wakes the applier: pend reached applyBytes
 	wake       chan struct{} // wakes the log writer: frames to write
 }
 
-func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, map[uint64]int, maphash.Seed) error) {
+func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, *pendIndex, maphash.Seed) error) {
 	q.cond.L = &q.mu
 	q.seed = maphash.MakeSeed()
 	q.log = log
@@ -264,9 +264,9 @@ func (q *commitQueue) round() error {
 	// The round coalesces with the readers' index of its buffer if they
 	// indexed all of it (no reader changes it then: catchUp has nothing
 	// to do), or builds its own, off the lock.
-	var index map[uint64]int
+	var index *pendIndex
 	if q.applyingIx.indexed == len(take) && !q.applyingIx.odd {
-		index = q.applyingIx.keys
+		index = &q.applyingIx
 	}
 	q.mu.Unlock()
 

@@ -22,7 +22,12 @@ import (
 type pendIndex struct {
 	// keys maps a point key's hash to the offset in the buffer of the
 	// last record of that hash.
-	keys map[uint64]int
+	keys keyTable
+	// records counts the records indexed; dropped has the bit of every
+	// point record (by that count) that a later record of the same key
+	// overwrites, which an application round need not apply.
+	records int
+	dropped []uint64
 	// ranges are the offsets of the range deletions, in order.
 	ranges []int
 	// ns is the namespace bits (nsBit) of every record indexed, a range
@@ -42,9 +47,16 @@ const maxPendingRanges = 64
 
 // reset empties the index, for a new buffer.
 func (ix *pendIndex) reset() {
-	clear(ix.keys)
+	ix.keys.reset()
+	clear(ix.dropped[:min(len(ix.dropped), (ix.records+63)/64)])
 	ix.ranges = ix.ranges[:0]
-	ix.ns, ix.indexed, ix.odd = 0, 0, false
+	ix.ns, ix.indexed, ix.odd, ix.records = 0, 0, false, 0
+}
+
+// isDropped reports whether record number i is overwritten by a later
+// record of its key.
+func (ix *pendIndex) isDropped(i int) bool {
+	return i/64 < len(ix.dropped) && ix.dropped[i/64]&(1<<(i%64)) != 0
 }
 
 // catchUp indexes the frames of buf (a run of frames, wlog.go) after the
@@ -57,7 +69,8 @@ func (ix *pendIndex) catchUp(buf []byte, seed maphash.Seed) {
 			ix.indexed = len(buf)
 			return
 		}
-		ix.add(batchrepr.Read(repr), ix.indexed+frameHeader+batchrepr.HeaderLen, seed)
+		start := ix.indexed + frameHeader + batchrepr.HeaderLen
+		ix.add(buf, start, start+len(repr)-batchrepr.HeaderLen, seed)
 		ix.indexed = len(buf) - len(rest)
 	}
 }
@@ -71,19 +84,15 @@ func (ix *pendIndex) catchUpBatch(repr []byte, seed maphash.Seed) {
 	if ix.indexed >= len(repr) {
 		return
 	}
-	ix.add(batchrepr.Reader(repr[ix.indexed:]), ix.indexed, seed)
+	ix.add(repr, ix.indexed, len(repr), seed)
 	ix.indexed = len(repr)
 }
 
-// add indexes the records r holds; base is the offset of r's first byte
-// in the indexed buffer.
-func (ix *pendIndex) add(r batchrepr.Reader, base int, seed maphash.Seed) {
-	if ix.keys == nil {
-		ix.keys = make(map[uint64]int)
-	}
-	n := len(r)
-	for {
-		off := base + n - len(r)
+// add indexes the records of buf[start:end].
+func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
+	r := batchrepr.Reader(buf[start:end])
+	for ; ; ix.records++ {
+		off := end - len(r)
 		kind, ukey, value, ok, err := r.Next()
 		if err != nil {
 			ix.odd = true
@@ -101,13 +110,26 @@ func (ix *pendIndex) add(r batchrepr.Reader, base int, seed maphash.Seed) {
 		default:
 			ix.odd = true
 		}
-		ix.keys[maphash.Bytes(seed, ukey)] = off
+		if prev, ok := ix.keys.put(maphash.Bytes(seed, ukey), off, ix.records); ok && !ix.odd {
+			// The key's earlier record (not another key's of the same
+			// hash) is overwritten.
+			if _, pk, _, ok := recordAt(buf, prev.off); ok && string(pk) == string(ukey) {
+				ix.drop(prev.rec)
+			}
+		}
 		if len(ukey) > 0 {
 			ix.ns |= nsBit(ukey[0])
 		} else {
 			ix.ns |= nsBitOther
 		}
 	}
+}
+
+func (ix *pendIndex) drop(i int) {
+	for i/64 >= len(ix.dropped) {
+		ix.dropped = append(ix.dropped, 0)
+	}
+	ix.dropped[i/64] |= 1 << (i % 64)
 }
 
 // find tells what the indexed records of buf say about key (h is its
@@ -123,7 +145,8 @@ func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
 	pointOff := -1
 	var kind pebble.InternalKeyKind
 	var rest []byte
-	if off, ok := ix.keys[h]; ok {
+	if e, ok := ix.keys.get(h); ok {
+		off := e.off
 		var k []byte
 		kind, k, rest, ok = recordAt(buf, off)
 		if !ok || string(k) != string(key) {
@@ -181,4 +204,81 @@ func splitFrame(p []byte) (repr, rest []byte, ok bool) {
 		return nil, p, false
 	}
 	return p[frameHeader : frameHeader+n], p[frameHeader+n:], true
+}
+
+// keyTable maps a key's hash to where its last record is: an
+// open-addressing table (linear probing), which costs one probe sequence
+// per record where a Go map lookup and insert cost two, and is cleared,
+// not freed, between rounds.
+type keyTable struct {
+	slots []keySlot // a power of two long, at most half full
+	n     int
+}
+
+// keySlot is one entry; h == 0 marks a free slot (a hash of 0 is stored
+// as 1).
+type keySlot struct {
+	h        uint64
+	off, rec int32
+}
+
+// keyLoc is where a key's record is: its offset and its record number.
+type keyLoc struct{ off, rec int }
+
+func (t *keyTable) reset() {
+	if t.n == 0 {
+		return
+	}
+	clear(t.slots)
+	t.n = 0
+}
+
+// put maps h to (off, rec) and returns what it mapped before, if anything.
+func (t *keyTable) put(h uint64, off, rec int) (keyLoc, bool) {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	h = max(h, 1)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch s.h {
+		case 0:
+			*s = keySlot{h: h, off: int32(off), rec: int32(rec)}
+			t.n++
+			return keyLoc{}, false
+		case h:
+			prev := keyLoc{int(s.off), int(s.rec)}
+			s.off, s.rec = int32(off), int32(rec)
+			return prev, true
+		}
+	}
+}
+
+// get returns what h maps to.
+func (t *keyTable) get(h uint64) (keyLoc, bool) {
+	if t.n == 0 {
+		return keyLoc{}, false
+	}
+	h = max(h, 1)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s := &t.slots[i]; s.h {
+		case 0:
+			return keyLoc{}, false
+		case h:
+			return keyLoc{int(s.off), int(s.rec)}, true
+		}
+	}
+}
+
+func (t *keyTable) grow() {
+	old := t.slots
+	t.slots = make([]keySlot, max(16, 2*len(old)))
+	t.n = 0
+	for _, s := range old {
+		if s.h != 0 {
+			t.put(s.h, int(s.off), int(s.rec))
+		}
+	}
 }
