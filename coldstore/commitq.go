@@ -123,20 +123,33 @@ func nsBit(b byte) uint8 {
 }
 
 // nsSpan returns the namespace bits of every key in [lower, upper) (an
-// empty upper: no bound), with nsBitOther always set.
+// empty upper: no bound): nsBitOther only when the span holds first bytes
+// that are no namespace (a range inside the data namespace is nsBitData
+// alone, so that a pending range deletion there leaves iterators of other
+// structures alone: pendIndex.touches).
 func nsSpan(lower, upper []byte) uint8 {
-	lo, hi := byte(0), byte(0xff)
+	lo, hi := 0, 0xff
 	if len(lower) > 0 {
-		lo = lower[0]
+		lo = int(lower[0])
 	}
 	if len(upper) > 0 {
-		hi = upper[0]
-	}
-	bits := nsBitOther
-	for _, b := range [...]byte{codec.NSData, codec.NSGarbage, codec.NSMeta, codec.NSSystem, codec.NSExpiry} {
-		if b >= lo && b <= hi {
-			bits |= nsBit(b)
+		hi = int(upper[0])
+		if len(upper) == 1 {
+			hi-- // upper itself is excluded, and every key after it
 		}
+	}
+	if hi < lo {
+		return 0
+	}
+	bits, known := uint8(0), 0
+	for _, b := range [...]byte{codec.NSData, codec.NSGarbage, codec.NSMeta, codec.NSSystem, codec.NSExpiry} {
+		if int(b) >= lo && int(b) <= hi {
+			bits |= nsBit(b)
+			known++
+		}
+	}
+	if known < hi-lo+1 {
+		bits |= nsBitOther
 	}
 	return bits
 }
@@ -360,21 +373,18 @@ func (q *commitQueue) lookup(key []byte, h uint64, buf []byte) ([]byte, pendingS
 }
 
 // waitRange returns once an iterator over [lower, upper) sees every batch
-// queued so far: at once unless a pending batch touches a namespace in
-// that span (a range deletion: any namespace its span covers).
+// queued so far: at once unless a pending record may change what it sees
+// (pendIndex.touches: a record of a namespace in that span, or, for an
+// iterator inside one data structure, a record of that structure or a
+// range deletion overlapping it).
 func (q *commitQueue) waitRange(lower, upper []byte) error {
 	if q.idle() {
 		return nil
 	}
 	span := nsSpan(lower, upper)
 	q.mu.Lock()
-	q.pendIx.catchUp(q.pend, q.seed)
-	ns, odd := q.pendIx.ns, q.pendIx.odd
-	if q.applyingBuf != nil {
-		q.applyingIx.catchUp(q.applyingBuf, q.seed)
-		ns, odd = ns|q.applyingIx.ns, odd || q.applyingIx.odd
-	}
-	hit := ns&span != 0 || odd || q.err != nil
+	hit := q.err != nil || q.pendIx.touches(q.pend, lower, upper, span, q.seed) ||
+		q.applyingBuf != nil && q.applyingIx.touches(q.applyingBuf, lower, upper, span, q.seed)
 	q.mu.Unlock()
 	if !hit {
 		return nil

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/batchrepr"
+
+	"github.com/spillway/spillway/codec"
 )
 
 // pendIndex says what the records of a buffer of batches write: the
@@ -38,6 +40,14 @@ type pendIndex struct {
 	// odd: a record of an unexpected kind or a malformed one was seen;
 	// every answer is then pendingUnknown.
 	odd bool
+
+	// For iterators, indexed apart (only when an iterator needs it): the
+	// hashes of the structure prefixes (structPrefix) of the data records
+	// in the first structsIndexed bytes of the buffer; structsAll when a
+	// data key had no such prefix (every data iterator waits).
+	structs        keyTable
+	structsIndexed int
+	structsAll     bool
 }
 
 // maxPendingRanges bounds the range deletions a point read checks one by
@@ -51,6 +61,8 @@ func (ix *pendIndex) reset() {
 	clear(ix.dropped[:min(len(ix.dropped), (ix.records+63)/64)])
 	ix.ranges = ix.ranges[:0]
 	ix.ns, ix.indexed, ix.odd, ix.records = 0, 0, false, 0
+	ix.structs.reset()
+	ix.structsIndexed, ix.structsAll = 0, false
 }
 
 // isDropped reports whether record number i is overwritten by a later
@@ -180,6 +192,105 @@ func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
 		return nil, pendingDel
 	}
 	return nil, pendingUnknown
+}
+
+// touches reports whether the indexed records of buf (a run of frames)
+// may change what an iterator over [lower, upper) sees; span is the
+// namespaces of that range (nsSpan). An iterator inside one data
+// structure (structPrefix) only meets the records of that structure and
+// the range deletions overlapping it: reading a cold hash while other
+// structures are written needs no round.
+func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.Seed) bool {
+	ix.catchUp(buf, seed)
+	hits := ix.ns & span
+	if ix.odd {
+		return true
+	}
+	if hits == 0 {
+		return false
+	}
+	p, ok := structPrefix(lower)
+	if !ok || hits != nsBitData || len(upper) == 0 || !inStruct(p, upper) || len(ix.ranges) > maxPendingRanges {
+		return true
+	}
+	ix.catchUpStructs(buf, seed)
+	if ix.structsAll {
+		return true
+	}
+	if _, ok := ix.structs.get(maphash.Bytes(seed, p)); ok {
+		return true
+	}
+	for _, off := range ix.ranges {
+		_, start, rest, ok := recordAt(buf, off)
+		if !ok {
+			return true
+		}
+		_, end, ok := batchrepr.DecodeStr(rest)
+		if !ok || string(start) < string(upper) && string(lower) < string(end) {
+			return true
+		}
+	}
+	return false
+}
+
+// catchUpStructs indexes the structure prefixes of the data records of
+// buf after the part already indexed for them.
+func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
+	for ix.structsIndexed < len(buf) {
+		repr, rest, ok := splitFrame(buf[ix.structsIndexed:])
+		if !ok {
+			ix.structsAll = true
+			ix.structsIndexed = len(buf)
+			return
+		}
+		ix.structsIndexed = len(buf) - len(rest)
+		r := batchrepr.Read(repr)
+		for {
+			kind, ukey, _, ok, err := r.Next()
+			if err != nil {
+				ix.structsAll = true
+				return
+			}
+			if !ok {
+				break
+			}
+			if kind == pebble.InternalKeyKindRangeDelete || len(ukey) == 0 || ukey[0] != codec.NSData {
+				continue
+			}
+			p, ok := structPrefix(ukey)
+			if !ok {
+				ix.structsAll = true
+				continue
+			}
+			ix.structs.put(maphash.Bytes(seed, p), 0, 0)
+		}
+	}
+}
+
+// structPrefix returns the prefix of data key k that one structure's
+// records of one kind share: 'd' | db | keylen | key | version | tag
+// (codec's data keys); ok is false when k is not that long.
+func structPrefix(k []byte) ([]byte, bool) {
+	const fixed = 1 + 1 + 4
+	if len(k) < fixed || k[0] != codec.NSData {
+		return nil, false
+	}
+	n := fixed + uint64(binary.BigEndian.Uint32(k[2:fixed])) + 8 + 1
+	if uint64(len(k)) < n {
+		return nil, false
+	}
+	return k[:n], true
+}
+
+// inStruct reports whether upper, an iterator's exclusive upper bound,
+// keeps it inside the keys starting with p: upper starts with p, or is
+// the first key after them (p with its last byte below 0xff incremented).
+func inStruct(p, upper []byte) bool {
+	if len(upper) >= len(p) && string(upper[:len(p)]) == string(p) {
+		return true
+	}
+	end, ok := codec.AppendPrefixEnd(nil, p)
+	return ok && string(upper) <= string(end)
 }
 
 // recordAt decodes the kind and key of the record at offset off of buf,

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/codec"
 )
 
 // crash stops s as a kill -9 would leave it once the log writer has
@@ -433,4 +436,107 @@ func testPendingReads(t *testing.T, concurrent bool) {
 		t.Fatal(err)
 	}
 	m.check(t, s, "end")
+}
+
+// TestStructIteratorsMatchModel: iterators inside one data structure see
+// every pending write of it (records and range deletions) and agree with
+// a model, while writes pending for other structures do not make them
+// wait for a round.
+func TestStructIteratorsMatchModel(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	rng := rand.New(rand.NewPCG(9, 10))
+	m := model{}
+	names := []string{"alpha", "beta", "gamma", "delta"}
+	prefix := func(i int) []byte { return codec.AppendFieldPrefix(nil, 0, []byte(names[i]), 1) }
+	key := func(i int) []byte {
+		return codec.AppendFieldKey(nil, 0, []byte(names[i]), 1, fmt.Appendf(nil, "f%02d", rng.IntN(30)))
+	}
+	b := s.NewBatch()
+	noWait := 0
+	for i := range 600 {
+		st := rng.IntN(len(names))
+		ops := 1 + rng.IntN(3)
+		rangeOnly := rng.IntN(8) == 0 // a batch of one range deletion
+		if rangeOnly {
+			ops = 1
+		}
+		for range ops {
+			r := rng.IntN(20)
+			if rangeOnly {
+				r = 19
+			}
+			switch {
+			case r < 13:
+				k, v := key(st), fmt.Sprintf("v%d", i)
+				if err := b.Set(k, []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				m[string(k)] = v
+			case r < 19:
+				k := key(st)
+				if err := b.Delete(k); err != nil {
+					t.Fatal(err)
+				}
+				delete(m, string(k))
+			default:
+				lo, hi := key(st), key(st)
+				if rng.IntN(2) == 0 {
+					lo, hi = prefix(st), codec.PrefixEnd(prefix(st))
+				} else if bytes.Compare(lo, hi) > 0 {
+					lo, hi = hi, lo
+				}
+				if err := b.DeleteRange(lo, hi); err != nil {
+					t.Fatal(err)
+				}
+				for k := range m {
+					if k >= string(lo) && k < string(hi) {
+						delete(m, k)
+					}
+				}
+			}
+		}
+		if _, err := b.Enqueue(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Drain(); err != nil {
+			t.Fatal(err)
+		}
+		// Iterate a structure, often another one than the one written.
+		it := rng.IntN(len(names))
+		if rangeOnly && rng.IntN(2) == 0 {
+			it = st
+		}
+		lo := prefix(it)
+		before := s.q.applied.Load()
+		iter, err := s.NewIter(lo, codec.PrefixEnd(lo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.q.applied.Load() == before {
+			noWait++
+		}
+		n := 0
+		for valid := iter.First(); valid; valid = iter.Next() {
+			k := string(iter.Key())
+			if want, ok := m[k]; !ok || want != string(iter.Value()) {
+				t.Fatalf("step %d, %s: %q = %q, want %q (present %v)", i, names[it], k, iter.Value(), want, ok)
+			}
+			n++
+		}
+		iter.Close()
+		want := 0
+		for k := range m {
+			if strings.HasPrefix(k, string(lo)) {
+				want++
+			}
+		}
+		if n != want {
+			t.Fatalf("step %d, %s: %d records, want %d", i, names[it], n, want)
+		}
+	}
+	if noWait < 100 {
+		t.Fatalf("only %d of 600 iterators over a structure started without a round", noWait)
+	}
+	t.Logf("%d of 600 iterators started without a round", noWait)
 }
