@@ -402,15 +402,24 @@ func (q *commitQueue) awaitWriter() {
 }
 
 // releaseWriter ends the caller's turn as the log's writer (taken under
-// awaitWriter), recording err, if any, as the sticky error.
+// awaitWriter), recording err, if any, as the sticky error. Batches
+// queued during the turn, whose drains found the turn taken and left
+// them, go to the log writer.
 func (q *commitQueue) releaseWriter(err error) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.writing = false
 	if err != nil {
 		q.fail(err)
 	}
+	left := q.written < len(q.pend) && q.err == nil
 	q.cond.Broadcast()
+	q.mu.Unlock()
+	if left {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // rotateIdle closes the log's current segment if it holds anything and
