@@ -199,25 +199,26 @@ func (q *commitQueue) idle() bool {
 	return q.applied.Load() >= q.queued.Load() && !q.failed.Load()
 }
 
-// drain writes the pending frames to the log, in the caller's goroutine
-// (one write for everything queued meanwhile, everyone's: a drain that
-// finds another goroutine writing leaves its frames to it), so that a
-// write is in the log, as Redis's AOF is written, before its reply goes
-// out, and without handing it to another goroutine: waking the log
-// writer for each unpipelined write cost a wake-up per write. A writer
-// that kept finding new frames hands the rest to the log writer
-// (writeLoop) after drainPasses writes, so that its own reply is not held
-// back by everyone else's. drain applies itself when the applier cannot
-// keep up (4 x applyBytes pending), so that writers feel a store that
-// falls behind instead of queueing without bound, and kicks the applier
-// when a round's worth is pending. It returns the sticky error.
+// drain has the pending frames written to the log: it wakes the log
+// writer (writeLoop), which writes everything queued meanwhile in one
+// write, as Pebble's own log writer did. It applies itself when the
+// applier cannot keep up (4 x applyBytes pending), so that writers feel a
+// store that falls behind instead of queueing without bound, and kicks
+// the applier when a round's worth is pending. It returns the sticky
+// error.
 func (q *commitQueue) drain() error {
-	if err := q.writeOut(drainPasses); err != nil {
+	q.mu.Lock()
+	pending, unwritten, err := len(q.pend), q.written < len(q.pend) && !q.writing, q.err
+	q.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	q.mu.Lock()
-	pending := len(q.pend)
-	q.mu.Unlock()
+	if unwritten {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
 	switch {
 	case pending >= 4*q.applyBytes:
 		return q.round()
@@ -230,23 +231,17 @@ func (q *commitQueue) drain() error {
 	return nil
 }
 
-// drainPasses bounds the log writes a drain makes before it hands what
-// keeps coming to the log writer.
-const drainPasses = 2
-
 // writeOut writes the pending frames to the log unless another goroutine
-// is writing them, in at most passes writes (0: until nothing is left);
-// what is left then is the log writer's, woken for it. It returns the
+// is writing them (it writes until nothing is left). It returns the
 // sticky error.
-func (q *commitQueue) writeOut(passes int) error {
+func (q *commitQueue) writeOut() error {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.writing || q.written == len(q.pend) {
-		err := q.err
-		q.mu.Unlock()
-		return err
+		return q.err
 	}
 	q.writing = true
-	for n := 0; q.written < len(q.pend) && q.err == nil && (passes == 0 || n < passes); n++ {
+	for q.written < len(q.pend) && q.err == nil {
 		chunk, end, last := q.pend[q.written:], len(q.pend), q.queued.Load()
 		q.mu.Unlock()
 		err := q.log.write(chunk, last)
@@ -257,19 +252,9 @@ func (q *commitQueue) writeOut(passes int) error {
 		}
 		q.written = end
 	}
-	handOff := q.written < len(q.pend) && q.err == nil
 	q.writing = false
 	q.cond.Broadcast()
-	err := q.err
-	q.mu.Unlock()
-	if handOff {
-		// After writing is cleared: the log writer finds the turn free.
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
-	}
-	return err
+	return q.err
 }
 
 // round applies everything pending: it takes the pending buffer (a new
@@ -442,7 +427,7 @@ func (q *commitQueue) rotateIdle() error {
 // error.
 func (q *commitQueue) waitWritten(n uint64) error {
 	for q.log.written.Load() < n {
-		if err := q.writeOut(0); err != nil {
+		if err := q.writeOut(); err != nil {
 			return err
 		}
 		q.mu.Lock()
@@ -480,7 +465,7 @@ func (s *Store) writeLoop() {
 		case <-s.stop:
 			return
 		case <-s.q.wake:
-			if err := s.q.writeOut(0); err != nil {
+			if err := s.q.writeOut(); err != nil {
 				s.logger.Error("writing the write log failed", "err", err)
 			}
 		}
