@@ -308,7 +308,7 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	if _, err := s.q.enqueue(pb); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
-	if err := s.q.drain(); err != nil {
+	if err := s.q.drain(false); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
 	return n, nil

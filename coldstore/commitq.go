@@ -201,19 +201,23 @@ func (q *commitQueue) idle() bool {
 
 // drain has the pending frames written to the log: it wakes the log
 // writer (writeLoop), which writes everything queued meanwhile in one
-// write, as Pebble's own log writer did. It applies itself when the
-// applier cannot keep up (4 x applyBytes pending), so that writers feel a
-// store that falls behind instead of queueing without bound, and kicks
-// the applier when a round's worth is pending. It returns the sticky
-// error.
-func (q *commitQueue) drain() error {
+// write, as Pebble's own log writer did; unless waited is set: the caller
+// is about to wait for its batch to be durable (Pending.Wait, under
+// appendfsync always), and that wait writes the log itself, in one write
+// for everyone's frames, so a wake-up of the log writer would only add a
+// hand-off (writer woken, then the waiter woken by it). It applies itself
+// when the applier cannot keep up (4 x applyBytes pending), so that
+// writers feel a store that falls behind instead of queueing without
+// bound, and kicks the applier when a round's worth is pending. It
+// returns the sticky error.
+func (q *commitQueue) drain(waited bool) error {
 	q.mu.Lock()
 	pending, unwritten, err := len(q.pend), q.written < len(q.pend) && !q.writing, q.err
 	q.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if unwritten {
+	if unwritten && !waited {
 		select {
 		case q.wake <- struct{}{}:
 		default:
@@ -444,7 +448,8 @@ func (q *commitQueue) waitWritten(n uint64) error {
 }
 
 // Drain has the batches enqueued so far (Batch.Enqueue) written to the
-// write log by the log writer; the engine calls it after releasing its
+// write log by the log writer (under FsyncAlways, by the Pending.Wait
+// that follows: see drain); the engine calls it after releasing its
 // lock. It returns the error of a
 // failed log write or application, which is sticky: every later commit
 // and read returns it too. When Pebble falls behind (4 x applyBytes
@@ -454,7 +459,10 @@ func (s *Store) Drain() error {
 	if s.log.written.Load() >= s.q.queued.Load() && !s.q.failed.Load() {
 		return nil
 	}
-	return s.q.drain()
+	// Under appendfsync always the caller waits on its Pending, which
+	// writes the log; a batch nobody waits on (the engine's own writes)
+	// is written by the next wait, or by the round that applies it.
+	return s.q.drain(s.FsyncPolicy() == FsyncAlways)
 }
 
 // writeLoop is the log writer: woken by Drain, it writes what is pending.
