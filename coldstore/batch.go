@@ -181,10 +181,12 @@ func (p Pending) Wait() error {
 
 // Enqueue commits the batch: it takes its place in the store's commit
 // order now (the caller holds the engine's lock, whose order is the
-// writes' order), is written to the write log by the next Drain, which the
-// caller runs after releasing its lock, and applied to Pebble later; a
-// read of what it writes waits for that (see commitq.go). Under FsyncAlways the returned Pending
-// must be waited on before the write is acknowledged; under the other
+// writes' order), is written to the write log after the next Drain, which
+// the caller runs after releasing its lock (under FsyncAlways, by the
+// returned Pending's Wait), and applied to Pebble later; reads see it at
+// once (answered from the queue, or after a round: see commitq.go).
+// Under FsyncAlways the returned Pending must be waited on before the
+// write is acknowledged; under the other
 // policies it is zero. The Batch is empty and reusable afterwards,
 // whatever the outcome.
 func (b *Batch) Enqueue() (Pending, error) {

@@ -14,9 +14,9 @@ import (
 // under its lock, and the order of those commits is the order of the
 // writes. Enqueue copies the batch into the queue's pending buffer, in
 // that order, as the frame the write log (wlog.go) will hold; Drain,
-// called after the lock is released, writes what is pending to the log
-// (one write for everything queued meanwhile: whoever drains writes
-// everyone's). A logged batch is durable as the fsync policy promises;
+// called after the lock is released, has the log writer write what is
+// pending (one write for everything queued meanwhile; under appendfsync
+// always the waiting connection writes it: drain). A logged batch is durable as the fsync policy promises;
 // Pebble gets it later: an application round takes the whole pending
 // buffer, drops every point record a later record of the same key
 // overwrites (a counter incremented a thousand times is applied once) and
@@ -39,10 +39,12 @@ import (
 // records of the key, if any, come first: Store.readPoint). What the
 // pending batches write is indexed lazily (pendix.go): enqueueing is a
 // slice append under the engine's lock, and the index catches up when a
-// reader needs it. An iterator over a namespace a pending batch touches
-// waits until everything queued before it is applied (waitRange), and so
-// does a point read the index cannot answer (a hash collision, too many
-// pending range deletions). The common cases cost one atomic comparison
+// reader needs it. An iterator waits until everything queued before it
+// is applied (waitRange) only when a pending record may change what it
+// sees (inside one data structure: a record of that structure, or a
+// range deletion overlapping it; elsewhere: a record of a namespace it
+// spans), and so does a point read the index cannot answer (a hash
+// collision, too many pending range deletions). The common cases cost one atomic comparison
 // (nothing pending) or one hash lookup. Snapshots, flushes and the
 // synchronous writes wait for everything.
 
