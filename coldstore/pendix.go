@@ -336,11 +336,18 @@ type keySlot struct {
 // keyLoc is where a key's record is: its offset and its record number.
 type keyLoc struct{ off, rec int }
 
+// reset empties the table. A table far bigger than what it last held (a
+// burst's) is dropped rather than cleared, so that it does not hold its
+// memory, outside the budget, for good.
 func (t *keyTable) reset() {
 	if t.n == 0 {
 		return
 	}
-	clear(t.slots)
+	if len(t.slots) > 1<<16 && 8*t.n < len(t.slots) {
+		t.slots = nil
+	} else {
+		clear(t.slots)
+	}
 	t.n = 0
 }
 
