@@ -32,19 +32,25 @@ type pendIndex struct {
 	dropped []uint64
 	// ranges are the offsets of the range deletions, in order.
 	ranges []int
-	// ns is the namespace bits (nsBit) of every record indexed, a range
-	// deletion's whole span included.
-	ns uint8
 	// indexed is how much of the buffer is indexed, in bytes.
 	indexed int
 	// odd: a record of an unexpected kind or a malformed one was seen;
 	// every answer is then pendingUnknown.
 	odd bool
 
-	// For iterators, indexed apart (only when an iterator needs it): the
-	// hashes of the structure prefixes (structPrefix) of the data records
-	// in the first structsIndexed bytes of the buffer; structsAll when a
-	// data key had no such prefix (every data iterator waits).
+	// For iterators, indexed apart, and only when an iterator needs it
+	// (an iterator over the expiry index need not pay for the point
+	// keys' table): span* for the first spanIndexed bytes of the buffer,
+	// the namespace bits (nsBit) of every record, a range deletion's
+	// whole span included, the range deletions' offsets, and whether a
+	// record was odd; and the hashes of the structure prefixes
+	// (structPrefix) of the data records in the first structsIndexed
+	// bytes; structsAll when a data key had no such prefix (every data
+	// iterator waits).
+	spanNs         uint8
+	spanRanges     []int
+	spanOdd        bool
+	spanIndexed    int
 	structs        keyTable
 	structsIndexed int
 	structsAll     bool
@@ -60,7 +66,8 @@ func (ix *pendIndex) reset() {
 	ix.keys.reset()
 	clear(ix.dropped[:min(len(ix.dropped), (ix.records+63)/64)])
 	ix.ranges = ix.ranges[:0]
-	ix.ns, ix.indexed, ix.odd, ix.records = 0, 0, false, 0
+	ix.indexed, ix.odd, ix.records = 0, false, 0
+	ix.spanNs, ix.spanRanges, ix.spanOdd, ix.spanIndexed = 0, ix.spanRanges[:0], false, 0
 	ix.structs.reset()
 	ix.structsIndexed, ix.structsAll = 0, false
 }
@@ -105,7 +112,7 @@ func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
 	r := batchrepr.Reader(buf[start:end])
 	for ; ; ix.records++ {
 		off := end - len(r)
-		kind, ukey, value, ok, err := r.Next()
+		kind, ukey, _, ok, err := r.Next()
 		if err != nil {
 			ix.odd = true
 			return
@@ -116,7 +123,6 @@ func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
 		switch kind {
 		case pebble.InternalKeyKindRangeDelete:
 			ix.ranges = append(ix.ranges, off)
-			ix.ns |= nsSpan(ukey, value)
 			continue
 		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete:
 		default:
@@ -128,11 +134,6 @@ func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
 			if _, pk, _, ok := recordAt(buf, prev.off); ok && string(pk) == string(ukey) {
 				ix.drop(prev.rec)
 			}
-		}
-		if len(ukey) > 0 {
-			ix.ns |= nsBit(ukey[0])
-		} else {
-			ix.ns |= nsBitOther
 		}
 	}
 }
@@ -201,16 +202,16 @@ func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
 // the range deletions overlapping it: reading a cold hash while other
 // structures are written needs no round.
 func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.Seed) bool {
-	ix.catchUp(buf, seed)
-	hits := ix.ns & span
-	if ix.odd {
+	ix.catchUpSpans(buf)
+	hits := ix.spanNs & span
+	if ix.spanOdd {
 		return true
 	}
 	if hits == 0 {
 		return false
 	}
 	p, ok := structPrefix(lower)
-	if !ok || hits != nsBitData || len(upper) == 0 || !inStruct(p, upper) || len(ix.ranges) > maxPendingRanges {
+	if !ok || hits != nsBitData || len(upper) == 0 || !inStruct(p, upper) || len(ix.spanRanges) > maxPendingRanges {
 		return true
 	}
 	ix.catchUpStructs(buf, seed)
@@ -220,7 +221,7 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 	if _, ok := ix.structs.get(maphash.Bytes(seed, p)); ok {
 		return true
 	}
-	for _, off := range ix.ranges {
+	for _, off := range ix.spanRanges {
 		_, start, rest, ok := recordAt(buf, off)
 		if !ok {
 			return true
@@ -231,6 +232,45 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 		}
 	}
 	return false
+}
+
+// catchUpSpans notes the namespaces and range deletions of the records
+// of buf after the part already scanned for them.
+func (ix *pendIndex) catchUpSpans(buf []byte) {
+	for ix.spanIndexed < len(buf) {
+		repr, rest, ok := splitFrame(buf[ix.spanIndexed:])
+		if !ok {
+			ix.spanOdd = true
+			ix.spanIndexed = len(buf)
+			return
+		}
+		start := ix.spanIndexed + frameHeader + batchrepr.HeaderLen
+		end := start + len(repr) - batchrepr.HeaderLen
+		ix.spanIndexed = len(buf) - len(rest)
+		r := batchrepr.Reader(buf[start:end])
+		for {
+			off := end - len(r)
+			kind, ukey, value, ok, err := r.Next()
+			if err != nil {
+				ix.spanOdd = true
+				return
+			}
+			if !ok {
+				break
+			}
+			switch {
+			case kind == pebble.InternalKeyKindRangeDelete:
+				ix.spanRanges = append(ix.spanRanges, off)
+				ix.spanNs |= nsSpan(ukey, value)
+			case kind != pebble.InternalKeyKindSet && kind != pebble.InternalKeyKindDelete:
+				ix.spanOdd = true
+			case len(ukey) > 0:
+				ix.spanNs |= nsBit(ukey[0])
+			default:
+				ix.spanNs |= nsBitOther
+			}
+		}
+	}
 }
 
 // catchUpStructs indexes the structure prefixes of the data records of
