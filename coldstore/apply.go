@@ -15,6 +15,9 @@ type applier struct {
 	// Records the rounds applied and dropped (overwritten in the same
 	// round), and the rounds, for tests.
 	applied, dropped, rounds int64
+	// ix indexes a round's buffer for coalescing when the readers' index
+	// of it was not complete (commitQueue.round).
+	ix pendIndex
 }
 
 // coalesceMin is the fewest batches worth coalescing: below it the round
@@ -29,31 +32,34 @@ const commitBytes = 1 << 20
 
 // applyFrames applies the batches framed in frames, in order, dropping
 // every point record that a later record of the same key in the same
-// round overwrites. last is the queue's index of the round (a key's hash
-// to the offset in frames of the last record of that hash, seeded with
-// seed): a record is dropped when the last record of its hash is another
-// record of the same key (a different key with the same hash keeps it).
-// Dropping it cannot change the result: a Set or Delete replaces whatever
-// the key held, whatever range deletion came between.
-func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.Seed) error {
+// round overwrites (a Set or Delete replaces whatever the key held,
+// whatever range deletion came between, so dropping it cannot change the
+// result). ix is the round's index (pendix.go: it marks the overwritten
+// records), or nil: applyFrames then builds it, unless the round is too
+// small to be worth it.
+func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) error {
 	n := 0
 	for rest := frames; len(rest) > 0; n++ {
-		_, r, ok := nextFrame(rest)
+		_, r, ok := splitFrame(rest)
 		if !ok {
 			return fmt.Errorf("coldstore: corrupt pending frame")
 		}
 		rest = r
 	}
-	coalesce := n >= coalesceMin
+	coalesce := n >= coalesceMin || ix != nil
+	if coalesce && ix == nil {
+		a.ix.reset()
+		a.ix.catchUp(frames, seed)
+		ix = &a.ix
+	}
 	b := a.db.NewBatch()
 	defer func() { b.Close() }()
+	rec := 0
 	for rest := frames; len(rest) > 0; {
-		repr, r, _ := nextFrame(rest)
-		base := len(frames) - len(rest) + frameHeader
+		repr, r, _ := splitFrame(rest)
 		rest = r
 		rd := batchrepr.Read(repr)
-		for {
-			off := base + len(repr) - len(rd)
+		for ; ; rec++ {
 			kind, k, v, ok, err := rd.Next()
 			if err != nil {
 				return fmt.Errorf("coldstore: read pending batch: %w", err)
@@ -61,7 +67,7 @@ func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.S
 			if !ok {
 				break
 			}
-			if coalesce && kind != pebble.InternalKeyKindRangeDelete && overwritten(frames, off, k, last[maphash.Bytes(seed, k)]) {
+			if coalesce && ix.isDropped(rec) {
 				a.dropped++
 				continue
 			}
@@ -90,17 +96,6 @@ func (a *applier) applyFrames(frames []byte, last map[uint64]int, seed maphash.S
 		return nil
 	}
 	return commitNoWAL(b)
-}
-
-// overwritten reports whether the record of key k at offset off in frames
-// is followed by another record of k: lastOff, the offset of the last
-// record of k's hash, is later and holds k.
-func overwritten(frames []byte, off int, k []byte, lastOff int) bool {
-	if lastOff <= off || lastOff >= len(frames) {
-		return false
-	}
-	_, lk, ok := batchrepr.DecodeStr(frames[lastOff+1:])
-	return ok && string(lk) == string(k)
 }
 
 // commitNoWAL commits b to Pebble, which runs without a WAL: the write log

@@ -16,6 +16,9 @@ type Batch struct {
 	b    *pebble.Batch // indexed; nil until the first write
 	kbuf []byte
 	vbuf []byte
+	// ix indexes b's records, lazily: built by a read of a key the
+	// commit queue holds pending writes of (ownState), reset with b.
+	ix pendIndex
 }
 
 // NewBatch returns an empty batch.
@@ -42,7 +45,7 @@ func (b *Batch) getter() getter {
 // is copied into buf (returned for reuse) and m aliases it.
 func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte, bool, error) {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
-	buf, found, err := b.s.readPoint(b.getter(), b.kbuf, buf, !b.Empty(), false)
+	buf, found, err := b.s.readPoint(b.getter(), b.kbuf, buf, b, false)
 	if err != nil || !found {
 		return buf, false, err
 	}
@@ -54,13 +57,13 @@ func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte
 
 // GetData reads one data record (already encoded key), seeing this batch.
 func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
-	return b.s.readPoint(b.getter(), key, buf, !b.Empty(), false)
+	return b.s.readPoint(b.getter(), key, buf, b, false)
 }
 
 // ProbeData is GetData for a record that probably does not exist: it
 // consults every level's bloom filter first (see probeInto).
 func (b *Batch) ProbeData(key, buf []byte) ([]byte, bool, error) {
-	return b.s.readPoint(b.getter(), key, buf, !b.Empty(), true)
+	return b.s.readPoint(b.getter(), key, buf, b, true)
 }
 
 // NewIter returns an iterator over [lower, upper) that sees the committed
@@ -178,10 +181,12 @@ func (p Pending) Wait() error {
 
 // Enqueue commits the batch: it takes its place in the store's commit
 // order now (the caller holds the engine's lock, whose order is the
-// writes' order), is written to the write log by the next Drain, which the
-// caller runs after releasing its lock, and applied to Pebble later; a
-// read of what it writes waits for that (see commitq.go). Under FsyncAlways the returned Pending
-// must be waited on before the write is acknowledged; under the other
+// writes' order), is written to the write log after the next Drain, which
+// the caller runs after releasing its lock (under FsyncAlways, by the
+// returned Pending's Wait), and applied to Pebble later; reads see it at
+// once (answered from the queue, or after a round: see commitq.go).
+// Under FsyncAlways the returned Pending must be waited on before the
+// write is acknowledged; under the other
 // policies it is zero. The Batch is empty and reusable afterwards,
 // whatever the outcome.
 func (b *Batch) Enqueue() (Pending, error) {
@@ -194,6 +199,7 @@ func (b *Batch) Enqueue() (Pending, error) {
 		pb.Close()
 		return Pending{}, nil
 	}
+	b.ix.reset()
 	n, err := b.s.q.enqueue(pb)
 	if err != nil {
 		return Pending{}, err
@@ -221,12 +227,29 @@ func (b *Batch) Abort() {
 		b.b.Close()
 		b.b = nil
 	}
+	b.ix.reset()
+}
+
+// ownState tells whether the batch's own writes decide what a read of key
+// (h: its hash with the queue's seed) sees: pendingSet or pendingDel
+// (without the value: reading through the indexed batch returns it) when
+// one of its records sets or deletes the key, a range deletion included;
+// notPending when none touches it; pendingUnknown when its index cannot
+// tell (a hash collision). The index is built as reads need it.
+func (b *Batch) ownState(key []byte, h uint64) pendingState {
+	if b.Empty() {
+		return notPending
+	}
+	repr := b.b.Repr()
+	b.ix.catchUpBatch(repr, b.s.q.seed)
+	_, st := b.ix.find(repr, key, h)
+	return st
 }
 
 // GetMeta reads key's committed meta record into buf; m aliases buf.
 func (s *Store) GetMeta(db uint8, key []byte, m *codec.Meta, kbuf, buf []byte) ([]byte, []byte, bool, error) {
 	kbuf = codec.AppendMetaKey(kbuf[:0], db, key)
-	buf, found, err := s.readPoint(s.db, kbuf, buf, false, false)
+	buf, found, err := s.readPoint(s.db, kbuf, buf, nil, false)
 	if err != nil || !found {
 		return kbuf, buf, false, err
 	}
@@ -287,7 +310,7 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	if _, err := s.q.enqueue(pb); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
-	if err := s.q.drain(); err != nil {
+	if err := s.q.drain(false); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
 	return n, nil

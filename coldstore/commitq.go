@@ -1,13 +1,11 @@
 package coldstore
 
 import (
-	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/batchrepr"
 
 	"github.com/spillway/spillway/codec"
 )
@@ -16,9 +14,9 @@ import (
 // under its lock, and the order of those commits is the order of the
 // writes. Enqueue copies the batch into the queue's pending buffer, in
 // that order, as the frame the write log (wlog.go) will hold; Drain,
-// called after the lock is released, writes what is pending to the log
-// (one write for everything queued meanwhile: whoever drains writes
-// everyone's). A logged batch is durable as the fsync policy promises;
+// called after the lock is released, has the log writer write what is
+// pending (one write for everything queued meanwhile; under appendfsync
+// always the waiting connection writes it: drain). A logged batch is durable as the fsync policy promises;
 // Pebble gets it later: an application round takes the whole pending
 // buffer, drops every point record a later record of the same key
 // overwrites (a counter incremented a thousand times is applied once) and
@@ -33,15 +31,22 @@ import (
 // cores). Coalescing keeps the memtable inserts and the compactions in
 // proportion to the keys written, not to the writes.
 //
-// Readers see every committed transaction as if it were applied: a point
-// read whose key a pending batch writes (the queue keeps a hash of every
-// pending point key), an iterator over a namespace a pending batch
-// touches, and any read while a range deletion is pending, first wait
-// until everything queued before them is applied (waitKey, waitRange).
-// The common cases cost one atomic comparison (nothing pending) or one
-// hash lookup (a read of a key nobody wrote lately, while hot keys are
-// written). Snapshots, flushes and the synchronous writes wait for
-// everything.
+// Readers see every committed transaction as if it were applied, without
+// waiting for a round wherever the pending records tell the answer: a
+// point read of a key a pending batch writes is answered from the queue
+// (its last record of the key, or a later range deletion over it), also
+// when the reader's own transaction wrote other keys already (its own
+// records of the key, if any, come first: Store.readPoint). What the
+// pending batches write is indexed lazily (pendix.go): enqueueing is a
+// slice append under the engine's lock, and the index catches up when a
+// reader needs it. An iterator waits until everything queued before it
+// is applied (waitRange) only when a pending record may change what it
+// sees (inside one data structure: a record of that structure, or a
+// range deletion overlapping it; elsewhere: a record of a namespace it
+// spans), and so does a point read the index cannot answer (a hash
+// collision, too many pending range deletions). The common cases cost one atomic comparison
+// (nothing pending) or one hash lookup. Snapshots, flushes and the
+// synchronous writes wait for everything.
 
 // commitQueue holds the batches enqueued and not yet applied, in order.
 type commitQueue struct {
@@ -58,14 +63,12 @@ type commitQueue struct {
 	// the log holds the batches in queue order).
 	writing bool
 
-	// What pending batches write, for readers: hashes of point keys,
-	// namespaces touched (nsBit), and whether a range deletion is among
-	// them; for pend's batches (cur) and for the round being applied.
-	seed                   maphash.Seed
-	keys, applyingKeys     map[uint64]int // to the offset of the key's last record in pend / applyingBuf
-	applyingBuf            []byte
-	ns, applyingNS         uint8
-	ranges, applyingRanges bool
+	// What the pending batches write, for readers (pendix.go): pend's
+	// index and that of the round being applied (applyingBuf), each
+	// caught up with its buffer only when a reader needs it.
+	seed               maphash.Seed
+	pendIx, applyingIx pendIndex
+	applyingBuf        []byte
 
 	// queued counts the batches ever enqueued (written under mu), applied
 	// those applied (or dropped after a failure): equal when nothing is
@@ -78,18 +81,16 @@ type commitQueue struct {
 	failed atomic.Bool
 
 	applyMu    sync.Mutex // one application round at a time
-	apply      func(frames []byte, last map[uint64]int, seed maphash.Seed) error
+	apply      func(frames []byte, ix *pendIndex, seed maphash.Seed) error
 	log        *wlog
 	applyBytes int
 	kick       chan struct{} // wakes the applier: pend reached applyBytes
 	wake       chan struct{} // wakes the log writer: frames to write
 }
 
-func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, map[uint64]int, maphash.Seed) error) {
+func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, *pendIndex, maphash.Seed) error) {
 	q.cond.L = &q.mu
 	q.seed = maphash.MakeSeed()
-	q.keys = make(map[uint64]int)
-	q.applyingKeys = make(map[uint64]int)
 	q.log = log
 	q.applyBytes = applyBytes
 	q.apply = apply
@@ -124,27 +125,41 @@ func nsBit(b byte) uint8 {
 }
 
 // nsSpan returns the namespace bits of every key in [lower, upper) (an
-// empty upper: no bound), with nsBitOther always set.
+// empty upper: no bound): nsBitOther only when the span holds first bytes
+// that are no namespace (a range inside the data namespace is nsBitData
+// alone, so that a pending range deletion there leaves iterators of other
+// structures alone: pendIndex.touches).
 func nsSpan(lower, upper []byte) uint8 {
-	lo, hi := byte(0), byte(0xff)
+	lo, hi := 0, 0xff
 	if len(lower) > 0 {
-		lo = lower[0]
+		lo = int(lower[0])
 	}
 	if len(upper) > 0 {
-		hi = upper[0]
-	}
-	bits := nsBitOther
-	for _, b := range [...]byte{codec.NSData, codec.NSGarbage, codec.NSMeta, codec.NSSystem, codec.NSExpiry} {
-		if b >= lo && b <= hi {
-			bits |= nsBit(b)
+		hi = int(upper[0])
+		if len(upper) == 1 {
+			hi-- // upper itself is excluded, and every key after it
 		}
+	}
+	if hi < lo {
+		return 0
+	}
+	bits, known := uint8(0), 0
+	for _, b := range [...]byte{codec.NSData, codec.NSGarbage, codec.NSMeta, codec.NSSystem, codec.NSExpiry} {
+		if int(b) >= lo && int(b) <= hi {
+			bits |= nsBit(b)
+			known++
+		}
+	}
+	if known < hi-lo+1 {
+		bits |= nsBitOther
 	}
 	return bits
 }
 
-// enqueue copies pb into the pending buffer as the next batch, notes
-// what it writes, and closes it. It returns the batch's number, or the
-// sticky error.
+// enqueue copies pb into the pending buffer as the next batch and closes
+// it: a slice append under the engine's lock (what the batch writes is
+// indexed later, when a reader needs it). It returns the batch's number,
+// or the sticky error.
 func (q *commitQueue) enqueue(pb *pebble.Batch) (uint64, error) {
 	defer pb.Close()
 	repr := pb.Repr()
@@ -153,28 +168,10 @@ func (q *commitQueue) enqueue(pb *pebble.Batch) (uint64, error) {
 	if q.err != nil {
 		return 0, q.err
 	}
-	base := len(q.pend) + frameHeader
-	r := batchrepr.Read(repr)
-	for {
-		off := base + len(repr) - len(r)
-		kind, ukey, value, ok, err := r.Next()
-		if err != nil {
-			return 0, fmt.Errorf("coldstore: read batch: %w", err)
-		}
-		if !ok {
-			break
-		}
-		if kind == pebble.InternalKeyKindRangeDelete {
-			q.ranges = true
-			q.ns |= nsSpan(ukey, value)
-			continue
-		}
-		q.keys[maphash.Bytes(q.seed, ukey)] = off
-		if len(ukey) > 0 {
-			q.ns |= nsBit(ukey[0])
-		} else {
-			q.ns |= nsBitOther
-		}
+	if q.pend == nil {
+		// Room for a round's worth: growing a buffer of megabytes by
+		// doubling copied it again and again under the lock.
+		q.pend = make([]byte, 0, q.applyBytes+q.applyBytes/4)
 	}
 	q.pend = appendFrame(q.pend, repr)
 	return q.queued.Add(1), nil
@@ -206,19 +203,23 @@ func (q *commitQueue) idle() bool {
 
 // drain has the pending frames written to the log: it wakes the log
 // writer (writeLoop), which writes everything queued meanwhile in one
-// write, as Pebble's own log writer did. It applies itself when the
-// applier cannot keep up (4 x applyBytes pending), so that writers feel a
-// store that falls behind instead of queueing without bound, and kicks
-// the applier when a round's worth is pending. It returns the sticky
-// error.
-func (q *commitQueue) drain() error {
+// write, as Pebble's own log writer did; unless waited is set: the caller
+// is about to wait for its batch to be durable (Pending.Wait, under
+// appendfsync always), and that wait writes the log itself, in one write
+// for everyone's frames, so a wake-up of the log writer would only add a
+// hand-off (writer woken, then the waiter woken by it). It applies itself
+// when the applier cannot keep up (4 x applyBytes pending), so that
+// writers feel a store that falls behind instead of queueing without
+// bound, and kicks the applier when a round's worth is pending. It
+// returns the sticky error.
+func (q *commitQueue) drain(waited bool) error {
 	q.mu.Lock()
 	pending, unwritten, err := len(q.pend), q.written < len(q.pend) && !q.writing, q.err
 	q.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if unwritten {
+	if unwritten && !waited {
 		select {
 		case q.wake <- struct{}{}:
 		default:
@@ -277,11 +278,15 @@ func (q *commitQueue) round() error {
 	q.writing = true
 	take, unwritten, last := q.pend, q.pend[q.written:], q.queued.Load()
 	q.pend, q.written, q.spare = q.spare[:0], 0, nil
-	clear(q.applyingKeys)
-	q.keys, q.applyingKeys = q.applyingKeys, q.keys
+	q.pendIx, q.applyingIx = q.applyingIx, q.pendIx // the old applyingIx is reset
 	q.applyingBuf = take
-	q.ns, q.applyingNS = 0, q.ns
-	q.ranges, q.applyingRanges = false, q.ranges
+	// The round coalesces with the readers' index of its buffer if they
+	// indexed all of it (no reader changes it then: catchUp has nothing
+	// to do), or builds its own, off the lock.
+	var index *pendIndex
+	if q.applyingIx.indexed == len(take) && !q.applyingIx.odd {
+		index = &q.applyingIx
+	}
 	q.mu.Unlock()
 
 	var err error
@@ -290,7 +295,7 @@ func (q *commitQueue) round() error {
 	}
 	q.releaseWriter(nil)
 	if err == nil {
-		err = q.apply(take, q.applyingKeys, q.seed) // applyingKeys is read-only until the round ends
+		err = q.apply(take, index, q.seed)
 	}
 
 	q.mu.Lock()
@@ -299,9 +304,8 @@ func (q *commitQueue) round() error {
 		q.fail(err)
 	}
 	q.applied.Store(last)
-	clear(q.applyingKeys)
+	q.applyingIx.reset()
 	q.applyingBuf = nil
-	q.applyingNS, q.applyingRanges = 0, false
 	if cap(take) <= 4*q.applyBytes {
 		q.spare = take[:0]
 	}
@@ -332,57 +336,46 @@ func (q *commitQueue) waitAll() error {
 type pendingState int
 
 const (
-	notPending     pendingState = iota // no pending batch writes it: Pebble is current
+	notPending     pendingState = iota // no pending record touches it: Pebble is current
 	pendingSet                         // its last pending record sets it (the value returned)
-	pendingDel                         // its last pending record deletes it
-	pendingUnknown                     // a range deletion is pending, or a hash collision: apply first
+	pendingDel                         // its last pending record, or a later range deletion, deletes it
+	pendingUnknown                     // the index cannot tell (a hash collision...): apply first
 )
 
-// lookup tells what the pending batches hold for key; for pendingSet the
-// value is copied into buf.
-func (q *commitQueue) lookup(key, buf []byte) ([]byte, pendingState) {
-	h := maphash.Bytes(q.seed, key)
+// lookup tells what the pending batches hold for key (h: its hash with
+// the queue's seed); for pendingSet the value is copied into buf. It
+// catches the indexes up first.
+func (q *commitQueue) lookup(key []byte, h uint64, buf []byte) ([]byte, pendingState) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.ranges || q.applyingRanges || q.err != nil {
+	if q.err != nil {
 		return buf, pendingUnknown
 	}
-	src := q.pend
-	off, ok := q.keys[h]
-	if !ok {
-		src = q.applyingBuf
-		if off, ok = q.applyingKeys[h]; !ok {
-			return buf, notPending
-		}
+	q.pendIx.catchUp(q.pend, q.seed)
+	v, st := q.pendIx.find(q.pend, key, h)
+	if st == notPending && q.applyingBuf != nil {
+		q.applyingIx.catchUp(q.applyingBuf, q.seed)
+		v, st = q.applyingIx.find(q.applyingBuf, key, h)
 	}
-	kind := pebble.InternalKeyKind(src[off])
-	rest, k, ok := batchrepr.DecodeStr(src[off+1:])
-	if !ok || string(k) != string(key) {
-		return buf, pendingUnknown
+	if st == pendingSet {
+		return append(buf[:0], v...), st
 	}
-	switch kind {
-	case pebble.InternalKeyKindSet:
-		_, v, ok := batchrepr.DecodeStr(rest)
-		if !ok {
-			return buf, pendingUnknown
-		}
-		return append(buf[:0], v...), pendingSet
-	case pebble.InternalKeyKindDelete:
-		return buf, pendingDel
-	}
-	return buf, pendingUnknown
+	return buf, st
 }
 
 // waitRange returns once an iterator over [lower, upper) sees every batch
-// queued so far: at once unless a pending batch touches a namespace in
-// that span.
+// queued so far: at once unless a pending record may change what it sees
+// (pendIndex.touches: a record of a namespace in that span, or, for an
+// iterator inside one data structure, a record of that structure or a
+// range deletion overlapping it).
 func (q *commitQueue) waitRange(lower, upper []byte) error {
 	if q.idle() {
 		return nil
 	}
 	span := nsSpan(lower, upper)
 	q.mu.Lock()
-	hit := (q.ns|q.applyingNS)&span != 0 || q.ranges || q.applyingRanges || q.err != nil
+	hit := q.err != nil || q.pendIx.touches(q.pend, lower, upper, span, q.seed) ||
+		q.applyingBuf != nil && q.applyingIx.touches(q.applyingBuf, lower, upper, span, q.seed)
 	q.mu.Unlock()
 	if !hit {
 		return nil
@@ -400,15 +393,24 @@ func (q *commitQueue) awaitWriter() {
 }
 
 // releaseWriter ends the caller's turn as the log's writer (taken under
-// awaitWriter), recording err, if any, as the sticky error.
+// awaitWriter), recording err, if any, as the sticky error. Batches
+// queued during the turn, whose drains found the turn taken and left
+// them, go to the log writer.
 func (q *commitQueue) releaseWriter(err error) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.writing = false
 	if err != nil {
 		q.fail(err)
 	}
+	left := q.written < len(q.pend) && q.err == nil
 	q.cond.Broadcast()
+	q.mu.Unlock()
+	if left {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // rotateIdle closes the log's current segment if it holds anything and
@@ -448,7 +450,8 @@ func (q *commitQueue) waitWritten(n uint64) error {
 }
 
 // Drain has the batches enqueued so far (Batch.Enqueue) written to the
-// write log by the log writer; the engine calls it after releasing its
+// write log by the log writer (under FsyncAlways, by the Pending.Wait
+// that follows: see drain); the engine calls it after releasing its
 // lock. It returns the error of a
 // failed log write or application, which is sticky: every later commit
 // and read returns it too. When Pebble falls behind (4 x applyBytes
@@ -458,7 +461,10 @@ func (s *Store) Drain() error {
 	if s.log.written.Load() >= s.q.queued.Load() && !s.q.failed.Load() {
 		return nil
 	}
-	return s.q.drain()
+	// Under appendfsync always the caller waits on its Pending, which
+	// writes the log; a batch nobody waits on (the engine's own writes)
+	// is written by the next wait, or by the round that applies it.
+	return s.q.drain(s.FsyncPolicy() == FsyncAlways)
 }
 
 // writeLoop is the log writer: woken by Drain, it writes what is pending.

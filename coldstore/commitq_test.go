@@ -133,7 +133,7 @@ func TestApplyFailureIsSticky(t *testing.T) {
 	commit(t, b)
 	boom := errors.New("disk on fire")
 	s.q.mu.Lock()
-	s.q.apply = func([]byte, map[uint64]int, maphash.Seed) error { return boom }
+	s.q.apply = func([]byte, *pendIndex, maphash.Seed) error { return boom }
 	s.q.mu.Unlock()
 	if err := b.Set([]byte("lost"), []byte("2")); err != nil {
 		t.Fatal(err)
@@ -168,4 +168,52 @@ func TestApplyFailureIsSticky(t *testing.T) {
 		closer.Close()
 		t.Fatalf("the failed batch reached Pebble")
 	}
+}
+
+// TestKeyTable: the index's table keeps the last location of each hash,
+// through probe chains (hashes equal in their low bits), a hash of 0 and
+// growth, and a hash collision between two keys makes a read of the
+// earlier key undecidable (pendingUnknown) instead of answering with the
+// other key's record.
+func TestKeyTable(t *testing.T) {
+	var kt keyTable
+	want := map[uint64]int{}
+	for i := range 1000 {
+		h := uint64(i%300) << 20 // equal low bits: long probe chains
+		if _, ok := kt.put(h, i, i); ok != (want[h] != 0 || (h == 0 && i >= 300)) {
+			t.Fatalf("put %d: replaced %v", i, ok)
+		}
+		want[h] = i
+	}
+	for h, off := range want {
+		if got, ok := kt.get(h); !ok || got.off != off || got.rec != off {
+			t.Fatalf("get %#x = %+v %v, want %d", h, got, ok, off)
+		}
+	}
+	if _, ok := kt.get(12345); ok {
+		t.Fatalf("get of an absent hash found something")
+	}
+
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	b := s.NewBatch()
+	for _, k := range []string{"a", "b"} {
+		if err := b.Set([]byte(k), []byte("v"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repr := b.b.Repr()
+	var ix pendIndex
+	ix.catchUpBatch(repr, s.q.seed)
+	ha, hb := maphash.Bytes(s.q.seed, []byte("a")), maphash.Bytes(s.q.seed, []byte("b"))
+	if v, st := ix.find(repr, []byte("a"), ha); st != pendingSet || string(v) != "va" {
+		t.Fatalf("find a = %q %v", v, st)
+	}
+	// Make a's hash lead to b's record, as a collision would.
+	loc, _ := ix.keys.get(hb)
+	ix.keys.put(ha, loc.off, loc.rec)
+	if _, st := ix.find(repr, []byte("a"), ha); st != pendingUnknown {
+		t.Fatalf("find a after a collision = %v, want pendingUnknown", st)
+	}
+	b.Abort()
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -538,7 +539,7 @@ func (s *Store) DeleteSync(keys ...[]byte) (uint64, error) {
 // Get copies the value stored under key into buf (reusing its capacity) and
 // reports whether the key exists.
 func (s *Store) Get(key, buf []byte) ([]byte, bool, error) {
-	return s.readPoint(s.db, key, buf, false, false)
+	return s.readPoint(s.db, key, buf, nil, false)
 }
 
 // getter is what a point lookup reads: the DB or an indexed batch.
@@ -547,28 +548,40 @@ type getter interface {
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }
 
-// readPoint is a point lookup through g (the DB or a transaction's
-// indexed batch) that sees the pending batches (commitq.go): a key a
-// pending batch writes is answered from it, unless own says g itself may
-// hold a write of the key (a transaction's batch that wrote anything: its
-// writes come first, so the pending ones are applied and g is read) or
-// the pending state is unclear (a range deletion). probe picks probeInto
-// over getInto for the Pebble read.
-func (s *Store) readPoint(g getter, key, buf []byte, own, probe bool) ([]byte, bool, error) {
+// readPoint is a point lookup through g (the DB, or own's indexed batch
+// when own is the transaction's Batch) that sees the pending batches
+// (commitq.go) without waiting for them to be applied wherever their
+// records tell the answer. In order: when own's writes decide the key (a
+// record of it, or a range deletion over it), g is read, as own's records
+// hide whatever the store or the queue holds; else when a pending batch
+// decides it, the queue answers (its last record of the key, or a later
+// range deletion over it); else Pebble is current for the key and g is
+// read. Only when an index cannot tell (a hash collision, more than
+// maxPendingRanges pending range deletions, a failed store) does the read
+// wait for an application round. probe picks probeInto over getInto for
+// the Pebble read.
+func (s *Store) readPoint(g getter, key, buf []byte, own *Batch, probe bool) ([]byte, bool, error) {
 	if !s.q.idle() {
-		v, st := s.q.lookup(key, buf)
-		switch {
-		case st == notPending:
-		case st == pendingUnknown || own:
+		h := maphash.Bytes(s.q.seed, key)
+		st := notPending
+		if own != nil {
+			st = own.ownState(key, h)
+		}
+		if st == notPending {
+			var v []byte
+			switch v, st = s.q.lookup(key, h, buf); st {
+			case pendingSet:
+				s.gets.Add(1) // a lookup of the store, answered from its queue
+				return v, true, nil
+			case pendingDel:
+				s.gets.Add(1)
+				return v[:0], false, nil
+			}
+		}
+		if st == pendingUnknown {
 			if err := s.q.waitAll(); err != nil {
 				return buf[:0], false, err
 			}
-		case st == pendingSet:
-			s.gets.Add(1) // a lookup of the store, answered from its queue
-			return v, true, nil
-		default: // pendingDel
-			s.gets.Add(1)
-			return v[:0], false, nil
 		}
 	}
 	if probe {

@@ -3,12 +3,16 @@ package coldstore
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/codec"
 )
 
 // crash stops s as a kill -9 would leave it once the log writer has
@@ -309,4 +313,230 @@ func TestCloseReturnsWhenTheDiskFails(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Close with its directory gone did not return in 30 s")
 	}
+}
+
+// TestPendingReadsMatchModel: point reads of pending keys, through the
+// store and through a transaction's batch that already wrote (its own
+// writes first), agree with a model after random sets, deletes and range
+// deletions, with no application round run for them: the queue answers,
+// its last record of a key or a later range deletion over it. A second
+// pass runs rounds concurrently (the applier's place), so that reads also
+// meet a round in flight; every round's result is checked by iterating.
+func TestPendingReadsMatchModel(t *testing.T) {
+	for _, concurrent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("concurrentRounds=%v", concurrent), func(t *testing.T) {
+			testPendingReads(t, concurrent)
+		})
+	}
+}
+
+func testPendingReads(t *testing.T, concurrent bool) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := model{}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	if concurrent {
+		go func() {
+			var err error
+			for i := 0; i < 100000 && err == nil; i++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				err = s.q.round()
+			}
+			done <- err
+		}()
+	} else {
+		close(done)
+	}
+	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", rng.IntN(200)) }
+	check := func(when string, get func(k []byte) ([]byte, bool, error), want model) {
+		t.Helper()
+		for range 8 {
+			k := key()
+			got, found, err := get(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, ok := want[string(k)]
+			if found != ok || string(got) != w {
+				t.Fatalf("%s: %q = %q (found %v), want %q (found %v)", when, k, got, found, w, ok)
+			}
+		}
+	}
+	b := s.NewBatch()
+	for round := range 20 {
+		applied := s.q.applied.Load()
+		for i := range 20 + rng.IntN(100) {
+			// own: the model with this batch's writes, which reads
+			// through the batch see before the pending ones.
+			own := maps.Clone(m)
+			for range 1 + rng.IntN(4) {
+				switch r := rng.IntN(20); {
+				case r < 13:
+					k, v := key(), fmt.Sprintf("v%d-%d-%d", round, i, rng.IntN(1000))
+					if err := b.Set(k, []byte(v)); err != nil {
+						t.Fatal(err)
+					}
+					own[string(k)] = v
+				case r < 19:
+					k := key()
+					if err := b.Delete(k); err != nil {
+						t.Fatal(err)
+					}
+					delete(own, string(k))
+				default:
+					lo, hi := key(), key()
+					if bytes.Compare(lo, hi) > 0 {
+						lo, hi = hi, lo
+					}
+					if err := b.DeleteRange(lo, hi); err != nil {
+						t.Fatal(err)
+					}
+					for k := range own {
+						if k >= string(lo) && k < string(hi) {
+							delete(own, k)
+						}
+					}
+				}
+				check("read through a batch", func(k []byte) ([]byte, bool, error) { return b.GetData(k, nil) }, own)
+				check("probe through a batch", func(k []byte) ([]byte, bool, error) { return b.ProbeData(k, nil) }, own)
+			}
+			check("store read before the batch is queued", func(k []byte) ([]byte, bool, error) { return s.Get(k, nil) }, m)
+			if _, err := b.Enqueue(); err != nil {
+				t.Fatal(err)
+			}
+			m = own
+			if rng.IntN(3) == 0 {
+				if err := s.Drain(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check("store read", func(k []byte) ([]byte, bool, error) { return s.Get(k, nil) }, m)
+		}
+		if now := s.q.applied.Load(); !concurrent && now != applied {
+			t.Fatalf("round %d: reads made %d batches be applied", round, now-applied)
+		}
+		if round%5 == 4 {
+			if err := s.q.waitAll(); err != nil {
+				t.Fatal(err)
+			}
+			m.check(t, s, fmt.Sprintf("round %d", round))
+		}
+	}
+	if concurrent {
+		close(stop)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	m.check(t, s, "end")
+}
+
+// TestStructIteratorsMatchModel: iterators inside one data structure see
+// every pending write of it (records and range deletions) and agree with
+// a model, while writes pending for other structures do not make them
+// wait for a round.
+func TestStructIteratorsMatchModel(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec)
+	defer closeStore(t, s)
+	rng := rand.New(rand.NewPCG(9, 10))
+	m := model{}
+	names := []string{"alpha", "beta", "gamma", "delta"}
+	prefix := func(i int) []byte { return codec.AppendFieldPrefix(nil, 0, []byte(names[i]), 1) }
+	key := func(i int) []byte {
+		return codec.AppendFieldKey(nil, 0, []byte(names[i]), 1, fmt.Appendf(nil, "f%02d", rng.IntN(30)))
+	}
+	b := s.NewBatch()
+	noWait := 0
+	for i := range 600 {
+		st := rng.IntN(len(names))
+		ops := 1 + rng.IntN(3)
+		rangeOnly := rng.IntN(8) == 0 // a batch of one range deletion
+		if rangeOnly {
+			ops = 1
+		}
+		for range ops {
+			r := rng.IntN(20)
+			if rangeOnly {
+				r = 19
+			}
+			switch {
+			case r < 13:
+				k, v := key(st), fmt.Sprintf("v%d", i)
+				if err := b.Set(k, []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				m[string(k)] = v
+			case r < 19:
+				k := key(st)
+				if err := b.Delete(k); err != nil {
+					t.Fatal(err)
+				}
+				delete(m, string(k))
+			default:
+				lo, hi := key(st), key(st)
+				if rng.IntN(2) == 0 {
+					lo, hi = prefix(st), codec.PrefixEnd(prefix(st))
+				} else if bytes.Compare(lo, hi) > 0 {
+					lo, hi = hi, lo
+				}
+				if err := b.DeleteRange(lo, hi); err != nil {
+					t.Fatal(err)
+				}
+				for k := range m {
+					if k >= string(lo) && k < string(hi) {
+						delete(m, k)
+					}
+				}
+			}
+		}
+		if _, err := b.Enqueue(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Drain(); err != nil {
+			t.Fatal(err)
+		}
+		// Iterate a structure, often another one than the one written.
+		it := rng.IntN(len(names))
+		if rangeOnly && rng.IntN(2) == 0 {
+			it = st
+		}
+		lo := prefix(it)
+		before := s.q.applied.Load()
+		iter, err := s.NewIter(lo, codec.PrefixEnd(lo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.q.applied.Load() == before {
+			noWait++
+		}
+		n := 0
+		for valid := iter.First(); valid; valid = iter.Next() {
+			k := string(iter.Key())
+			if want, ok := m[k]; !ok || want != string(iter.Value()) {
+				t.Fatalf("step %d, %s: %q = %q, want %q (present %v)", i, names[it], k, iter.Value(), want, ok)
+			}
+			n++
+		}
+		iter.Close()
+		want := 0
+		for k := range m {
+			if strings.HasPrefix(k, string(lo)) {
+				want++
+			}
+		}
+		if n != want {
+			t.Fatalf("step %d, %s: %d records, want %d", i, names[it], n, want)
+		}
+	}
+	if noWait < 100 {
+		t.Fatalf("only %d of 600 iterators over a structure started without a round", noWait)
+	}
+	t.Logf("%d of 600 iterators started without a round", noWait)
 }

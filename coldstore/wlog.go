@@ -56,18 +56,11 @@ func appendFrame(dst, repr []byte) []byte {
 // nextFrame splits the first frame off p. ok is false when p holds no
 // complete, intact frame (the end of a log, or a torn or corrupt tail).
 func nextFrame(p []byte) (repr, rest []byte, ok bool) {
-	if len(p) < frameHeader {
+	repr, rest, ok = splitFrame(p)
+	if !ok || crc32.Checksum(repr, crcTable) != binary.LittleEndian.Uint32(p[4:8]) {
 		return nil, p, false
 	}
-	n := int(binary.LittleEndian.Uint32(p[:4]))
-	if n == 0 || n > len(p)-frameHeader {
-		return nil, p, false
-	}
-	repr = p[frameHeader : frameHeader+n]
-	if crc32.Checksum(repr, crcTable) != binary.LittleEndian.Uint32(p[4:8]) {
-		return nil, p, false
-	}
-	return repr, p[frameHeader+n:], true
+	return repr, rest, true
 }
 
 // wlog is the open write log. write and rotation are called by one

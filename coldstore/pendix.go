@@ -1,0 +1,442 @@
+package coldstore
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
+
+	"github.com/spillway/spillway/codec"
+)
+
+// pendIndex says what the records of a buffer of batches write: the
+// commit queue's pending buffer (frames, commitq.go), the buffer of the
+// round being applied, or one transaction's own batch (Batch.ownState).
+// It is built lazily: enqueueing a batch costs a slice append under the
+// engine's lock, and the index catches up with the buffer only when a
+// reader needs it (catchUp), so workloads that write without reading the
+// store pay nothing for it; an application round whose buffer was not
+// fully indexed builds its own (applier.applyFrames), off the lock.
+//
+// Not safe for concurrent use: the queue's index is used under the
+// queue's mutex, a Batch's by its one user.
+type pendIndex struct {
+	// keys maps a point key's hash to the offset in the buffer of the
+	// last record of that hash.
+	keys keyTable
+	// records counts the records indexed; dropped has the bit of every
+	// point record (by that count) that a later record of the same key
+	// overwrites, which an application round need not apply.
+	records int
+	dropped []uint64
+	// ranges are the offsets of the range deletions, in order.
+	ranges []int
+	// indexed is how much of the buffer is indexed, in bytes.
+	indexed int
+	// odd: a record of an unexpected kind or a malformed one was seen;
+	// every answer is then pendingUnknown.
+	odd bool
+
+	// For iterators, indexed apart, and only when an iterator needs it
+	// (an iterator over the expiry index need not pay for the point
+	// keys' table): span* for the first spanIndexed bytes of the buffer,
+	// the namespace bits (nsBit) of every record, a range deletion's
+	// whole span included, the range deletions' offsets, and whether a
+	// record was odd; and the hashes of the structure prefixes
+	// (structPrefix) of the data records in the first structsIndexed
+	// bytes; structsAll when a data key had no such prefix (every data
+	// iterator waits).
+	spanNs         uint8
+	spanRanges     []int
+	spanOdd        bool
+	spanIndexed    int
+	structs        keyTable
+	structsIndexed int
+	structsAll     bool
+}
+
+// maxPendingRanges bounds the range deletions a point read checks one by
+// one; with more pending, reads of pending state are answered by applying
+// (pendingUnknown).
+const maxPendingRanges = 64
+
+// reset empties the index, for a new buffer.
+func (ix *pendIndex) reset() {
+	ix.keys.reset()
+	clear(ix.dropped[:min(len(ix.dropped), (ix.records+63)/64)])
+	ix.ranges = ix.ranges[:0]
+	ix.indexed, ix.odd, ix.records = 0, false, 0
+	ix.spanNs, ix.spanRanges, ix.spanOdd, ix.spanIndexed = 0, ix.spanRanges[:0], false, 0
+	ix.structs.reset()
+	ix.structsIndexed, ix.structsAll = 0, false
+}
+
+// isDropped reports whether record number i is overwritten by a later
+// record of its key.
+func (ix *pendIndex) isDropped(i int) bool {
+	return i/64 < len(ix.dropped) && ix.dropped[i/64]&(1<<(i%64)) != 0
+}
+
+// catchUp indexes the frames of buf (a run of frames, wlog.go) after the
+// part already indexed.
+func (ix *pendIndex) catchUp(buf []byte, seed maphash.Seed) {
+	for ix.indexed < len(buf) {
+		repr, rest, ok := splitFrame(buf[ix.indexed:])
+		if !ok {
+			ix.odd = true
+			ix.indexed = len(buf)
+			return
+		}
+		start := ix.indexed + frameHeader + batchrepr.HeaderLen
+		ix.add(buf, start, start+len(repr)-batchrepr.HeaderLen, seed)
+		ix.indexed = len(buf) - len(rest)
+	}
+}
+
+// catchUpBatch indexes the records of one batch's representation after
+// the part already indexed (it only grows until the batch is reset).
+func (ix *pendIndex) catchUpBatch(repr []byte, seed maphash.Seed) {
+	if ix.indexed < batchrepr.HeaderLen {
+		ix.indexed = batchrepr.HeaderLen
+	}
+	if ix.indexed >= len(repr) {
+		return
+	}
+	ix.add(repr, ix.indexed, len(repr), seed)
+	ix.indexed = len(repr)
+}
+
+// add indexes the records of buf[start:end].
+func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
+	r := batchrepr.Reader(buf[start:end])
+	for ; ; ix.records++ {
+		off := end - len(r)
+		kind, ukey, _, ok, err := r.Next()
+		if err != nil {
+			ix.odd = true
+			return
+		}
+		if !ok {
+			return
+		}
+		switch kind {
+		case pebble.InternalKeyKindRangeDelete:
+			ix.ranges = append(ix.ranges, off)
+			continue
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete:
+		default:
+			ix.odd = true
+		}
+		if prev, ok := ix.keys.put(maphash.Bytes(seed, ukey), off, ix.records); ok && !ix.odd {
+			// The key's earlier record (not another key's of the same
+			// hash) is overwritten.
+			if _, pk, _, ok := recordAt(buf, prev.off); ok && string(pk) == string(ukey) {
+				ix.drop(prev.rec)
+			}
+		}
+	}
+}
+
+func (ix *pendIndex) drop(i int) {
+	for i/64 >= len(ix.dropped) {
+		ix.dropped = append(ix.dropped, 0)
+	}
+	ix.dropped[i/64] |= 1 << (i % 64)
+}
+
+// find tells what the indexed records of buf say about key (h is its
+// hash): notPending when none touches it; pendingSet with the value (in
+// buf) when the last one sets it; pendingDel when the last one deletes
+// it, a range deletion included; pendingUnknown when the index cannot
+// tell (a hash collision with another key, too many range deletions, an
+// odd record).
+func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
+	if ix.odd || len(ix.ranges) > maxPendingRanges {
+		return nil, pendingUnknown
+	}
+	pointOff := -1
+	var kind pebble.InternalKeyKind
+	var rest []byte
+	if e, ok := ix.keys.get(h); ok {
+		off := e.off
+		var k []byte
+		kind, k, rest, ok = recordAt(buf, off)
+		if !ok || string(k) != string(key) {
+			return nil, pendingUnknown
+		}
+		pointOff = off
+	}
+	// A range deletion after the key's last point record deletes it.
+	for i := len(ix.ranges) - 1; i >= 0 && ix.ranges[i] > pointOff; i-- {
+		_, start, rest, ok := recordAt(buf, ix.ranges[i])
+		if !ok {
+			return nil, pendingUnknown
+		}
+		_, end, ok := batchrepr.DecodeStr(rest)
+		if !ok {
+			return nil, pendingUnknown
+		}
+		if string(start) <= string(key) && string(key) < string(end) {
+			return nil, pendingDel
+		}
+	}
+	if pointOff < 0 {
+		return nil, notPending
+	}
+	switch kind {
+	case pebble.InternalKeyKindSet:
+		if _, v, ok := batchrepr.DecodeStr(rest); ok {
+			return v, pendingSet
+		}
+	case pebble.InternalKeyKindDelete:
+		return nil, pendingDel
+	}
+	return nil, pendingUnknown
+}
+
+// touches reports whether the indexed records of buf (a run of frames)
+// may change what an iterator over [lower, upper) sees; span is the
+// namespaces of that range (nsSpan). An iterator inside one data
+// structure (structPrefix) only meets the records of that structure and
+// the range deletions overlapping it: reading a cold hash while other
+// structures are written needs no round.
+func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.Seed) bool {
+	ix.catchUpSpans(buf)
+	hits := ix.spanNs & span
+	if ix.spanOdd {
+		return true
+	}
+	if hits == 0 {
+		return false
+	}
+	p, ok := structPrefix(lower)
+	if !ok || hits != nsBitData || len(upper) == 0 || !inStruct(p, upper) || len(ix.spanRanges) > maxPendingRanges {
+		return true
+	}
+	ix.catchUpStructs(buf, seed)
+	if ix.structsAll {
+		return true
+	}
+	if _, ok := ix.structs.get(maphash.Bytes(seed, p)); ok {
+		return true
+	}
+	for _, off := range ix.spanRanges {
+		_, start, rest, ok := recordAt(buf, off)
+		if !ok {
+			return true
+		}
+		_, end, ok := batchrepr.DecodeStr(rest)
+		if !ok || string(start) < string(upper) && string(lower) < string(end) {
+			return true
+		}
+	}
+	return false
+}
+
+// catchUpSpans notes the namespaces and range deletions of the records
+// of buf after the part already scanned for them.
+func (ix *pendIndex) catchUpSpans(buf []byte) {
+	for ix.spanIndexed < len(buf) {
+		repr, rest, ok := splitFrame(buf[ix.spanIndexed:])
+		if !ok {
+			ix.spanOdd = true
+			ix.spanIndexed = len(buf)
+			return
+		}
+		start := ix.spanIndexed + frameHeader + batchrepr.HeaderLen
+		end := start + len(repr) - batchrepr.HeaderLen
+		ix.spanIndexed = len(buf) - len(rest)
+		r := batchrepr.Reader(buf[start:end])
+		for {
+			off := end - len(r)
+			kind, ukey, value, ok, err := r.Next()
+			if err != nil {
+				ix.spanOdd = true
+				return
+			}
+			if !ok {
+				break
+			}
+			switch {
+			case kind == pebble.InternalKeyKindRangeDelete:
+				ix.spanRanges = append(ix.spanRanges, off)
+				ix.spanNs |= nsSpan(ukey, value)
+			case kind != pebble.InternalKeyKindSet && kind != pebble.InternalKeyKindDelete:
+				ix.spanOdd = true
+			case len(ukey) > 0:
+				ix.spanNs |= nsBit(ukey[0])
+			default:
+				ix.spanNs |= nsBitOther
+			}
+		}
+	}
+}
+
+// catchUpStructs indexes the structure prefixes of the data records of
+// buf after the part already indexed for them.
+func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
+	for ix.structsIndexed < len(buf) {
+		repr, rest, ok := splitFrame(buf[ix.structsIndexed:])
+		if !ok {
+			ix.structsAll = true
+			ix.structsIndexed = len(buf)
+			return
+		}
+		ix.structsIndexed = len(buf) - len(rest)
+		r := batchrepr.Read(repr)
+		for {
+			kind, ukey, _, ok, err := r.Next()
+			if err != nil {
+				ix.structsAll = true
+				return
+			}
+			if !ok {
+				break
+			}
+			if kind == pebble.InternalKeyKindRangeDelete || len(ukey) == 0 || ukey[0] != codec.NSData {
+				continue
+			}
+			p, ok := structPrefix(ukey)
+			if !ok {
+				ix.structsAll = true
+				continue
+			}
+			ix.structs.put(maphash.Bytes(seed, p), 0, 0)
+		}
+	}
+}
+
+// structPrefix returns the prefix of data key k that one structure's
+// records of one kind share: 'd' | db | keylen | key | version | tag
+// (codec's data keys); ok is false when k is not that long.
+func structPrefix(k []byte) ([]byte, bool) {
+	const fixed = 1 + 1 + 4
+	if len(k) < fixed || k[0] != codec.NSData {
+		return nil, false
+	}
+	n := fixed + uint64(binary.BigEndian.Uint32(k[2:fixed])) + 8 + 1
+	if uint64(len(k)) < n {
+		return nil, false
+	}
+	return k[:n], true
+}
+
+// inStruct reports whether upper, an iterator's exclusive upper bound,
+// keeps it inside the keys starting with p: upper starts with p, or is
+// the first key after them (p with its last byte below 0xff incremented).
+func inStruct(p, upper []byte) bool {
+	if len(upper) >= len(p) && string(upper[:len(p)]) == string(p) {
+		return true
+	}
+	end, ok := codec.AppendPrefixEnd(nil, p)
+	return ok && string(upper) <= string(end)
+}
+
+// recordAt decodes the kind and key of the record at offset off of buf,
+// and returns what follows the key (a Set's value, a range deletion's end).
+func recordAt(buf []byte, off int) (pebble.InternalKeyKind, []byte, []byte, bool) {
+	if off < 0 || off >= len(buf) {
+		return 0, nil, nil, false
+	}
+	rest, k, ok := batchrepr.DecodeStr(buf[off+1:])
+	return pebble.InternalKeyKind(buf[off]), k, rest, ok
+}
+
+// splitFrame splits the first frame off p without checking its checksum:
+// for frames built in memory (the queue's buffers), which nothing could
+// have damaged.
+func splitFrame(p []byte) (repr, rest []byte, ok bool) {
+	if len(p) < frameHeader {
+		return nil, p, false
+	}
+	n := int(binary.LittleEndian.Uint32(p[:4]))
+	if n == 0 || n > len(p)-frameHeader {
+		return nil, p, false
+	}
+	return p[frameHeader : frameHeader+n], p[frameHeader+n:], true
+}
+
+// keyTable maps a key's hash to where its last record is: an
+// open-addressing table (linear probing), which costs one probe sequence
+// per record where a Go map lookup and insert cost two, and is cleared,
+// not freed, between rounds.
+type keyTable struct {
+	slots []keySlot // a power of two long, at most half full
+	n     int
+}
+
+// keySlot is one entry; h == 0 marks a free slot (a hash of 0 is stored
+// as 1).
+type keySlot struct {
+	h        uint64
+	off, rec int32
+}
+
+// keyLoc is where a key's record is: its offset and its record number.
+type keyLoc struct{ off, rec int }
+
+// reset empties the table. A table far bigger than what it last held (a
+// burst's) is dropped rather than cleared, so that it does not hold its
+// memory, outside the budget, for good.
+func (t *keyTable) reset() {
+	if t.n == 0 {
+		return
+	}
+	if len(t.slots) > 1<<16 && 8*t.n < len(t.slots) {
+		t.slots = nil
+	} else {
+		clear(t.slots)
+	}
+	t.n = 0
+}
+
+// put maps h to (off, rec) and returns what it mapped before, if anything.
+func (t *keyTable) put(h uint64, off, rec int) (keyLoc, bool) {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	h = max(h, 1)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch s.h {
+		case 0:
+			*s = keySlot{h: h, off: int32(off), rec: int32(rec)}
+			t.n++
+			return keyLoc{}, false
+		case h:
+			prev := keyLoc{int(s.off), int(s.rec)}
+			s.off, s.rec = int32(off), int32(rec)
+			return prev, true
+		}
+	}
+}
+
+// get returns what h maps to.
+func (t *keyTable) get(h uint64) (keyLoc, bool) {
+	if t.n == 0 {
+		return keyLoc{}, false
+	}
+	h = max(h, 1)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s := &t.slots[i]; s.h {
+		case 0:
+			return keyLoc{}, false
+		case h:
+			return keyLoc{int(s.off), int(s.rec)}, true
+		}
+	}
+}
+
+func (t *keyTable) grow() {
+	old := t.slots
+	t.slots = make([]keySlot, max(16, 2*len(old)))
+	t.n = 0
+	for _, s := range old {
+		if s.h != 0 {
+			t.put(s.h, int(s.off), int(s.rec))
+		}
+	}
+}
