@@ -172,12 +172,20 @@ func (c *Coll) Has(field []byte) (bool, error) {
 }
 
 // Set stores field = val (sets: val nil) and reports whether field is new.
+// A field that already holds val is not written again (its record holds
+// the same bytes), but the structure still counts as written: Close
+// reports the key modified, as Redis's HSET signals it.
 func (c *Coll) Set(field, val []byte) (bool, error) {
 	e := c.e
 	var created bool
 	if e.resident() {
 		f := e.fields
-		created = f.set(field, val)
+		var changed bool
+		created, changed = f.put(field, val)
+		if !changed {
+			c.dirty = c.dirty || e.Type != codec.TypeSet // a member already: nothing at all
+			return false, nil
+		}
 		e.Count, e.Bytes = int64(f.len()), f.bytes
 	} else {
 		if e.loading != nil && e.loading.covers(field) {
@@ -188,6 +196,10 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 			return false, err
 		}
 		created = !found
+		if found && e.Type != codec.TypeSet && bytes.Equal(old, val) {
+			c.dirty = true
+			return false, nil
+		}
 		if found {
 			e.Bytes -= int64(len(old))
 		} else {
