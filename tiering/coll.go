@@ -39,6 +39,7 @@ type Coll struct {
 	dirty   bool
 	fk      []byte
 	vb      []byte
+	stored  metaFields // see ZSet.stored
 }
 
 // OpenColl opens key (database db) as a structure of type t. A cold
@@ -81,6 +82,9 @@ func (tx *Tx) coll(pdb uint8, key []byte, e *Entry) *Coll {
 	c := tx.colls[tx.collsUsed]
 	tx.collsUsed++
 	*c = Coll{tx: tx, pdb: pdb, key: key, hk: hotKey(c.hk, pdb, key), e: e, fk: c.fk[:0], vb: c.vb[:0]}
+	if e != nil {
+		c.stored = metaOf(e)
+	}
 	return c
 }
 
@@ -168,12 +172,20 @@ func (c *Coll) Has(field []byte) (bool, error) {
 }
 
 // Set stores field = val (sets: val nil) and reports whether field is new.
+// A field that already holds val is not written again (its record holds
+// the same bytes), but the structure still counts as written: Close
+// reports the key modified, as Redis's HSET signals it.
 func (c *Coll) Set(field, val []byte) (bool, error) {
 	e := c.e
 	var created bool
 	if e.resident() {
 		f := e.fields
-		created = f.set(field, val)
+		var changed bool
+		created, changed = f.put(field, val)
+		if !changed {
+			c.dirty = c.dirty || e.Type != codec.TypeSet // a member already: nothing at all
+			return false, nil
+		}
 		e.Count, e.Bytes = int64(f.len()), f.bytes
 	} else {
 		if e.loading != nil && e.loading.covers(field) {
@@ -184,6 +196,10 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 			return false, err
 		}
 		created = !found
+		if found && e.Type != codec.TypeSet && bytes.Equal(old, val) {
+			c.dirty = true
+			return false, nil
+		}
 		if found {
 			e.Bytes -= int64(len(old))
 		} else {
@@ -267,7 +283,7 @@ func (c *Coll) Close() error {
 		c.created = true // the key is gone; a later write recreates it
 		return tx.remove(c.pdb, c.key, e)
 	}
-	if err := tx.putMeta(c.pdb, c.key, e); err != nil {
+	if err := tx.putMetaIfChanged(c.pdb, c.key, e, &c.stored, c.created); err != nil {
 		return err
 	}
 	if c.created {
@@ -715,4 +731,41 @@ func (w *holeWalker) next() bool {
 		return w.it.First()
 	}
 	return w.seek(append(bytes.Clone(w.it.Key()), 0), false)
+}
+
+// metaFields are the fields of a structure's meta record that its entry
+// holds (all but a stream's), for telling whether a write changed any.
+// gen is the entry's metaGen then: a meta written by another path since
+// (another handle on the same key in the same command, EXPIRE in a group)
+// makes the record's content unknown, so the next Close writes it.
+type metaFields struct {
+	expireAt, count, bytes int64
+	version, head, tail    uint64
+	gen                    uint32
+	zskip                  bool
+}
+
+func metaOf(e *Entry) metaFields {
+	return metaFields{expireAt: e.ExpireAt, count: e.Count, bytes: e.Bytes,
+		version: e.Version, head: e.Head, tail: e.Tail, gen: e.metaGen, zskip: e.ZSkip}
+}
+
+// putMetaIfChanged stores e's meta record unless stored, what the record
+// already holds (e's fields when the handle was opened or last closed),
+// says it would write the same bytes: a write that replaces a value by one
+// of the same length, or a sorted set's score, leaves count and bytes
+// alone, and its command then writes one record fewer. created (never
+// stored) always writes. Either way the key is reported modified, and
+// stored is brought up to date.
+func (tx *Tx) putMetaIfChanged(pdb uint8, key []byte, e *Entry, stored *metaFields, created bool) error {
+	now := metaOf(e)
+	if !created && now == *stored && e.Type != codec.TypeString && e.strm == nil {
+		tx.observe(pdb, key, KeyModified)
+		return nil
+	}
+	if err := tx.putMeta(pdb, key, e); err != nil {
+		return err
+	}
+	*stored = metaOf(e)
+	return nil
 }

@@ -52,6 +52,21 @@ func (m *fieldMap) set(field, val []byte) bool {
 	return true
 }
 
+// put is set for a write that may repeat the stored value: it reports
+// whether field is new, and, for an existing field, whether its value
+// changed; an unchanged value is left as it is (nothing is copied).
+func (m *fieldMap) put(field, val []byte) (created, changed bool) {
+	if i, ok := m.idx[view(field)]; ok {
+		if m.vals[i] == view(val) {
+			return false, false
+		}
+		m.bytes += int64(len(val) - len(m.vals[i]))
+		m.vals[i] = string(val)
+		return false, true
+	}
+	return m.set(field, val), true
+}
+
 // del removes field and reports whether it was there.
 func (m *fieldMap) del(field []byte) bool {
 	i, ok := m.idx[view(field)]

@@ -52,6 +52,10 @@ type Entry struct {
 	// spared: LFU demotion passed the entry over once since its last
 	// access (LRU.demoteLFU).
 	spared bool
+	// metaGen counts the meta records written for the entry (Tx.putMeta),
+	// so that a handle can tell whether anything else stored its meta
+	// since it opened it (putMetaIfChanged). It sits in padding.
+	metaGen uint32
 	// fields is the decoded content of a hash or set held hot; nil for a
 	// cold entry (read from the store).
 	fields *fieldMap

@@ -577,6 +577,7 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 			m.Count, m.Bytes, m.Stream = uint64(e.Count), uint64(e.Bytes), e.strm.meta
 		}
 	}
+	e.metaGen++
 	tx.observe(pdb, key, KeyModified)
 	return tx.batch.PutMeta(pdb, key, m)
 }

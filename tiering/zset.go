@@ -16,10 +16,13 @@ import (
 // reads by score, by lex and by rank are seeks and scans of the score
 // index, so a cold sorted set is never loaded to answer them.
 //
-// In memory a sorted set up to zsetWholeMembers members and
-// zsetWholeBytes is held whole: a map from member to score and a skiplist
-// with spans (O(log n) insert, delete and rank). A bigger one is always
-// served from the store.
+// In memory a sorted set is held whole: a map from member to score and a
+// skiplist with spans (O(log n) insert, delete and rank). A cold one is
+// promoted (loaded in the command that reads it) only up to
+// zsetWholeMembers members and zsetWholeBytes, and only if the promotion
+// policy admits its size (fitsWholeZSet); a hot one stays hot as it grows,
+// as hashes do, for as long as it weighs at most an eighth of the hot
+// budget (Engine.keepHot): writes never demote a set the budget holds.
 const (
 	zsetWholeMembers = 4096
 	zsetWholeBytes   = 1 << 20
@@ -89,6 +92,10 @@ type ZSet struct {
 	created bool
 	dirty   bool
 	kb, vb  []byte
+	// stored is what the meta record holds of the fields writes change
+	// (count, bytes, encoding), as of the open or the last Close: a Close
+	// that finds them unchanged (scores updated in place) writes no meta.
+	stored metaFields
 }
 
 // OpenZSet opens key (database db) as a sorted set, promoting a cold one
@@ -122,6 +129,9 @@ func (tx *Tx) PeekZSet(db int, key []byte, e *Entry) *ZSet {
 	tx.zsetsUsed++
 	pdb := tx.pdb(db)
 	*z = ZSet{tx: tx, db: db, pdb: pdb, key: key, hk: hotKey(z.hk, pdb, key), e: e, kb: z.kb[:0], vb: z.vb[:0]}
+	if e != nil {
+		z.stored = metaOf(e)
+	}
 	return z
 }
 
@@ -394,7 +404,7 @@ func (z *ZSet) Close() error {
 		z.created = true
 		return tx.remove(z.pdb, z.key, e)
 	}
-	if err := tx.putMeta(z.pdb, z.key, e); err != nil {
+	if err := tx.putMetaIfChanged(z.pdb, z.key, e, &z.stored, z.created); err != nil {
 		return err
 	}
 	if z.created {
@@ -405,7 +415,7 @@ func (z *ZSet) Close() error {
 	if e.zset == nil {
 		return nil
 	}
-	if !tx.settleHot(z.hk, z.key, e, tx.e.fitsWholeZSet(z.key, e)) {
+	if !tx.settleHot(z.hk, z.key, e, true) {
 		e.zset = nil
 	}
 	return nil

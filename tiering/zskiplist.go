@@ -11,11 +11,12 @@ const zslMaxLevel = 32
 
 // Memory accounting for size(): what a node costs besides its member's
 // bytes. A node is its struct (string header 16, score 8, backward 8,
-// level slice header 24) plus 16 per level (forward pointer and span).
+// level slice header 24) plus 24 per level (forward pointer, its score,
+// span).
 // Allocator size-class rounding is ignored.
 const (
 	zslNodeOverhead  = 56
-	zslLevelOverhead = 16
+	zslLevelOverhead = 24
 )
 
 // zslNode is one member of a skiplist. Callers may read member and score
@@ -28,10 +29,23 @@ type zslNode struct {
 }
 
 // zslLevel is a node's link at one level: the next node at that level
-// (nil at the end) and how many bottom-level steps it spans.
+// (nil at the end), that node's score, and how many bottom-level steps it
+// spans. The score is the forward node's, copied so that a search compares
+// with it without loading the node: a search step that does not advance
+// (the next node sorts after the target, the last comparison at every
+// level) costs no cache miss, and the member is loaded only on a tie.
+// Every change of a link or of a linked node's score keeps it (link,
+// unlink, updateScore).
 type zslLevel struct {
 	forward *zslNode
+	fscore  float64
 	span    int
+}
+
+// before reports whether the node l leads to (non-nil) sorts before
+// (score, member), as zslBefore, reading the node only on a score tie.
+func (l *zslLevel) before(score float64, member string) bool {
+	return l.fscore < score || l.fscore == score && l.forward.member < member
 }
 
 // next returns the following node in order, nil at the end.
@@ -160,9 +174,9 @@ func (z *zsl) link(x *zslNode) {
 		if i < z.level-1 {
 			rank[i] = rank[i+1]
 		}
-		for f := p.level[i].forward; f != nil && zslBefore(f, x.score, x.member); f = p.level[i].forward {
-			rank[i] += p.level[i].span
-			p = f
+		for l := &p.level[i]; l.forward != nil && l.before(x.score, x.member); l = &p.level[i] {
+			rank[i] += l.span
+			p = l.forward
 		}
 		update[i] = p
 	}
@@ -176,8 +190,8 @@ func (z *zsl) link(x *zslNode) {
 	}
 	for i := 0; i < lvl; i++ {
 		u := &update[i].level[i]
-		x.level[i].forward = u.forward
-		u.forward = x
+		x.level[i].forward, x.level[i].fscore = u.forward, u.fscore
+		u.forward, u.fscore = x, x.score
 		// x sits rank[0]-rank[i] steps after update[i], plus one.
 		x.level[i].span = u.span - (rank[0] - rank[i])
 		u.span = rank[0] - rank[i] + 1
@@ -204,8 +218,8 @@ func (z *zsl) link(x *zslNode) {
 func (z *zsl) findUpdate(score float64, member string, update *[zslMaxLevel]*zslNode) *zslNode {
 	p := z.header
 	for i := z.level - 1; i >= 0; i-- {
-		for f := p.level[i].forward; f != nil && zslBefore(f, score, member); f = p.level[i].forward {
-			p = f
+		for l := &p.level[i]; l.forward != nil && l.before(score, member); l = &p.level[i] {
+			p = l.forward
 		}
 		update[i] = p
 	}
@@ -219,7 +233,7 @@ func (z *zsl) unlink(x *zslNode, update *[zslMaxLevel]*zslNode) {
 		u := &update[i].level[i]
 		if u.forward == x {
 			u.span += x.level[i].span - 1
-			u.forward = x.level[i].forward
+			u.forward, u.fscore = x.level[i].forward, x.level[i].fscore
 		} else {
 			u.span--
 		}
@@ -264,7 +278,11 @@ func (z *zsl) updateScore(cur float64, member string, score float64) *zslNode {
 	p, n := x.backward, x.level[0].forward
 	if (p == nil || zslBefore(p, score, member)) && (n == nil || !zslBefore(n, score, member)) {
 		// n != (score, member) as members are unique, so n sorts after.
+		// The links into x at each of its levels are from update[].
 		x.score = score
+		for i := range x.level {
+			update[i].level[i].fscore = score
+		}
 		return x
 	}
 	z.unlink(x, &update)

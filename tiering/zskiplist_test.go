@@ -711,3 +711,27 @@ func BenchmarkZSLRank(b *testing.B) {
 		}
 	}
 }
+
+// benchZSLUpdate moves random members of an n-member skiplist to random
+// scores, as ZADD -r n of a hot sorted set does.
+func benchZSLUpdate(b *testing.B, n int) {
+	z := newZSL()
+	scores := make([]float64, n)
+	members := make([]string, n)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range n {
+		members[i] = fmt.Sprintf("element:%06d", i)
+		scores[i] = float64(r.IntN(n))
+		z.insert(scores[i], members[i])
+	}
+	b.ResetTimer()
+	for range b.N {
+		i := r.IntN(n)
+		s := float64(r.IntN(n))
+		z.updateScore(scores[i], members[i], s)
+		scores[i] = s
+	}
+}
+
+func BenchmarkZSLUpdate4k(b *testing.B)   { benchZSLUpdate(b, 4000) }
+func BenchmarkZSLUpdate100k(b *testing.B) { benchZSLUpdate(b, 100_000) }
