@@ -81,17 +81,32 @@ func (ix *pendIndex) isDropped(i int) bool {
 // catchUp indexes the frames of buf (a run of frames, wlog.go) after the
 // part already indexed.
 func (ix *pendIndex) catchUp(buf []byte, seed maphash.Seed) {
-	for ix.indexed < len(buf) {
-		repr, rest, ok := splitFrame(buf[ix.indexed:])
-		if !ok {
-			ix.odd = true
-			ix.indexed = len(buf)
-			return
-		}
-		start := ix.indexed + frameHeader + batchrepr.HeaderLen
-		ix.add(buf, start, start+len(repr)-batchrepr.HeaderLen, seed)
-		ix.indexed = len(buf) - len(rest)
+	if !eachFrame(buf, &ix.indexed, func(start, end int) bool {
+		ix.add(buf, start, end, seed)
+		return true
+	}) {
+		ix.odd = true
 	}
+}
+
+// eachFrame calls fn with the records of each frame of buf (a run of
+// frames, wlog.go) from offset *at on, as buf[start:end] (the batch
+// without its header), moving *at past the frame first. It returns false
+// at a torn frame (with *at at len(buf)) or when fn does.
+func eachFrame(buf []byte, at *int, fn func(start, end int) bool) bool {
+	for *at < len(buf) {
+		repr, rest, ok := splitFrame(buf[*at:])
+		if !ok {
+			*at = len(buf)
+			return false
+		}
+		start := *at + frameHeader + batchrepr.HeaderLen
+		*at = len(buf) - len(rest)
+		if !fn(start, start+len(repr)-batchrepr.HeaderLen) {
+			return false
+		}
+	}
+	return true
 }
 
 // catchUpBatch indexes the records of one batch's representation after
@@ -237,26 +252,16 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 // catchUpSpans notes the namespaces and range deletions of the records
 // of buf after the part already scanned for them.
 func (ix *pendIndex) catchUpSpans(buf []byte) {
-	for ix.spanIndexed < len(buf) {
-		repr, rest, ok := splitFrame(buf[ix.spanIndexed:])
-		if !ok {
-			ix.spanOdd = true
-			ix.spanIndexed = len(buf)
-			return
-		}
-		start := ix.spanIndexed + frameHeader + batchrepr.HeaderLen
-		end := start + len(repr) - batchrepr.HeaderLen
-		ix.spanIndexed = len(buf) - len(rest)
+	if !eachFrame(buf, &ix.spanIndexed, func(start, end int) bool {
 		r := batchrepr.Reader(buf[start:end])
 		for {
 			off := end - len(r)
 			kind, ukey, value, ok, err := r.Next()
 			if err != nil {
-				ix.spanOdd = true
-				return
+				return false
 			}
 			if !ok {
-				break
+				return true
 			}
 			switch {
 			case kind == pebble.InternalKeyKindRangeDelete:
@@ -270,29 +275,23 @@ func (ix *pendIndex) catchUpSpans(buf []byte) {
 				ix.spanNs |= nsBitOther
 			}
 		}
+	}) {
+		ix.spanOdd = true
 	}
 }
 
 // catchUpStructs indexes the structure prefixes of the data records of
 // buf after the part already indexed for them.
 func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
-	for ix.structsIndexed < len(buf) {
-		repr, rest, ok := splitFrame(buf[ix.structsIndexed:])
-		if !ok {
-			ix.structsAll = true
-			ix.structsIndexed = len(buf)
-			return
-		}
-		ix.structsIndexed = len(buf) - len(rest)
-		r := batchrepr.Read(repr)
+	if !eachFrame(buf, &ix.structsIndexed, func(start, end int) bool {
+		r := batchrepr.Reader(buf[start:end])
 		for {
 			kind, ukey, _, ok, err := r.Next()
 			if err != nil {
-				ix.structsAll = true
-				return
+				return false
 			}
 			if !ok {
-				break
+				return true
 			}
 			if kind == pebble.InternalKeyKindRangeDelete || len(ukey) == 0 || ukey[0] != codec.NSData {
 				continue
@@ -304,6 +303,8 @@ func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
 			}
 			ix.structs.put(maphash.Bytes(seed, p), 0, 0)
 		}
+	}) {
+		ix.structsAll = true
 	}
 }
 

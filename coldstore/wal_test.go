@@ -40,6 +40,41 @@ func crash(t *testing.T, s *Store) {
 // model applies the same writes to a map, the expected store contents.
 type model map[string]string
 
+// set writes k = v to b and to the model.
+func (m model) set(t *testing.T, b *Batch, k []byte, v string) {
+	t.Helper()
+	if err := b.Set(k, []byte(v)); err != nil {
+		t.Fatal(err)
+	}
+	m[string(k)] = v
+}
+
+// del deletes k in b and in the model.
+func (m model) del(t *testing.T, b *Batch, k []byte) {
+	t.Helper()
+	if err := b.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, string(k))
+}
+
+// delRange deletes [lo, hi) in b and in the model, lo and hi in either
+// order.
+func (m model) delRange(t *testing.T, b *Batch, lo, hi []byte) {
+	t.Helper()
+	if bytes.Compare(lo, hi) > 0 {
+		lo, hi = hi, lo
+	}
+	if err := b.DeleteRange(lo, hi); err != nil {
+		t.Fatal(err)
+	}
+	for k := range m {
+		if k >= string(lo) && k < string(hi) {
+			delete(m, k)
+		}
+	}
+}
+
 func (m model) check(t *testing.T, s *Store, when string) {
 	t.Helper()
 	it, err := s.NewIter([]byte{0x01}, []byte{0x02})
@@ -77,30 +112,11 @@ func randomWrites(t *testing.T, s *Store, m model, rng *rand.Rand, n int) {
 		for range 1 + rng.IntN(4) {
 			switch r := rng.IntN(20); {
 			case r < 14:
-				k, v := key(), fmt.Sprintf("v%d-%d", i, rng.IntN(1000))
-				if err := b.Set(k, []byte(v)); err != nil {
-					t.Fatal(err)
-				}
-				m[string(k)] = v
+				m.set(t, b, key(), fmt.Sprintf("v%d-%d", i, rng.IntN(1000)))
 			case r < 19:
-				k := key()
-				if err := b.Delete(k); err != nil {
-					t.Fatal(err)
-				}
-				delete(m, string(k))
+				m.del(t, b, key())
 			default:
-				lo, hi := key(), key()
-				if bytes.Compare(lo, hi) > 0 {
-					lo, hi = hi, lo
-				}
-				if err := b.DeleteRange(lo, hi); err != nil {
-					t.Fatal(err)
-				}
-				for k := range m {
-					if k >= string(lo) && k < string(hi) {
-						delete(m, k)
-					}
-				}
+				m.delRange(t, b, key(), key())
 			}
 		}
 		if _, err := b.Enqueue(); err != nil {
@@ -379,30 +395,11 @@ func testPendingReads(t *testing.T, concurrent bool) {
 			for range 1 + rng.IntN(4) {
 				switch r := rng.IntN(20); {
 				case r < 13:
-					k, v := key(), fmt.Sprintf("v%d-%d-%d", round, i, rng.IntN(1000))
-					if err := b.Set(k, []byte(v)); err != nil {
-						t.Fatal(err)
-					}
-					own[string(k)] = v
+					own.set(t, b, key(), fmt.Sprintf("v%d-%d-%d", round, i, rng.IntN(1000)))
 				case r < 19:
-					k := key()
-					if err := b.Delete(k); err != nil {
-						t.Fatal(err)
-					}
-					delete(own, string(k))
+					own.del(t, b, key())
 				default:
-					lo, hi := key(), key()
-					if bytes.Compare(lo, hi) > 0 {
-						lo, hi = hi, lo
-					}
-					if err := b.DeleteRange(lo, hi); err != nil {
-						t.Fatal(err)
-					}
-					for k := range own {
-						if k >= string(lo) && k < string(hi) {
-							delete(own, k)
-						}
-					}
+					own.delRange(t, b, key(), key())
 				}
 				check("read through a batch", func(k []byte) ([]byte, bool, error) { return b.GetData(k, nil) }, own)
 				check("probe through a batch", func(k []byte) ([]byte, bool, error) { return b.ProbeData(k, nil) }, own)
@@ -468,32 +465,15 @@ func TestStructIteratorsMatchModel(t *testing.T) {
 			}
 			switch {
 			case r < 13:
-				k, v := key(st), fmt.Sprintf("v%d", i)
-				if err := b.Set(k, []byte(v)); err != nil {
-					t.Fatal(err)
-				}
-				m[string(k)] = v
+				m.set(t, b, key(st), fmt.Sprintf("v%d", i))
 			case r < 19:
-				k := key(st)
-				if err := b.Delete(k); err != nil {
-					t.Fatal(err)
-				}
-				delete(m, string(k))
+				m.del(t, b, key(st))
 			default:
 				lo, hi := key(st), key(st)
 				if rng.IntN(2) == 0 {
 					lo, hi = prefix(st), codec.PrefixEnd(prefix(st))
-				} else if bytes.Compare(lo, hi) > 0 {
-					lo, hi = hi, lo
 				}
-				if err := b.DeleteRange(lo, hi); err != nil {
-					t.Fatal(err)
-				}
-				for k := range m {
-					if k >= string(lo) && k < string(hi) {
-						delete(m, k)
-					}
-				}
+				m.delRange(t, b, lo, hi)
 			}
 		}
 		if _, err := b.Enqueue(); err != nil {

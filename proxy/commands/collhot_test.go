@@ -54,14 +54,6 @@ func TestCollHotPathAllocations(t *testing.T) {
 	}{
 		{"ZADD", 1}, {"HSET", 1}, {"LPUSH", 2}, {"RPOP", 1},
 	} {
-		args := collHotArgs(c.name, 2*members, members)
-		i := members / 2
-		got := testing.AllocsPerRun(members, func() {
-			l.Do(args[i%len(args)]...)
-			i++
-		})
-		if got != c.want {
-			t.Errorf("%s: %.2f allocations per command through Local.Do, want %.0f", c.name, got, c.want)
-		}
+		checkAllocs(t, l, c.name, collHotArgs(c.name, 2*members, members), members/2, members, c.want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/spillway/spillway/proxy/server"
 )
 
 // The hot path of one command, through the whole dispatch (lookup, checks,
@@ -33,31 +35,35 @@ func TestHotPathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not the hot path's under the race detector (sync.Pool drops items at random); make test's run without -race checks them")
 	}
-	s, _ := openLocal(t, modes[0])
+	l := hotLocal(t, hotPathKeys)
+	checkAllocs(t, l, "GET", hotPathArgs("GET", hotPathKeys, nil), 0, 2*hotPathKeys, 1)
+	checkAllocs(t, l, "INCR", hotPathArgs("INCR", hotPathKeys, nil), 0, 2*hotPathKeys, 2)
+	checkAllocs(t, l, "SET", hotPathArgs("SET", hotPathKeys, []byte("12345")), 0, 2*hotPathKeys, 2)
+}
+
+// hotLocal returns a client of a fresh server holding n hot strings
+// key:NNNNNN = "12345", closed with tb.
+func hotLocal(tb testing.TB, n int) *server.Local {
+	s, _ := openLocal(tb, modes[0])
 	l := s.NewLocal()
-	defer l.Close()
-	val := []byte("12345")
-	sets := hotPathArgs("SET", hotPathKeys, val)
-	for _, a := range sets {
+	tb.Cleanup(l.Close)
+	for _, a := range hotPathArgs("SET", n, []byte("12345")) {
 		l.Do(a...)
 	}
-	for _, c := range []struct {
-		name string
-		args [][][]byte
-		want float64
-	}{
-		{"GET", hotPathArgs("GET", hotPathKeys, nil), 1},
-		{"INCR", hotPathArgs("INCR", hotPathKeys, nil), 2},
-		{"SET", sets, 2},
-	} {
-		i := 0
-		got := testing.AllocsPerRun(2*hotPathKeys, func() {
-			l.Do(c.args[i%hotPathKeys]...)
-			i++
-		})
-		if got != c.want {
-			t.Errorf("%s: %.2f allocations per command through Local.Do, want %.0f", c.name, got, c.want)
-		}
+	return l
+}
+
+// checkAllocs fails t unless each of runs commands through l, taken from
+// args in turn from index from on, allocates want times on average.
+func checkAllocs(t *testing.T, l *server.Local, name string, args [][][]byte, from, runs int, want float64) {
+	t.Helper()
+	i := from
+	got := testing.AllocsPerRun(runs, func() {
+		l.Do(args[i%len(args)]...)
+		i++
+	})
+	if got != want {
+		t.Errorf("%s: %.2f allocations per command through Local.Do, want %.0f", name, got, want)
 	}
 }
 
@@ -66,12 +72,7 @@ func TestHotPathAllocations(t *testing.T) {
 // caches, so what each lookup costs in memory accesses shows.
 func benchHotPath(b *testing.B, cmd string) {
 	const keys = 100_000
-	s, _ := openLocal(b, modes[0])
-	l := s.NewLocal()
-	defer l.Close()
-	for _, a := range hotPathArgs("SET", keys, []byte("12345")) {
-		l.Do(a...)
-	}
+	l := hotLocal(b, keys)
 	args := hotPathArgs(cmd, keys, nil)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(args), func(i, j int) { args[i], args[j] = args[j], args[i] })
 	b.ReportAllocs()

@@ -16,12 +16,7 @@ const scriptIncr = "return redis.call('INCR', KEYS[1])"
 
 func benchScript(b *testing.B, sha bool) {
 	const keys = 100_000
-	s, _ := openLocal(b, modes[0])
-	l := s.NewLocal()
-	defer l.Close()
-	for _, a := range hotPathArgs("SET", keys, []byte("12345")) {
-		l.Do(a...)
-	}
+	l := hotLocal(b, keys)
 	first := []byte("EVAL")
 	body := []byte(scriptIncr)
 	if sha {
