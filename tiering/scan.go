@@ -51,6 +51,9 @@ func (tx *Tx) scan(db int, cursor uint64, bits uint, opts ScanOptions, dst [][]b
 	pdb := tx.pdb(db)
 	lo := codec.AppendMetaHashPrefix(nil, pdb, cursor<<shift)
 	hi := codec.PrefixEnd([]byte{codec.NSMeta, pdb})
+	if err := tx.flushMeta(); err != nil { // the iterator reads meta records
+		return dst, 0, err
+	}
 	it, err := tx.batch.NewIter(lo, hi)
 	if err != nil {
 		return dst, 0, err
@@ -113,6 +116,9 @@ func (tx *Tx) RandomKey(db int) ([]byte, error) {
 	}
 	lo := []byte{codec.NSMeta, pdb}
 	hi := codec.PrefixEnd(lo)
+	if err := tx.flushMeta(); err != nil { // the iterator reads meta records
+		return nil, err
+	}
 	it, err := tx.batch.NewIter(lo, hi)
 	if err != nil {
 		return nil, err

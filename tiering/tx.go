@@ -49,6 +49,8 @@ type Tx struct {
 	// as an access (LFU), so that a write over it does not count the same
 	// command's access twice (Entry.inherit).
 	touched *Entry
+	// metaPend are the meta records left to write (Tx.deferMeta).
+	metaPend []metaPending
 }
 
 // ReadyKey names a key that became a list (or a sorted set): clients
@@ -115,10 +117,16 @@ func (tx *Tx) commit() (coldstore.Pending, error) {
 func (tx *Tx) commitHeld() (coldstore.Pending, error) {
 	e := tx.e
 	defer e.held.Store(0)
+	err := tx.flushMeta()
 	if !tx.batch.Empty() {
 		e.writes++
 	}
-	p, err := tx.batch.Enqueue()
+	var p coldstore.Pending
+	if err == nil {
+		p, err = tx.batch.Enqueue()
+	} else {
+		tx.batch.Abort()
+	}
 	if err != nil {
 		// The hot copies may hold writes the store refused: drop them all so
 		// that the cold store, which is unchanged, is the only authority.
@@ -149,9 +157,10 @@ func (tx *Tx) abort() {
 func (tx *Tx) abortHeld() {
 	e := tx.e
 	defer e.held.Store(0)
-	if !tx.batch.Empty() {
+	if !tx.batch.Empty() || len(tx.metaPend) > 0 {
 		e.hot.purge()
 	}
+	tx.clearMeta()
 	tx.batch.Abort()
 	tx.undoSwaps()
 	tx.resetDeltas()
@@ -216,7 +225,9 @@ func (tx *Tx) live(pdb uint8, key []byte) (*Entry, bool, error) {
 // does not exist, and the store is not asked (GET of a missing key, SET of
 // a new one cost no disk access while the dataset fits the budget).
 func (tx *Tx) loadCold(pdb uint8, key []byte) (*Entry, error) {
-	if tx.allHot(pdb) {
+	if e := tx.pendingEntry(pdb, key); e != nil {
+		return e, nil // its record is not in the batch yet
+	} else if tx.allHot(pdb) {
 		return nil, nil
 	}
 	buf, found, err := tx.batch.GetMeta(pdb, key, &tx.meta, tx.mbuf)
@@ -378,6 +389,7 @@ func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 	if err := tx.dropData(pdb, key, old); err != nil {
 		return err
 	}
+	tx.unpend(pdb, key)
 	if err := tx.batch.DeleteMeta(pdb, key); err != nil {
 		return err
 	}
@@ -560,28 +572,6 @@ func (tx *Tx) rewriteMeta(pdb uint8, key []byte, old *Entry, at int64) error {
 	return err
 }
 
-// putMeta writes e's meta record (e mirrors it exactly).
-func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
-	m := &tx.meta
-	*m = codec.Meta{Type: e.Type, ExpireAt: e.ExpireAt}
-	if e.Type == codec.TypeString {
-		m.Value = e.Str
-	} else {
-		m.Version, m.Count, m.Bytes = e.Version, uint64(e.Count), uint64(e.Bytes)
-		m.Head, m.Tail = e.Head, e.Tail
-		if e.ZSkip {
-			m.Flags = codec.ZSetSkiplist
-		}
-		if e.strm != nil {
-			syncStreamMeta(e)
-			m.Count, m.Bytes, m.Stream = uint64(e.Count), uint64(e.Bytes), e.strm.meta
-		}
-	}
-	e.metaGen++
-	tx.observe(pdb, key, KeyModified)
-	return tx.batch.PutMeta(pdb, key, m)
-}
-
 // Copy copies src (db) to dst (dstDB), keeping its expiry. With replace it
 // overwrites an existing dst; without, an existing dst makes it a no-op that
 // returns false. It reports whether a copy was made.
@@ -728,6 +718,7 @@ func (tx *Tx) FlushAll() error {
 
 func (tx *Tx) flushPhysical(pdb uint8) error {
 	tx.e.layoutGen++ // open Stages of pdb are stale
+	tx.unpendDB(pdb)
 	for _, ns := range []byte{codec.NSMeta, codec.NSData} {
 		lo := []byte{ns, pdb}
 		if err := tx.batch.DeleteRange(lo, codec.PrefixEnd(lo)); err != nil {
