@@ -13,7 +13,7 @@ import (
 // Batch is not safe for concurrent use; it is reused after Commit or Abort.
 type Batch struct {
 	s    *Store
-	b    *pebble.Batch // indexed; nil until the first write
+	b    *pebble.Batch // nil until the first write; indexed by the first read (indexed)
 	kbuf []byte
 	vbuf []byte
 	// ix indexes b's records, lazily: built by a read of a key the
@@ -29,23 +29,45 @@ func (b *Batch) Empty() bool { return b.b == nil || b.b.Empty() }
 
 func (b *Batch) batch() *pebble.Batch {
 	if b.b == nil {
-		b.b = b.s.db.NewIndexedBatch()
+		b.b = b.s.db.NewBatch()
 	}
 	return b.b
 }
 
-func (b *Batch) getter() getter {
-	if b.b != nil {
-		return b.b
+// indexed makes b's writes readable through it, indexing them once: most
+// transactions never read their own writes back (a hot structure is read
+// from memory), so a batch is unindexed until its first read.
+func (b *Batch) indexed() error {
+	if b.b.Indexed() {
+		return nil
 	}
-	return b.s.db
+	ib := b.s.db.NewIndexedBatch()
+	if err := ib.Apply(b.b, nil); err != nil {
+		ib.Close()
+		return fmt.Errorf("coldstore: index batch: %w", err)
+	}
+	b.b.Close()
+	b.b = ib
+	b.ix.reset()
+	return nil
+}
+
+func (b *Batch) getter() (getter, error) {
+	if b.b != nil {
+		return b.b, b.indexed()
+	}
+	return b.s.db, nil
 }
 
 // GetMeta reads key's meta record, seeing this batch's writes. The raw record
 // is copied into buf (returned for reuse) and m aliases it.
 func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte, bool, error) {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
-	buf, found, err := b.s.readPoint(b.getter(), b.kbuf, buf, b, false)
+	g, err := b.getter()
+	if err != nil {
+		return buf, false, err
+	}
+	buf, found, err := b.s.readPoint(g, b.kbuf, buf, b, false)
 	if err != nil || !found {
 		return buf, false, err
 	}
@@ -57,13 +79,21 @@ func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte
 
 // GetData reads one data record (already encoded key), seeing this batch.
 func (b *Batch) GetData(key, buf []byte) ([]byte, bool, error) {
-	return b.s.readPoint(b.getter(), key, buf, b, false)
+	g, err := b.getter()
+	if err != nil {
+		return buf, false, err
+	}
+	return b.s.readPoint(g, key, buf, b, false)
 }
 
 // ProbeData is GetData for a record that probably does not exist: it
 // consults every level's bloom filter first (see probeInto).
 func (b *Batch) ProbeData(key, buf []byte) ([]byte, bool, error) {
-	return b.s.readPoint(b.getter(), key, buf, b, true)
+	g, err := b.getter()
+	if err != nil {
+		return buf, false, err
+	}
+	return b.s.readPoint(g, key, buf, b, true)
 }
 
 // NewIter returns an iterator over [lower, upper) that sees the committed
@@ -73,6 +103,9 @@ func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {
 		return b.s.NewIter(lower, upper)
 	}
 	if err := b.s.q.waitRange(lower, upper); err != nil {
+		return nil, err
+	}
+	if err := b.indexed(); err != nil {
 		return nil, err
 	}
 	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
