@@ -266,8 +266,8 @@ func (c *Coll) Del(field []byte) (bool, error) {
 
 // Close stores the structure's meta record after writes, or deletes the key
 // if it was emptied (Redis never keeps an empty hash or set). It keeps the
-// hot tier's accounting right, and demotes a structure that outgrew the
-// hot tier.
+// hot tier's accounting right; a structure that outgrew the hot tier's
+// share (Engine.keepHot) is demoted when the transaction ends (Tx.outgrew).
 // Closing a nil handle (a key that was not there) does nothing.
 func (c *Coll) Close() error {
 	if c == nil || !c.dirty {
@@ -298,12 +298,9 @@ func (c *Coll) Close() error {
 		return nil
 	}
 	if e.fields != nil { // resident or being promoted
-		if !tx.e.keepHot(entrySize(c.key, e)) {
-			tx.e.hot.remove(c.hk)
-			e.fields, e.loading = nil, nil
-			tx.e.Stats.Demotions.Add(1)
-		} else {
-			tx.e.hot.resize(c.hk, e)
+		tx.e.hot.resize(c.hk, e)
+		if !tx.e.keepHot(e.size) {
+			tx.outgrew(e) // demoted when the transaction ends
 		}
 	}
 	return nil

@@ -287,3 +287,34 @@ func (tx *Tx) clearMeta() {
 	}
 	tx.metaPend = tx.metaPend[:0]
 }
+
+// outgrew notes that hot structure e outgrew the hot tier's share
+// (Engine.keepHot): it stays resident until the transaction ends, when
+// demoteOutgrown demotes it. A script or MULTI that grows a structure past
+// the share keeps writing it in memory, rather than probing the store for
+// every later member and reading back its own batch; the transaction's
+// batch holds every record it wrote meanwhile anyway.
+func (tx *Tx) outgrew(e *Entry) {
+	for _, o := range tx.outgrown {
+		if o == e {
+			return
+		}
+	}
+	tx.outgrown = append(tx.outgrown, e)
+}
+
+// demoteOutgrown demotes the structures noted by outgrew that the hot tier
+// still holds over its share; with drop, it only forgets them (the
+// transaction aborted: the hot tier is purged).
+func (tx *Tx) demoteOutgrown(drop bool) {
+	for i, e := range tx.outgrown {
+		tx.outgrown[i] = nil
+		if drop || e.fields == nil || tx.e.keepHot(e.size) || tx.e.hot.m[e.hk] != e {
+			continue
+		}
+		tx.e.hot.drop(e)
+		e.fields, e.loading = nil, nil
+		tx.e.Stats.Demotions.Add(1)
+	}
+	tx.outgrown = tx.outgrown[:0]
+}

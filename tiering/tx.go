@@ -51,6 +51,8 @@ type Tx struct {
 	touched *Entry
 	// metaPend are the meta records left to write (Tx.deferMeta).
 	metaPend []metaPending
+	// outgrown are hot structures to demote at the end (Tx.outgrew).
+	outgrown []*Entry
 }
 
 // ReadyKey names a key that became a list (or a sorted set): clients
@@ -131,10 +133,12 @@ func (tx *Tx) commitHeld() (coldstore.Pending, error) {
 		// The hot copies may hold writes the store refused: drop them all so
 		// that the cold store, which is unchanged, is the only authority.
 		e.hot.purge()
+		tx.demoteOutgrown(true)
 		tx.undoSwaps()
 		tx.resetDeltas()
 		return coldstore.Pending{}, err
 	}
+	tx.demoteOutgrown(false)
 	tx.swaps = tx.swaps[:0]
 	for db, n := range tx.keyDelta {
 		e.keys[db] += n
@@ -161,6 +165,7 @@ func (tx *Tx) abortHeld() {
 		e.hot.purge()
 	}
 	tx.clearMeta()
+	tx.demoteOutgrown(true)
 	tx.batch.Abort()
 	tx.undoSwaps()
 	tx.resetDeltas()
