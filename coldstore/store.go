@@ -198,11 +198,16 @@ func Open(opts Options) (*Store, error) {
 }
 
 // applyBytes is how much pending writes an application round waits for
-// (the coalescing window): a memtable's worth, between 1 and 8 MB. A
-// larger window coalesces more, but its index (a map entry per record,
-// commitq.go) no longer fits the caches: with 64 MB, the map inserts cost
-// more than the coalescing saved; 2 MB coalesced too little (ZADD -P 16:
-// 17 µs of CPU a command against 11-12 with 8 MB, redis-benchmark -c 50).
+// (the coalescing window): a memtable's worth, between 1 and 8 MB. 2 MB
+// coalesced too little (ZADD -P 16: 17 µs of CPU a command against 11-12
+// with 8 MB, redis-benchmark -c 50). Larger windows, measured again with
+// the lazy index (pendix.go; 16, 32 and 64 MB under --maxmemory 1gb),
+// cut ZADD and INCR at -P 16 but not SET or HSET, and cost what the
+// budget does not count: the pending buffers are Go heap outside
+// maxmemory's split (peak RSS +240 MB at 64 MB), the first read after a
+// burst indexes the whole window under the queue's lock (0.5 s at 64 MB,
+// 10 ms at 8), and a kill -9 leaves up to two windows of log to replay
+// (5.9 s at 64 MB, 0.45 s at 8): README, "Where the time goes".
 func applyBytes(memtable int64) int { return int(min(max(memtable, 1<<20), 8<<20)) }
 
 // segmentBytes is the size at which the write log starts a new segment:
