@@ -126,15 +126,15 @@ func metaOf(e *Entry) metaFields {
 // the key is reported modified, and stored is brought up to date.
 func (tx *Tx) putMetaIfChanged(pdb uint8, key []byte, e *Entry, stored *metaFields, created bool) error {
 	now := metaOf(e)
-	if !created && now == *stored && e.Type != codec.TypeString && e.strm == nil {
-		tx.observe(pdb, key, KeyModified)
-		return nil
-	}
-	if e.Type == codec.TypeString || e.strm != nil {
+	if e.Type == codec.TypeString || e.strm != nil { // written as it changes
 		if err := tx.putMeta(pdb, key, e); err != nil {
 			return err
 		}
 		*stored = metaOf(e)
+		return nil
+	}
+	if !created && now == *stored {
+		tx.observe(pdb, key, KeyModified)
 		return nil
 	}
 	tx.observe(pdb, key, KeyModified)
@@ -200,10 +200,9 @@ const maxMetaPending = 32
 // deferMeta leaves e's meta record, under (pdb, key), to be written when
 // the transaction ends (see above).
 func (tx *Tx) deferMeta(pdb uint8, key []byte, e *Entry) error {
-	for i := range tx.metaPend {
-		if p := &tx.metaPend[i]; p.e == e && p.pdb == pdb && bytes.Equal(p.key, key) {
-			return nil
-		}
+	if i := tx.pendingAt(pdb, key); i >= 0 {
+		tx.metaPend[i].e = e // the key's entry now: its state is what is written
+		return nil
 	}
 	if len(tx.metaPend) == maxMetaPending {
 		if err := tx.flushMeta(); err != nil {
@@ -224,22 +223,28 @@ func (tx *Tx) deferMeta(pdb uint8, key []byte, e *Entry) error {
 // pendingEntry returns the entry whose meta record under (pdb, key) is
 // pending, or nil.
 func (tx *Tx) pendingEntry(pdb uint8, key []byte) *Entry {
-	for i := range tx.metaPend {
-		if p := &tx.metaPend[i]; p.pdb == pdb && bytes.Equal(p.key, key) {
-			return p.e
-		}
+	if i := tx.pendingAt(pdb, key); i >= 0 {
+		return tx.metaPend[i].e
 	}
 	return nil
+}
+
+// pendingAt returns the index in metaPend of (pdb, key)'s pending meta
+// record (a key has at most one), or -1.
+func (tx *Tx) pendingAt(pdb uint8, key []byte) int {
+	for i := range tx.metaPend {
+		if p := &tx.metaPend[i]; p.pdb == pdb && bytes.Equal(p.key, key) {
+			return i
+		}
+	}
+	return -1
 }
 
 // unpend forgets the pending meta record of (pdb, key), if any: the
 // caller writes or deletes that record itself.
 func (tx *Tx) unpend(pdb uint8, key []byte) {
-	for i := range tx.metaPend {
-		if p := &tx.metaPend[i]; p.pdb == pdb && bytes.Equal(p.key, key) {
-			tx.dropPending(i)
-			return
-		}
+	if i := tx.pendingAt(pdb, key); i >= 0 {
+		tx.dropPending(i)
 	}
 }
 
