@@ -45,13 +45,15 @@ type pendIndex struct {
 	// whole span included, the range deletions' offsets, and whether a
 	// record was odd; and the hashes of the structure prefixes
 	// (structPrefix) of the data records in the first structsIndexed
-	// bytes; structsAll when a data key had no such prefix (every data
-	// iterator waits).
+	// bytes, each mapped to its entry of spans, where its records are
+	// (structspan.go); structsAll when a data key had no such prefix
+	// (every data iterator waits).
 	spanNs         uint8
 	spanRanges     []int
 	spanOdd        bool
 	spanIndexed    int
 	structs        keyTable
+	spans          []structSpans
 	structsIndexed int
 	structsAll     bool
 }
@@ -69,6 +71,7 @@ func (ix *pendIndex) reset() {
 	ix.indexed, ix.odd, ix.records = 0, false, 0
 	ix.spanNs, ix.spanRanges, ix.spanOdd, ix.spanIndexed = 0, ix.spanRanges[:0], false, 0
 	ix.structs.reset()
+	ix.spans = ix.spans[:0]
 	ix.structsIndexed, ix.structsAll = 0, false
 }
 
@@ -213,9 +216,10 @@ func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
 // touches reports whether the indexed records of buf (a run of frames)
 // may change what an iterator over [lower, upper) sees; span is the
 // namespaces of that range (nsSpan). An iterator inside one data
-// structure (structPrefix) only meets the records of that structure and
-// the range deletions overlapping it: reading a cold hash while other
-// structures are written needs no round.
+// structure (structPrefix) only meets the records of that structure whose
+// keys may be in its range (structSpans) and the range deletions
+// overlapping it: reading a cold hash while other structures are written,
+// or a list's tail while its head is pushed, needs no round.
 func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.Seed) bool {
 	ix.catchUpSpans(buf)
 	hits := ix.spanNs & span
@@ -233,7 +237,7 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 	if ix.structsAll {
 		return true
 	}
-	if _, ok := ix.structs.get(maphash.Bytes(seed, p)); ok {
+	if e, ok := ix.structs.get(maphash.Bytes(seed, p)); ok && ix.spans[e.off].meets(buf, lower, upper) {
 		return true
 	}
 	for _, off := range ix.spanRanges {
@@ -286,6 +290,7 @@ func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
 	if !eachFrame(buf, &ix.structsIndexed, func(start, end int) bool {
 		r := batchrepr.Reader(buf[start:end])
 		for {
+			off := end - len(r)
 			kind, ukey, _, ok, err := r.Next()
 			if err != nil {
 				return false
@@ -301,7 +306,14 @@ func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
 				ix.structsAll = true
 				continue
 			}
-			ix.structs.put(maphash.Bytes(seed, p), 0, 0)
+			h := maphash.Bytes(seed, p)
+			e, ok := ix.structs.get(h)
+			if !ok {
+				e.off = len(ix.spans)
+				ix.spans = append(ix.spans, structSpans{})
+				ix.structs.put(h, e.off, 0)
+			}
+			ix.spans[e.off].add(buf, int32(off), ukey, len(p))
 		}
 	}) {
 		ix.structsAll = true
