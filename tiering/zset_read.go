@@ -280,11 +280,6 @@ func (z *ZSet) scanIndex(seek []byte, rev bool, fn func(member []byte, score flo
 		return nil
 	}
 	lo := codec.AppendScorePrefix(nil, z.pdb, z.key, z.e.Version)
-	it, err := z.tx.batch.NewIter(lo, codec.PrefixEnd(lo))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
 	// A walk from an end (or from inside the part of it known to be
 	// consumed) starts past the consumed part, and records where the first
 	// live record was (see zsetBounds).
@@ -298,6 +293,23 @@ func (z *ZSet) scanIndex(seek []byte, rev bool, fn func(member []byte, score flo
 		seek, fromEnd = b.hi, true
 	}
 	learn := fromEnd && z.learnable(b)
+	// The iterator is bounded by where the walk starts: it never steps
+	// back over it, and the records of the part consumed before it (a
+	// queue's pops, pending in the store) then do not make it wait for an
+	// application round (coldstore's structSpans).
+	lower, upper := lo, codec.PrefixEnd(lo)
+	if seek != nil && bytes.HasPrefix(seek, lo) {
+		if rev {
+			upper = seek
+		} else {
+			lower = seek
+		}
+	}
+	it, err := z.tx.batch.NewIter(lower, upper)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
 	var valid bool
 	switch {
 	case seek == nil && rev:
