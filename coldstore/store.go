@@ -190,7 +190,8 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.indexLoop()
 	go s.walSyncer()
 	go s.applyLoop()
 	go s.writeLoop()
