@@ -88,7 +88,13 @@ type commitQueue struct {
 	// asked for the structures' index once, so the indexer keeps it too.
 	ixKickedAt  int
 	wantStructs bool
-	ixChunk     int // indexChunk (tests make it smaller)
+	// pendNs and applyingNs (under mu) have the namespace bits of every
+	// record in pend and in applyingBuf, from the batches' own accounts
+	// (Batch.ns): an iterator none of whose namespaces they hold (the
+	// expiry sweeper's, under the engine's lock, every 100 ms) starts
+	// without touching the index.
+	pendNs, applyingNs uint8
+	ixChunk            int // indexChunk (tests make it smaller)
 
 	// queued counts the batches ever enqueued (written under mu), applied
 	// those applied (or dropped after a failure): equal when nothing is
@@ -188,7 +194,7 @@ func nsSpan(lower, upper []byte) uint8 {
 // it: a slice append under the engine's lock (what the batch writes is
 // indexed later, when a reader needs it). It returns the batch's number,
 // or the sticky error.
-func (q *commitQueue) enqueue(pb *pebble.Batch) (uint64, error) {
+func (q *commitQueue) enqueue(pb *pebble.Batch, ns uint8) (uint64, error) {
 	defer pb.Close()
 	repr := pb.Repr()
 	q.mu.Lock()
@@ -202,6 +208,7 @@ func (q *commitQueue) enqueue(pb *pebble.Batch) (uint64, error) {
 		q.pend = make([]byte, 0, q.applyBytes+q.applyBytes/4)
 	}
 	q.pend = appendFrame(q.pend, repr)
+	q.pendNs |= ns
 	return q.queued.Add(1), nil
 }
 
@@ -322,6 +329,7 @@ func (q *commitQueue) round() error {
 	q.pend, q.written, q.spare = q.spare[:0], 0, nil
 	q.pendIx, q.applyingIx = q.applyingIx, q.pendIx // the old applyingIx is reset
 	q.applyingBuf = take
+	q.applyingNs, q.pendNs = q.pendNs, 0
 	q.ixKickedAt = 0
 	q.mu.Unlock()
 	// The round coalesces with the index the indexer kept of its buffer,
@@ -356,7 +364,7 @@ func (q *commitQueue) round() error {
 	}
 	q.applied.Store(last)
 	q.applyingIx.reset()
-	q.applyingBuf = nil
+	q.applyingBuf, q.applyingNs = nil, 0
 	if cap(take) <= 4*q.applyBytes {
 		q.spare = take[:0]
 	}
@@ -425,6 +433,12 @@ func (q *commitQueue) waitRange(lower, upper []byte) error {
 		return nil
 	}
 	span := nsSpan(lower, upper)
+	q.mu.Lock()
+	ns, failed := q.pendNs|q.applyingNs, q.err != nil
+	q.mu.Unlock()
+	if ns&span == 0 && !failed {
+		return nil
+	}
 	q.ixMu.Lock()
 	pend, applying, err := q.buffers()
 	hit := err != nil || q.pendIx.touches(pend, lower, upper, span, q.seed, &q.wantStructs) ||
