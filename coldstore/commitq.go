@@ -38,8 +38,8 @@ import (
 // when the reader's own transaction wrote other keys already (its own
 // records of the key, if any, come first: Store.readPoint). What the
 // pending batches write is indexed (pendix.go) off the engine's lock:
-// enqueueing is a slice append under it. An iterator waits until everything queued before it
-// is applied (waitRange) only when a pending record may change what it
+// enqueueing is a slice append under it. An iterator waits until
+// everything queued before it is applied (waitRange) only when a pending record may change what it
 // sees (inside one data structure: a record of that structure, or a
 // range deletion overlapping it; elsewhere: a record of a namespace it
 // spans), and so does a point read the index cannot answer (a hash
@@ -192,8 +192,9 @@ func nsSpan(lower, upper []byte) uint8 {
 
 // enqueue copies pb into the pending buffer as the next batch and closes
 // it: a slice append under the engine's lock (what the batch writes is
-// indexed later, when a reader needs it). It returns the batch's number,
-// or the sticky error.
+// indexed later, by the indexer: catchUpIndex); ns has the namespace bits
+// of its records (Batch.ns). It returns the batch's number, or the sticky
+// error.
 func (q *commitQueue) enqueue(pb *pebble.Batch, ns uint8) (uint64, error) {
 	defer pb.Close()
 	repr := pb.Repr()
