@@ -19,6 +19,10 @@ type Batch struct {
 	// ix indexes b's records, lazily: built by a read of a key the
 	// commit queue holds pending writes of (ownState), reset with b.
 	ix pendIndex
+	// ns has the namespace bits (nsBit) of b's records, a range
+	// deletion's whole span included: the queue tells an iterator that
+	// no pending record can touch it from them alone (waitRange).
+	ns uint8
 }
 
 // NewBatch returns an empty batch.
@@ -119,6 +123,7 @@ func (b *Batch) NewIter(lower, upper []byte) (*Iter, error) {
 func (b *Batch) PutMeta(db uint8, key []byte, m *codec.Meta) error {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
 	b.vbuf = codec.AppendMeta(b.vbuf[:0], m)
+	b.ns |= nsBitMeta
 	if err := b.batch().Set(b.kbuf, b.vbuf, nil); err != nil {
 		return fmt.Errorf("coldstore: put meta: %w", err)
 	}
@@ -128,14 +133,24 @@ func (b *Batch) PutMeta(db uint8, key []byte, m *codec.Meta) error {
 // DeleteMeta deletes key's meta record.
 func (b *Batch) DeleteMeta(db uint8, key []byte) error {
 	b.kbuf = codec.AppendMetaKey(b.kbuf[:0], db, key)
+	b.ns |= nsBitMeta
 	if err := b.batch().Delete(b.kbuf, nil); err != nil {
 		return fmt.Errorf("coldstore: delete meta: %w", err)
 	}
 	return nil
 }
 
+// keyNs is the namespace bit of a raw key.
+func keyNs(key []byte) uint8 {
+	if len(key) == 0 {
+		return nsBitOther
+	}
+	return nsBit(key[0])
+}
+
 // Set writes a raw (already encoded) record.
 func (b *Batch) Set(key, value []byte) error {
+	b.ns |= keyNs(key)
 	if err := b.batch().Set(key, value, nil); err != nil {
 		return fmt.Errorf("coldstore: set: %w", err)
 	}
@@ -144,6 +159,7 @@ func (b *Batch) Set(key, value []byte) error {
 
 // Delete deletes a raw (already encoded) record.
 func (b *Batch) Delete(key []byte) error {
+	b.ns |= keyNs(key)
 	if err := b.batch().Delete(key, nil); err != nil {
 		return fmt.Errorf("coldstore: delete: %w", err)
 	}
@@ -183,6 +199,7 @@ func (b *Batch) MarkGarbage(db uint8, key []byte, version, count uint64) ([]byte
 
 // DeleteRange deletes every record in [start, end).
 func (b *Batch) DeleteRange(start, end []byte) error {
+	b.ns |= nsSpan(start, end)
 	if err := b.batch().DeleteRange(start, end, nil); err != nil {
 		return fmt.Errorf("coldstore: delete range: %w", err)
 	}
@@ -223,8 +240,8 @@ func (p Pending) Wait() error {
 // policies it is zero. The Batch is empty and reusable afterwards,
 // whatever the outcome.
 func (b *Batch) Enqueue() (Pending, error) {
-	pb := b.b
-	b.b = nil
+	pb, ns := b.b, b.ns
+	b.b, b.ns = nil, 0
 	if pb == nil {
 		return Pending{}, nil
 	}
@@ -233,7 +250,7 @@ func (b *Batch) Enqueue() (Pending, error) {
 		return Pending{}, nil
 	}
 	b.ix.reset()
-	n, err := b.s.q.enqueue(pb)
+	n, err := b.s.q.enqueue(pb, ns)
 	if err != nil {
 		return Pending{}, err
 	}
@@ -260,6 +277,7 @@ func (b *Batch) Abort() {
 		b.b.Close()
 		b.b = nil
 	}
+	b.ns = 0
 	b.ix.reset()
 }
 
@@ -340,7 +358,7 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	// replayed after a crash, in their place in the order.
 	pb := b
 	b = s.db.NewBatch() // closed by the defer; enqueue closes pb
-	if _, err := s.q.enqueue(pb); err != nil {
+	if _, err := s.q.enqueue(pb, nsBitData|nsBitGarbage); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
 	if err := s.q.drain(false); err != nil {

@@ -37,16 +37,24 @@ import (
 // (its last record of the key, or a later range deletion over it), also
 // when the reader's own transaction wrote other keys already (its own
 // records of the key, if any, come first: Store.readPoint). What the
-// pending batches write is indexed lazily (pendix.go): enqueueing is a
-// slice append under the engine's lock, and the index catches up when a
-// reader needs it. An iterator waits until everything queued before it
-// is applied (waitRange) only when a pending record may change what it
+// pending batches write is indexed (pendix.go) off the engine's lock:
+// enqueueing is a slice append under it. An iterator waits until
+// everything queued before it is applied (waitRange) only when a pending record may change what it
 // sees (inside one data structure: a record of that structure, or a
 // range deletion overlapping it; elsewhere: a record of a namespace it
 // spans), and so does a point read the index cannot answer (a hash
 // collision, too many pending range deletions). The common cases cost one atomic comparison
 // (nothing pending) or one hash lookup. Snapshots, flushes and the
 // synchronous writes wait for everything.
+//
+// The index follows the pending buffer as it fills: the indexer goroutine
+// (indexLoop) catches it up every indexChunk bytes queued, under ixMu and
+// not the queue's mutex, so enqueueing never waits for indexing and no
+// reader indexes more than the last chunk: a reader that built the index
+// of a whole 8 MB window held the queue's lock for about 10 ms, and every
+// writer queued behind it (README, "Write tails"). The CPU is the same
+// (an application round coalesces with that index instead of building
+// its own), spent as the window fills rather than at its first read.
 
 // commitQueue holds the batches enqueued and not yet applied, in order.
 type commitQueue struct {
@@ -64,11 +72,29 @@ type commitQueue struct {
 	writing bool
 
 	// What the pending batches write, for readers (pendix.go): pend's
-	// index and that of the round being applied (applyingBuf), each
-	// caught up with its buffer only when a reader needs it.
+	// index and that of the round being applied (applyingBuf). The
+	// indexes are guarded by ixMu, not mu, so that indexing never holds
+	// up enqueue; pend and applyingBuf are swapped holding both, so that
+	// holding ixMu, each index stays paired with its buffer. Lock order:
+	// ixMu before mu. A buffer's bytes below its length never change
+	// (enqueue only appends), so an index holder may read a snapshot of
+	// pend taken under mu after releasing mu.
 	seed               maphash.Seed
+	ixMu               sync.Mutex
 	pendIx, applyingIx pendIndex
 	applyingBuf        []byte
+	// ixKickedAt is len(pend) when the indexer was last kicked (under
+	// mu); wantStructs (under ixMu): an iterator inside a structure
+	// asked for the structures' index once, so the indexer keeps it too.
+	ixKickedAt  int
+	wantStructs bool
+	// pendNs and applyingNs (under mu) have the namespace bits of every
+	// record in pend and in applyingBuf, from the batches' own accounts
+	// (Batch.ns): an iterator none of whose namespaces they hold (the
+	// expiry sweeper's, under the engine's lock, every 100 ms) starts
+	// without touching the index.
+	pendNs, applyingNs uint8
+	ixChunk            int // indexChunk (tests make it smaller)
 
 	// queued counts the batches ever enqueued (written under mu), applied
 	// those applied (or dropped after a failure): equal when nothing is
@@ -86,7 +112,13 @@ type commitQueue struct {
 	applyBytes int
 	kick       chan struct{} // wakes the applier: pend reached applyBytes
 	wake       chan struct{} // wakes the log writer: frames to write
+	ixKick     chan struct{} // wakes the indexer: indexChunk more bytes queued
 }
+
+// indexChunk is how many bytes queued wake the indexer: what a reader
+// may have to index itself, at most, besides what was queued while the
+// indexer ran (about 0.3 ms of indexing for 256 KB of 512-byte SETs).
+const indexChunk = 256 << 10
 
 func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, *pendIndex, maphash.Seed) error) {
 	q.cond.L = &q.mu
@@ -96,6 +128,8 @@ func (q *commitQueue) init(log *wlog, applyBytes int, apply func([]byte, *pendIn
 	q.apply = apply
 	q.kick = make(chan struct{}, 1)
 	q.wake = make(chan struct{}, 1)
+	q.ixKick = make(chan struct{}, 1)
+	q.ixChunk = indexChunk
 }
 
 // Namespace bits of what a pending batch touches.
@@ -158,9 +192,10 @@ func nsSpan(lower, upper []byte) uint8 {
 
 // enqueue copies pb into the pending buffer as the next batch and closes
 // it: a slice append under the engine's lock (what the batch writes is
-// indexed later, when a reader needs it). It returns the batch's number,
-// or the sticky error.
-func (q *commitQueue) enqueue(pb *pebble.Batch) (uint64, error) {
+// indexed later, by the indexer: catchUpIndex); ns has the namespace bits
+// of its records (Batch.ns). It returns the batch's number, or the sticky
+// error.
+func (q *commitQueue) enqueue(pb *pebble.Batch, ns uint8) (uint64, error) {
 	defer pb.Close()
 	repr := pb.Repr()
 	q.mu.Lock()
@@ -174,6 +209,7 @@ func (q *commitQueue) enqueue(pb *pebble.Batch) (uint64, error) {
 		q.pend = make([]byte, 0, q.applyBytes+q.applyBytes/4)
 	}
 	q.pend = appendFrame(q.pend, repr)
+	q.pendNs |= ns
 	return q.queued.Add(1), nil
 }
 
@@ -215,9 +251,19 @@ func (q *commitQueue) idle() bool {
 func (q *commitQueue) drain(waited bool) error {
 	q.mu.Lock()
 	pending, unwritten, err := len(q.pend), q.written < len(q.pend) && !q.writing, q.err
+	index := pending-q.ixKickedAt >= q.ixChunk
+	if index {
+		q.ixKickedAt = pending
+	}
 	q.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if index {
+		select {
+		case q.ixKick <- struct{}{}:
+		default:
+		}
 	}
 	if unwritten && !waited {
 		select {
@@ -276,18 +322,30 @@ func (q *commitQueue) round() error {
 		return err
 	}
 	q.writing = true
+	q.mu.Unlock()
+	// Swap the buffers and their indexes holding both locks (ixMu first).
+	q.ixMu.Lock()
+	q.mu.Lock()
 	take, unwritten, last := q.pend, q.pend[q.written:], q.queued.Load()
 	q.pend, q.written, q.spare = q.spare[:0], 0, nil
 	q.pendIx, q.applyingIx = q.applyingIx, q.pendIx // the old applyingIx is reset
 	q.applyingBuf = take
-	// The round coalesces with the readers' index of its buffer if they
-	// indexed all of it (no reader changes it then: catchUp has nothing
-	// to do), or builds its own, off the lock.
+	q.applyingNs, q.pendNs = q.pendNs, 0
+	q.ixKickedAt = 0
+	q.mu.Unlock()
+	// The round coalesces with the index the indexer kept of its buffer,
+	// completed here (the last chunk at most), so that readers of the
+	// round's keys find it whole too; an odd buffer gets its own.
+	q.applyingIx.catchUp(take, q.seed)
+	q.applyingIx.catchUpSpans(take)
+	if q.wantStructs {
+		q.applyingIx.catchUpStructs(take, q.seed)
+	}
 	var index *pendIndex
-	if q.applyingIx.indexed == len(take) && !q.applyingIx.odd {
+	if !q.applyingIx.odd {
 		index = &q.applyingIx
 	}
-	q.mu.Unlock()
+	q.ixMu.Unlock()
 
 	var err error
 	if len(unwritten) > 0 {
@@ -298,6 +356,8 @@ func (q *commitQueue) round() error {
 		err = q.apply(take, index, q.seed)
 	}
 
+	q.ixMu.Lock()
+	defer q.ixMu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err != nil {
@@ -305,7 +365,7 @@ func (q *commitQueue) round() error {
 	}
 	q.applied.Store(last)
 	q.applyingIx.reset()
-	q.applyingBuf = nil
+	q.applyingBuf, q.applyingNs = nil, 0
 	if cap(take) <= 4*q.applyBytes {
 		q.spare = take[:0]
 	}
@@ -346,16 +406,17 @@ const (
 // the queue's seed); for pendingSet the value is copied into buf. It
 // catches the indexes up first.
 func (q *commitQueue) lookup(key []byte, h uint64, buf []byte) ([]byte, pendingState) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.err != nil {
+	q.ixMu.Lock()
+	defer q.ixMu.Unlock()
+	pend, applying, err := q.buffers()
+	if err != nil {
 		return buf, pendingUnknown
 	}
-	q.pendIx.catchUp(q.pend, q.seed)
-	v, st := q.pendIx.find(q.pend, key, h)
-	if st == notPending && q.applyingBuf != nil {
-		q.applyingIx.catchUp(q.applyingBuf, q.seed)
-		v, st = q.applyingIx.find(q.applyingBuf, key, h)
+	q.pendIx.catchUp(pend, q.seed)
+	v, st := q.pendIx.find(pend, key, h)
+	if st == notPending && applying != nil {
+		q.applyingIx.catchUp(applying, q.seed)
+		v, st = q.applyingIx.find(applying, key, h)
 	}
 	if st == pendingSet {
 		return append(buf[:0], v...), st
@@ -374,13 +435,46 @@ func (q *commitQueue) waitRange(lower, upper []byte) error {
 	}
 	span := nsSpan(lower, upper)
 	q.mu.Lock()
-	hit := q.err != nil || q.pendIx.touches(q.pend, lower, upper, span, q.seed) ||
-		q.applyingBuf != nil && q.applyingIx.touches(q.applyingBuf, lower, upper, span, q.seed)
+	ns, failed := q.pendNs|q.applyingNs, q.err != nil
 	q.mu.Unlock()
+	if ns&span == 0 && !failed {
+		return nil
+	}
+	q.ixMu.Lock()
+	pend, applying, err := q.buffers()
+	hit := err != nil || q.pendIx.touches(pend, lower, upper, span, q.seed, &q.wantStructs) ||
+		applying != nil && q.applyingIx.touches(applying, lower, upper, span, q.seed, &q.wantStructs)
+	q.ixMu.Unlock()
 	if !hit {
 		return nil
 	}
 	return q.waitAll()
+}
+
+// buffers returns the pending buffer, the buffer of the round being
+// applied (nil when none is) and the sticky error, as they are now. The
+// caller holds ixMu, so neither buffer is swapped until it releases it.
+func (q *commitQueue) buffers() (pend, applying []byte, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pend, q.applyingBuf, q.err
+}
+
+// catchUpIndex indexes what was queued since the last catch-up (the
+// indexer's work, off the queue's mutex): the point keys and the
+// namespaces, and the structures once an iterator asked for them.
+func (q *commitQueue) catchUpIndex() {
+	q.ixMu.Lock()
+	defer q.ixMu.Unlock()
+	pend, _, err := q.buffers()
+	if err != nil {
+		return
+	}
+	q.pendIx.catchUp(pend, q.seed)
+	q.pendIx.catchUpSpans(pend)
+	if q.wantStructs {
+		q.pendIx.catchUpStructs(pend, q.seed)
+	}
 }
 
 // awaitWriter locks mu and waits until no goroutine is the log's writer;
@@ -465,6 +559,20 @@ func (s *Store) Drain() error {
 	// writes the log; a batch nobody waits on (the engine's own writes)
 	// is written by the next wait, or by the round that applies it.
 	return s.q.drain(s.FsyncPolicy() == FsyncAlways)
+}
+
+// indexLoop is the indexer: woken by drain every indexChunk bytes queued,
+// it catches the pending buffer's index up (catchUpIndex).
+func (s *Store) indexLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.q.ixKick:
+			s.q.catchUpIndex()
+		}
+	}
 }
 
 // writeLoop is the log writer: woken by Drain, it writes what is pending.

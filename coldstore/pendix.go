@@ -13,11 +13,13 @@ import (
 // pendIndex says what the records of a buffer of batches write: the
 // commit queue's pending buffer (frames, commitq.go), the buffer of the
 // round being applied, or one transaction's own batch (Batch.ownState).
-// It is built lazily: enqueueing a batch costs a slice append under the
-// engine's lock, and the index catches up with the buffer only when a
-// reader needs it (catchUp), so workloads that write without reading the
-// store pay nothing for it; an application round whose buffer was not
-// fully indexed builds its own (applier.applyFrames), off the lock.
+// It is built as its buffer grows, never under the engine's lock:
+// enqueueing a batch costs a slice append, and the commit queue's indexer
+// (commitq.go) catches the index up off the queue's mutex every
+// indexChunk bytes; a reader catches up the rest, and an application
+// round coalesces with the index (an odd buffer's round builds its own:
+// applier.applyFrames). A transaction's own batch is indexed when it
+// first reads (Batch.ownState).
 //
 // Not safe for concurrent use: the queue's index is used under the
 // queue's mutex, a Batch's by its one user.
@@ -220,7 +222,7 @@ func (ix *pendIndex) find(buf, key []byte, h uint64) ([]byte, pendingState) {
 // keys may be in its range (structSpans) and the range deletions
 // overlapping it: reading a cold hash while other structures are written,
 // or a list's tail while its head is pushed, needs no round.
-func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.Seed) bool {
+func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.Seed, wantStructs *bool) bool {
 	ix.catchUpSpans(buf)
 	hits := ix.spanNs & span
 	if ix.spanOdd {
@@ -233,6 +235,7 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 	if !ok || hits != nsBitData || len(upper) == 0 || !inStruct(p, upper) || len(ix.spanRanges) > maxPendingRanges {
 		return true
 	}
+	*wantStructs = true
 	ix.catchUpStructs(buf, seed)
 	if ix.structsAll {
 		return true

@@ -190,7 +190,8 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.indexLoop()
 	go s.walSyncer()
 	go s.applyLoop()
 	go s.writeLoop()
@@ -204,10 +205,11 @@ func Open(opts Options) (*Store, error) {
 // the lazy index (pendix.go; 16, 32 and 64 MB under --maxmemory 1gb),
 // cut ZADD and INCR at -P 16 but not SET or HSET, and cost what the
 // budget does not count: the pending buffers are Go heap outside
-// maxmemory's split (peak RSS +240 MB at 64 MB), the first read after a
-// burst indexes the whole window under the queue's lock (0.5 s at 64 MB,
-// 10 ms at 8), and a kill -9 leaves up to two windows of log to replay
-// (5.9 s at 64 MB, 0.45 s at 8): README, "Where the time goes".
+// maxmemory's split (peak RSS +240 MB at 64 MB), and a kill -9 leaves up
+// to two windows of log to replay (5.9 s at 64 MB, 0.45 s at 8): README,
+// "Where the time goes". (The first read after a burst indexed the whole
+// window under the queue's lock then, 0.5 s at 64 MB; the index now
+// follows the window: commitq.go.)
 func applyBytes(memtable int64) int { return int(min(max(memtable, 1<<20), 8<<20)) }
 
 // segmentBytes is the size at which the write log starts a new segment:

@@ -349,11 +349,27 @@ func TestPendingReadsMatchModel(t *testing.T) {
 func testPendingReads(t *testing.T, concurrent bool) {
 	s := openStore(t, t.TempDir(), FsyncEverySec)
 	defer closeStore(t, s)
+	// The indexer is woken at every drain, so that it catches the index
+	// up while reads use it; in the concurrent pass a second goroutine
+	// catches up continually besides.
+	s.q.ixChunk = 1
 	rng := rand.New(rand.NewPCG(7, 8))
 	m := model{}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
+	indexed := make(chan struct{})
 	if concurrent {
+		go func() {
+			defer close(indexed)
+			for i := 0; i < 1000000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.q.catchUpIndex()
+			}
+		}()
 		go func() {
 			var err error
 			for i := 0; i < 100000 && err == nil; i++ {
@@ -369,6 +385,7 @@ func testPendingReads(t *testing.T, concurrent bool) {
 		}()
 	} else {
 		close(done)
+		close(indexed)
 	}
 	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", rng.IntN(200)) }
 	check := func(when string, get func(k []byte) ([]byte, bool, error), want model) {
@@ -432,6 +449,7 @@ func testPendingReads(t *testing.T, concurrent bool) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	<-indexed
 	m.check(t, s, "end")
 }
 
@@ -449,6 +467,7 @@ func TestStructIteratorsMatchModel(t *testing.T) {
 	key := func(i int) []byte {
 		return codec.AppendFieldKey(nil, 0, []byte(names[i]), 1, fmt.Appendf(nil, "f%02d", rng.IntN(30)))
 	}
+	s.q.ixChunk = 1 // the indexer keeps the structures' index as it goes
 	b := s.NewBatch()
 	noWait := 0
 	for i := range 600 {
@@ -519,4 +538,88 @@ func TestStructIteratorsMatchModel(t *testing.T) {
 		t.Fatalf("only %d of 600 iterators over a structure started without a round", noWait)
 	}
 	t.Logf("%d of 600 iterators started without a round", noWait)
+}
+
+// TestIndexFollowsTheWindow: the pending buffer's index is built as the
+// buffer fills, by the indexer and not by readers: after a burst of
+// writes that no read saw, at most one indexChunk of the buffer is left
+// for the first reader to index, and what it reads agrees with the writes.
+func TestIndexFollowsTheWindow(t *testing.T) {
+	s := openStore(t, t.TempDir(), FsyncEverySec) // 1 MB memtable: 1 MB rounds
+	defer closeStore(t, s)
+	s.q.ixChunk = 16 << 10
+	m := model{}
+	b := s.NewBatch()
+	val := strings.Repeat("v", 200)
+	// About 700 KB: below a round's 1 MB, so the whole burst stays pending.
+	for i := range 3000 {
+		m.set(t, b, fmt.Appendf(nil, "\x01w%05d", i%2500), fmt.Sprintf("%s%d", val, i))
+		if _, err := b.Enqueue(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Drain(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The indexer runs on its own: wait (bounded) until it has indexed
+	// what it was last woken for.
+	var pending, indexed int
+	for i := 0; i < 10000; i++ {
+		s.q.ixMu.Lock()
+		s.q.mu.Lock()
+		pending, indexed = len(s.q.pend), s.q.pendIx.indexed
+		kicked := s.q.ixKickedAt
+		s.q.mu.Unlock()
+		s.q.ixMu.Unlock()
+		if indexed >= kicked {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if s.q.applied.Load() != 0 {
+		t.Fatalf("a round ran (%d batches applied): the test needs the burst pending", s.q.applied.Load())
+	}
+	if pending < 10*s.q.ixChunk || pending-indexed >= s.q.ixChunk {
+		t.Fatalf("pending %d bytes, indexed %d: want all but less than %d indexed before any read", pending, indexed, s.q.ixChunk)
+	}
+	for i := range 2500 {
+		k := fmt.Appendf(nil, "\x01w%05d", i)
+		got, found, err := s.Get(k, nil)
+		if err != nil || !found || string(got) != m[string(k)] {
+			t.Fatalf("%q = %q (found %v, %v), want %q", k, got, found, err, m[string(k)])
+		}
+	}
+	if s.q.applied.Load() != 0 {
+		t.Fatal("reads of pending keys made a round run")
+	}
+	// An iterator over a namespace no pending record is in (the expiry
+	// sweeper's) starts at once, on the batches' namespace bits alone.
+	it, err := s.NewIter([]byte{codec.NSExpiry}, []byte{codec.NSExpiry + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.First() {
+		t.Fatalf("expiry namespace holds %q", it.Key())
+	}
+	it.Close()
+	if s.q.applied.Load() != 0 {
+		t.Fatal("an iterator over an untouched namespace made a round run")
+	}
+	// One over the written namespace sees every pending write (a round).
+	it, err = s.NewIter([]byte{0x01}, []byte{0x02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		if want := m[string(it.Key())]; string(it.Value()) != want {
+			t.Fatalf("iterator: %q = %q, want %q", it.Key(), it.Value(), want)
+		}
+		n++
+	}
+	it.Close()
+	if n != len(m) {
+		t.Fatalf("iterator saw %d records, want %d", n, len(m))
+	}
+	m.check(t, s, "after the round")
 }

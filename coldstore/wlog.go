@@ -65,13 +65,19 @@ func nextFrame(p []byte) (repr, rest []byte, ok bool) {
 
 // wlog is the open write log. write and rotation are called by one
 // goroutine at a time (the commit queue's writer); sync and retire may run
-// concurrently with them.
+// concurrently with them. A sync's fsync runs without mu, so that the
+// writer keeps appending meanwhile: with mu held through it, the
+// everysec fsync (hundreds of milliseconds under a write burst) held up
+// the log writer, hence every application round (which waits for the
+// writer) and every writer throttled behind a round (README, "Write
+// tails"). Closing the file (rotation, close) takes syncMu first, so an
+// fsync never meets a closed file. Lock order: syncMu before mu.
 type wlog struct {
 	dir      string
 	segBytes int64
 	logger   *slog.Logger
 
-	mu     sync.Mutex // f, num, size, closed
+	mu     sync.Mutex // f, num, size, closed (f's closing also holds syncMu)
 	f      *os.File
 	num    uint64
 	size   int64
@@ -80,7 +86,7 @@ type wlog struct {
 	// written is the number of the last batch written to the log, synced
 	// that of the last batch made durable (fsync).
 	written, synced atomic.Uint64
-	syncMu          sync.Mutex // one fsync at a time: the others wait and share it
+	syncMu          sync.Mutex // one fsync at a time, and f not closed during it
 }
 
 // closedSegment is a segment no longer written, with the number of the
@@ -204,21 +210,25 @@ func syncDir(dir string) error {
 // the log and rotates the segment once it is full.
 func (l *wlog) write(frames []byte, last uint64) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if _, err := l.f.Write(frames); err != nil {
+		l.mu.Unlock()
 		return fmt.Errorf("coldstore: write log: %w", err)
 	}
 	l.size += int64(len(frames))
 	l.written.Store(last)
-	if l.size < l.segBytes {
+	full := l.size >= l.segBytes
+	l.mu.Unlock()
+	if !full {
 		return nil
 	}
-	return l.rotateLocked()
+	return l.rotate()
 }
 
 // rotate closes the current segment, if it holds anything, and starts a
 // new one. It is called by the log's writer.
 func (l *wlog) rotate() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.size == 0 {
@@ -227,6 +237,8 @@ func (l *wlog) rotate() error {
 	return l.rotateLocked()
 }
 
+// rotateLocked closes the current segment, synced, and starts the next.
+// syncMu and mu are held.
 func (l *wlog) rotateLocked() error {
 	last := l.written.Load()
 	// A closed segment is synced: later syncs only look at the current one.
@@ -254,9 +266,15 @@ func (l *wlog) sync() error {
 		return nil
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	f := l.f
 	target = l.written.Load() // under mu: what f holds
-	if err := l.f.Sync(); err != nil {
+	l.mu.Unlock()
+	if f == nil {
+		return fmt.Errorf("coldstore: sync log: closed")
+	}
+	// Without mu: the writer appends meanwhile (what it appends is the
+	// next sync's); f stays open, as closing it takes syncMu.
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("coldstore: sync log: %w", err)
 	}
 	l.synced.Store(target)
@@ -295,6 +313,8 @@ func (l *wlog) retire(n int) error {
 // new one: the caller has made sure every batch written is applied and
 // flushed (after replay, and at Close).
 func (l *wlog) retireAll() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	cur := l.num
 	if err := l.f.Close(); err != nil {
@@ -314,6 +334,8 @@ func (l *wlog) retireAll() error {
 
 // close syncs and closes the current segment.
 func (l *wlog) close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,13 @@ func main() {
 		if f, err := os.Create(path); err == nil {
 			pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
+		}
+	}
+	if path := os.Getenv("SPILLWAY_TRACE"); path != "" {
+		// An execution trace of the whole run (go tool trace): goroutine
+		// blocking and scheduler latency, for tail-latency work.
+		if f, err := os.Create(path); err == nil && trace.Start(f) == nil {
+			defer trace.Stop()
 		}
 	}
 	if path := os.Getenv("SPILLWAY_MEMPROFILE"); path != "" {
