@@ -163,8 +163,9 @@ type Client struct {
 	// (the client's goroutine only).
 	freshLeft int
 	// deferring: the client waits for fresh clients before a write
-	// (awaitFresh).
-	deferring atomic.Bool
+	// (awaitFresh); deferLast: with no more input read (nothing blocking
+	// of its can follow the write: other writers need not wait for it).
+	deferring, deferLast atomic.Bool
 	// monitoring: the client is in MONITOR mode (monitor.go).
 	monitoring atomic.Bool
 	dbShown    atomic.Int32
@@ -268,6 +269,10 @@ func (c *Client) serve() {
 			return
 		}
 		c.execute(args)
+		if c.src.raw != nil && c.rd.Buffered() == 0 && len(c.src.pending) == 0 {
+			r, _ := c.src.raw.ReadState()
+			c.src.ran.Store(r) // all it read has run (inputPending)
+		}
 		if c.fresh.Load() {
 			if c.freshLeft--; c.freshLeft <= 0 {
 				c.s.fresh.end(c)
