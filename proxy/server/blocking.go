@@ -413,13 +413,14 @@ const (
 // inputPending reports whether the client has sent commands it has not
 // run yet, for a client waiting with ticket and rank id (a fresh
 // client's is negative: it does not wait for a writer deferring to fresh
-// clients, awaitFresh): it is not waiting for input and is running what
-// it read (not only sending replies), or its socket holds input it has
-// not read. A client waiting for others itself (ticket) counts if it goes
+// clients, awaitFresh): it is not waiting for input (it is running what
+// it read; with replying, a client that has run all it read and only
+// sends its replies or forwards its batch does not count), or its socket
+// holds input it has not read. A client waiting for others itself (ticket) counts if it goes
 // first (goesFirst against ticket and id, the waiting client's), not
 // otherwise (no two clients wait for each other). A blocked client and a connection without a descriptor (a
 // pipe in a test) report false.
-func (c *Client) inputPending(ticket, id int64) bool {
+func (c *Client) inputPending(ticket, id int64, replying bool) bool {
 	s := c.src
 	if s.rc == nil || c.blocked.Load() || c.killed.Load() || id < 0 && c.deferring.Load() {
 		return false
@@ -430,7 +431,7 @@ func (c *Client) inputPending(ticket, id int64) bool {
 		return id >= 0 && c.deferring.Load() || goesFirst(t, c.orderID(), ticket, id)
 	}
 	reads, waiting := s.raw.ReadState()
-	ran := reads == s.ran.Load()
+	ran := replying && reads == s.ran.Load()
 	if !waiting && !ran {
 		return true
 	}
@@ -497,7 +498,7 @@ func (c *Client) awaitOthers() {
 	for {
 		busy := false
 		for _, o := range clients {
-			if o != c && o.inputPending(ticket, c.orderID()) {
+			if o != c && o.inputPending(ticket, c.orderID(), false) {
 				busy = true
 				break
 			}
@@ -625,7 +626,7 @@ func (c *Client) awaitFresh() bool {
 			}
 			// A fresh client waiting for others goes first whatever its
 			// ticket (its goroutine may have read its command late).
-			if o.fresh.Load() && o.inputPending(math.MaxInt64, math.MaxInt64) {
+			if o.fresh.Load() && o.inputPending(math.MaxInt64, math.MaxInt64, true) {
 				busy = true
 				break
 			}

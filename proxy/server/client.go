@@ -269,10 +269,7 @@ func (c *Client) serve() {
 			return
 		}
 		c.execute(args)
-		if c.src.raw != nil && c.rd.Buffered() == 0 && len(c.src.pending) == 0 {
-			r, _ := c.src.raw.ReadState()
-			c.src.ran.Store(r) // all it read has run (inputPending)
-		}
+		c.noteRan()
 		if c.fresh.Load() {
 			if c.freshLeft--; c.freshLeft <= 0 {
 				c.s.fresh.end(c)
@@ -313,6 +310,16 @@ func (c *Client) serve() {
 			c.flush()
 			return
 		}
+	}
+}
+
+// noteRan records, when nothing more is read, that the client has run all
+// it read: until it reads again it only sends its replies (or forwards its
+// batch) (inputPending's replying).
+func (c *Client) noteRan() {
+	if c.src.raw != nil && c.rd.Buffered() == 0 && len(c.src.pending) == 0 {
+		r, _ := c.src.raw.ReadState()
+		c.src.ran.Store(r)
 	}
 }
 
