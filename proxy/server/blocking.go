@@ -351,6 +351,10 @@ type connSource struct {
 	// (awaitOthers, awaitSubscribers): readAt+1, when its command was read,
 	// its place in line among the clients waiting so (see inputPending).
 	ticket atomic.Int64
+	// ran is raw's read count (ReadState) when the client last had run
+	// every command it read: while it is unchanged, the client is only
+	// sending replies (inputPending).
+	ran atomic.Uint64
 }
 
 // epoch is the origin of readAt.
@@ -409,13 +413,14 @@ const (
 // inputPending reports whether the client has sent commands it has not
 // run yet, for a client waiting with ticket and rank id (a fresh
 // client's is negative: it does not wait for a writer deferring to fresh
-// clients, awaitFresh): it is not waiting for input
-// (it is running what it read), or its socket holds input it has not
-// read. A client waiting for others itself (ticket) counts if it goes
+// clients, awaitFresh): it is not waiting for input (it is running what
+// it read; with replying, a client that has run all it read and only
+// sends its replies or forwards its batch does not count), or its socket
+// holds input it has not read. A client waiting for others itself (ticket) counts if it goes
 // first (goesFirst against ticket and id, the waiting client's), not
 // otherwise (no two clients wait for each other). A blocked client and a connection without a descriptor (a
 // pipe in a test) report false.
-func (c *Client) inputPending(ticket, id int64) bool {
+func (c *Client) inputPending(ticket, id int64, replying bool) bool {
 	s := c.src
 	if s.rc == nil || c.blocked.Load() || c.killed.Load() || id < 0 && c.deferring.Load() {
 		return false
@@ -426,7 +431,8 @@ func (c *Client) inputPending(ticket, id int64) bool {
 		return id >= 0 && c.deferring.Load() || goesFirst(t, c.orderID(), ticket, id)
 	}
 	reads, waiting := s.raw.ReadState()
-	if !waiting {
+	ran := replying && reads == s.ran.Load()
+	if !waiting && !ran {
 		return true
 	}
 	s.peekMu.Lock()
@@ -439,7 +445,7 @@ func (c *Client) inputPending(ticket, id int64) bool {
 	}
 	// Read between the two looks: what it read has not been run.
 	again, waiting := s.raw.ReadState()
-	return again != reads || !waiting
+	return again != reads || !waiting && !ran
 }
 
 // orderTie is how close two clients' reads are for their order to be
@@ -492,7 +498,7 @@ func (c *Client) awaitOthers() {
 	for {
 		busy := false
 		for _, o := range clients {
-			if o != c && o.inputPending(ticket, c.orderID()) {
+			if o != c && o.inputPending(ticket, c.orderID(), false) {
 				busy = true
 				break
 			}
@@ -605,18 +611,22 @@ func (c *Client) awaitFresh() bool {
 	// Fresh clients about to block do not wait for this one (see
 	// inputPending): it waits for them.
 	c.deferring.Store(true)
-	defer c.deferring.Store(false)
+	c.deferLast.Store(c.rd.Buffered() == 0)
+	defer func() { c.deferring.Store(false); c.deferLast.Store(false) }()
 	waited := false
 	var deadline time.Time
 	for {
 		busy := false
 		for _, o := range fresh {
-			if o == c || self && o.id > c.id {
+			// Not for another fresh writer waiting here with no input read
+			// after its write: else writers on connections opened together
+			// wait in a chain, a poll (1 ms when idle) per link.
+			if o == c || self && o.id > c.id || o.deferLast.Load() {
 				continue
 			}
 			// A fresh client waiting for others goes first whatever its
 			// ticket (its goroutine may have read its command late).
-			if o.fresh.Load() && o.inputPending(math.MaxInt64, math.MaxInt64) {
+			if o.fresh.Load() && o.inputPending(math.MaxInt64, math.MaxInt64, true) {
 				busy = true
 				break
 			}

@@ -163,8 +163,9 @@ type Client struct {
 	// (the client's goroutine only).
 	freshLeft int
 	// deferring: the client waits for fresh clients before a write
-	// (awaitFresh).
-	deferring atomic.Bool
+	// (awaitFresh); deferLast: with no more input read (nothing blocking
+	// of its can follow the write: other writers need not wait for it).
+	deferring, deferLast atomic.Bool
 	// monitoring: the client is in MONITOR mode (monitor.go).
 	monitoring atomic.Bool
 	dbShown    atomic.Int32
@@ -268,6 +269,7 @@ func (c *Client) serve() {
 			return
 		}
 		c.execute(args)
+		c.noteRan()
 		if c.fresh.Load() {
 			if c.freshLeft--; c.freshLeft <= 0 {
 				c.s.fresh.end(c)
@@ -308,6 +310,16 @@ func (c *Client) serve() {
 			c.flush()
 			return
 		}
+	}
+}
+
+// noteRan records, when nothing more is read, that the client has run all
+// it read: until it reads again it only sends its replies (or forwards its
+// batch) (inputPending's replying).
+func (c *Client) noteRan() {
+	if c.src.raw != nil && c.rd.Buffered() == 0 && len(c.src.pending) == 0 {
+		r, _ := c.src.raw.ReadState()
+		c.src.ran.Store(r)
 	}
 }
 

@@ -271,7 +271,7 @@ func (c *Client) awaitSubscribers(sp pubsub.Space, channel []byte) {
 				return false
 			}
 			q, ok := s.(*pushOut)
-			busy = ok && q != c.out && q.c.inputPending(ticket, c.orderID())
+			busy = ok && q != c.out && q.c.inputPending(ticket, c.orderID(), false)
 			return !busy
 		})
 		if !busy || !orderWait(&deadline) {
