@@ -48,7 +48,7 @@ import (
 // synchronous writes wait for everything.
 //
 // The index follows the pending buffer as it fills: the indexer goroutine
-// (indexLoop) catches it up every indexChunk bytes queued, under ixMu and
+// (onKick with catchUpIndex) catches it up every indexChunk bytes queued, under ixMu and
 // not the queue's mutex, so enqueueing never waits for indexing and no
 // reader indexes more than the last chunk: a reader that built the index
 // of a whole 8 MB window held the queue's lock for about 10 ms, and every
@@ -238,7 +238,7 @@ func (q *commitQueue) idle() bool {
 }
 
 // drain has the pending frames written to the log: it wakes the log
-// writer (writeLoop), which writes everything queued meanwhile in one
+// writer (onKick with Store.writeOut), which writes everything queued meanwhile in one
 // write, as Pebble's own log writer did; unless waited is set: the caller
 // is about to wait for its batch to be durable (Pending.Wait, under
 // appendfsync always), and that wait writes the log itself, in one write
@@ -561,31 +561,24 @@ func (s *Store) Drain() error {
 	return s.q.drain(s.FsyncPolicy() == FsyncAlways)
 }
 
-// indexLoop is the indexer: woken by drain every indexChunk bytes queued,
-// it catches the pending buffer's index up (catchUpIndex).
-func (s *Store) indexLoop() {
+// onKick runs fn each time kick fires, until the store stops: the
+// indexer (kicked by drain every indexChunk bytes queued: catchUpIndex)
+// and the log writer (kicked by Drain: writeOut) are such loops.
+func (s *Store) onKick(kick <-chan struct{}, fn func()) {
 	defer s.wg.Done()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.q.ixKick:
-			s.q.catchUpIndex()
+		case <-kick:
+			fn()
 		}
 	}
 }
 
-// writeLoop is the log writer: woken by Drain, it writes what is pending.
-func (s *Store) writeLoop() {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.q.wake:
-			if err := s.q.writeOut(); err != nil {
-				s.logger.Error("writing the write log failed", "err", err)
-			}
-		}
+// writeOut is the log writer's step: it writes what is pending.
+func (s *Store) writeOut() {
+	if err := s.q.writeOut(); err != nil {
+		s.logger.Error("writing the write log failed", "err", err)
 	}
 }

@@ -191,10 +191,10 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.wg.Add(4)
-	go s.indexLoop()
+	go s.onKick(s.q.ixKick, s.q.catchUpIndex)
 	go s.walSyncer()
 	go s.applyLoop()
-	go s.writeLoop()
+	go s.onKick(s.q.wake, s.writeOut)
 	return s, nil
 }
 
