@@ -260,25 +260,16 @@ func (q *commitQueue) drain(waited bool) error {
 		return err
 	}
 	if index {
-		select {
-		case q.ixKick <- struct{}{}:
-		default:
-		}
+		kick(q.ixKick)
 	}
 	if unwritten && !waited {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		kick(q.wake)
 	}
 	switch {
 	case pending >= 4*q.applyBytes:
 		return q.round()
 	case pending >= q.applyBytes:
-		select {
-		case q.kick <- struct{}{}:
-		default:
-		}
+		kick(q.kick)
 	}
 	return nil
 }
@@ -336,11 +327,7 @@ func (q *commitQueue) round() error {
 	// The round coalesces with the index the indexer kept of its buffer,
 	// completed here (the last chunk at most), so that readers of the
 	// round's keys find it whole too; an odd buffer gets its own.
-	q.applyingIx.catchUp(take, q.seed)
-	q.applyingIx.catchUpSpans(take)
-	if q.wantStructs {
-		q.applyingIx.catchUpStructs(take, q.seed)
-	}
+	q.catchUpAll(&q.applyingIx, take)
 	var index *pendIndex
 	if !q.applyingIx.odd {
 		index = &q.applyingIx
@@ -470,10 +457,25 @@ func (q *commitQueue) catchUpIndex() {
 	if err != nil {
 		return
 	}
-	q.pendIx.catchUp(pend, q.seed)
-	q.pendIx.catchUpSpans(pend)
+	q.catchUpAll(&q.pendIx, pend)
+}
+
+// catchUpAll catches ix, the index of buf, up with it: the point keys,
+// the namespaces, and the structures once an iterator asked for them
+// (wantStructs). The caller holds ixMu.
+func (q *commitQueue) catchUpAll(ix *pendIndex, buf []byte) {
+	ix.catchUp(buf, q.seed)
+	ix.catchUpSpans(buf)
 	if q.wantStructs {
-		q.pendIx.catchUpStructs(pend, q.seed)
+		ix.catchUpStructs(buf, q.seed)
+	}
+}
+
+// kick wakes the goroutine waiting on ch, unless a wake-up is pending.
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -500,10 +502,7 @@ func (q *commitQueue) releaseWriter(err error) {
 	q.cond.Broadcast()
 	q.mu.Unlock()
 	if left {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		kick(q.wake)
 	}
 }
 
