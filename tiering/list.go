@@ -16,8 +16,10 @@ import (
 //
 // In memory a list is held in one of two ways (listCache):
 //
-//   - whole, when it is small (listWholeElems, listWholeBytes and the
-//     promotion policy's size limits): every element, in a deque;
+//   - whole: every element, in a deque. A cold list is loaded whole when
+//     it is small (listWholeElems, listWholeBytes and the promotion
+//     policy's size limits); a whole list stays whole as it grows while it
+//     weighs at most the hot tier's share for one key (Engine.keepHot);
 //   - by its ends, when it is bigger: a window of at most listWindowElems
 //     elements at each end, refilled from the store listRefill elements at
 //     a time. A queue (pushed at one end, popped at the other) is served
@@ -657,8 +659,10 @@ func (l *List) deleteAll() error {
 
 // Close stores the list's meta record after writes, or deletes the key if
 // it was emptied (Redis never keeps an empty list). It keeps the hot tier's
-// accounting right: a whole list that outgrew listWholeElems is cut down to
-// its ends, and a list that outgrew the hot tier is demoted.
+// accounting right: a whole list stays whole as it grows while it weighs at
+// most the hot tier's share for one key (Engine.keepHot, as hashes, sets and
+// sorted sets do); past that it is cut down to its ends, and a list that
+// outgrew the hot tier is demoted.
 // Closing a nil handle (a key that was not there) does nothing.
 func (l *List) Close() error {
 	if l == nil || !l.dirty {
@@ -686,7 +690,7 @@ func (l *List) Close() error {
 	if lc == nil {
 		return nil
 	}
-	if lc.whole && !tx.e.fitsWhole(l.key, e) {
+	if lc.whole && !tx.e.keepHot(entrySize(l.key, e)) {
 		lc.whole = false
 		for lc.front.len() > listWindowElems {
 			lc.back.pushFront(lc.front.popBack())

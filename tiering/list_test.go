@@ -211,17 +211,23 @@ func TestListsAgainstModel(t *testing.T) {
 }
 
 // TestListQueueKeepsOnlyItsEnds pushes a long queue and drains it: the
-// hot entry never holds more than its two windows, and every element comes
-// out once, in order.
+// hot entry is held whole while it weighs at most the hot tier's share for
+// one key (an eighth of the budget), then never holds more than its two
+// windows, and every element comes out once, in order.
 func TestListQueueKeepsOnlyItsEnds(t *testing.T) {
 	opts := defaultOpts()
 	opts.HotBudget = 4 << 20
 	v := newEnv(t, opts)
 	const total = 50000
-	maxSize := int64(0)
+	maxSize, maxWhole, wholeCount := int64(0), int64(0), int64(0)
 	hotSize := func() {
 		v.do(func(tx *Tx) error {
-			if e, ok := v.e.hot.peek(hotKey(nil, v.e.dbmap[0], []byte("q"))); ok && e.Count > listWholeElems {
+			e, ok := v.e.hot.peek(hotKey(nil, v.e.dbmap[0], []byte("q")))
+			switch {
+			case !ok || e.list == nil:
+			case e.list.whole:
+				maxWhole, wholeCount = max(maxWhole, e.size), max(wholeCount, e.Count)
+			default:
 				maxSize = max(maxSize, e.size)
 			}
 			return nil
@@ -258,13 +264,20 @@ func TestListQueueKeepsOnlyItsEnds(t *testing.T) {
 	if _, _, exists := v.peek(0, "q"); exists {
 		t.Fatal("drained queue still exists")
 	}
-	// Once the queue is too long to be held whole: two windows of at most
+	// Held whole, the queue grew past listWholeElems (the limit for a list
+	// loaded from disk) up to the hot share, and no further.
+	if share := opts.HotBudget / 8; maxWhole > share || wholeCount <= listWholeElems {
+		t.Fatalf("whole queue reached %d bytes and %d elements, want at most %d bytes and over %d elements",
+			maxWhole, wholeCount, share, listWholeElems)
+	}
+	// Once the queue is too heavy to be held whole: two windows of at most
 	// listWindowElems 12-byte elements, with their deques' slack, far
 	// below the 50,000 elements' 600 KB.
-	if limit := int64(64 << 10); maxSize > limit {
-		t.Fatalf("queue's hot entry reached %d bytes, want at most %d", maxSize, limit)
+	if limit := int64(64 << 10); maxSize == 0 || maxSize > limit {
+		t.Fatalf("queue's hot entry held by its ends reached %d bytes, want 1 to %d", maxSize, limit)
 	}
-	t.Logf("queue of %d: hot entry at most %d bytes; cold reads %d", total, maxSize, v.e.Stats.ColdReads.Load())
+	t.Logf("queue of %d: whole up to %d elements, %d bytes; then by its ends at most %d bytes; cold reads %d",
+		total, wholeCount, maxWhole, maxSize, v.e.Stats.ColdReads.Load())
 }
 
 // TestHotListReadAllocatesNothing: LINDEX and LRANGE of a hot list are
