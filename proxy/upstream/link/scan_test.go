@@ -294,3 +294,27 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkScannerArray reads LRANGE_100's replies as make bench makes
+// them (100 elements of 64 bytes), 16 to a read as at -P 16.
+func BenchmarkScannerArray(b *testing.B) {
+	one := []byte("*100\r\n")
+	for range 100 {
+		one = append(one, "$64\r\n"...)
+		one = append(one, strings.Repeat("x", 64)...)
+		one = append(one, "\r\n"...)
+	}
+	batch := bytes.Repeat(one, 16)
+	rd := bytes.NewReader(batch)
+	s := newScanner(rd)
+	b.SetBytes(int64(len(one)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%16 == 0 {
+			rd.Reset(batch)
+		}
+		if _, err := s.Read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
