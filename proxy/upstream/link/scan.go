@@ -132,6 +132,22 @@ func (s *scanner) scan() (done bool, want int, err error) {
 		}
 		p := s.r + s.off
 		in := s.buf[p:s.w]
+		if top < s.maxDepth {
+			// The common element first: a well-formed bulk string, skipped
+			// without a line search or a general number parse. Anything
+			// else (and every error) takes the general path below.
+			if n, hl := bulkHeader(in); hl > 0 && n <= s.maxBulk {
+				end := hl + int(n) + 2
+				if end > len(in) {
+					return false, s.off + end, nil
+				}
+				if in[end-2] == '\r' && in[end-1] == '\n' {
+					s.off += end
+					s.need[top]--
+					continue
+				}
+			}
+		}
 		nl := bytes.IndexByte(in, '\n')
 		if nl < 0 {
 			if len(in) > maxLine {
@@ -214,6 +230,28 @@ func (s *scanner) scan() (done bool, want int, err error) {
 		}
 	}
 	return true, 0, nil
+}
+
+// bulkHeader parses a bulk string's header at the start of in, "$" and a
+// length of 1 to 18 digits without a leading zero (or "0") and CRLF, as
+// Redis writes them: it returns the length and the header's size, or a
+// size of 0 when in does not start with such a whole header.
+func bulkHeader(in []byte) (n int64, size int) {
+	if len(in) < 4 || in[0] != '$' || in[1] < '0' || in[1] > '9' || in[1] == '0' && in[2] != '\r' {
+		return 0, 0
+	}
+	for i := 1; i < len(in) && i <= 19; i++ {
+		c := in[i]
+		if c >= '0' && c <= '9' {
+			n = n*10 + int64(c-'0')
+			continue
+		}
+		if c == '\r' && i+1 < len(in) && in[i+1] == '\n' {
+			return n, i + 2
+		}
+		return 0, 0
+	}
+	return 0, 0
 }
 
 // headerCount parses a header line's length: -1 or more.

@@ -52,6 +52,13 @@ var scanCases = []struct {
 	{"no crlf after bulk", "$1\r\nabc\r\n", resp.ErrBadReply},
 	{"unknown type", "?x\r\n", resp.ErrBadReply},
 	{"bad length", "$x\r\n", resp.ErrBadReply},
+	// Headers the bulk fast path (bulkHeader) leaves to the general one.
+	{"bulk length with a leading zero", "$01\r\na\r\n", resp.ErrBadReply},
+	{"bulk length with a sign", "$+1\r\na\r\n", resp.ErrBadReply},
+	{"bulk length of 19 digits", "$1000000000000000000\r\n", resp.ErrBadReply},
+	{"bulk length then a letter", "$1x\r\na\r\n", resp.ErrBadReply},
+	{"bulk header with a bare CR", "$1\ra\r\n", resp.ErrBadReply},
+	{"bulk of CRLFs in an array", "*2\r\n$2\r\n\r\n\r\n$10\r\n0123456789\r\n", nil},
 	{"negative length", "*-2\r\n", resp.ErrBadReply},
 	{"null map", "%-1\r\n", resp.ErrBadReply},
 	{"null verbatim", "=-1\r\n", resp.ErrBadReply},
@@ -286,4 +293,28 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkScannerArray reads LRANGE_100's replies as make bench makes
+// them (100 elements of 64 bytes), 16 to a read as at -P 16.
+func BenchmarkScannerArray(b *testing.B) {
+	one := []byte("*100\r\n")
+	for range 100 {
+		one = append(one, "$64\r\n"...)
+		one = append(one, strings.Repeat("x", 64)...)
+		one = append(one, "\r\n"...)
+	}
+	batch := bytes.Repeat(one, 16)
+	rd := bytes.NewReader(batch)
+	s := newScanner(rd)
+	b.SetBytes(int64(len(one)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%16 == 0 {
+			rd.Reset(batch)
+		}
+		if _, err := s.Read(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
