@@ -12,6 +12,14 @@ import (
 // (commitq.go). It is used by one round at a time.
 type applier struct {
 	db *pebble.DB
+	// b is the rounds' one Pebble batch, reset after every commit: its
+	// buffer is sized for a commit (batchBytes) and kept, where a batch per
+	// round regrew it from 1 KB on fresh memory every round, since a
+	// commit's batch outgrows Pebble's default retained size (1 MB).
+	b *pebble.Batch
+	// memBytes bounds a commit's memtable footprint (a quarter of a
+	// memtable; see commitBytes).
+	memBytes int
 	// Records the rounds applied and dropped (overwritten in the same
 	// round), and the rounds, for tests.
 	applied, dropped, rounds int64
@@ -27,8 +35,24 @@ const coalesceMin = 8
 // commitBytes bounds one Pebble commit of a round: a round is not atomic
 // in Pebble (the log is what makes transactions atomic across a crash,
 // and readers of the keys wait for the whole round), and Pebble takes a
-// batch larger than half a memtable as a memtable of its own.
+// batch larger than half a memtable as a memtable of its own. A commit
+// also ends at a quarter of a memtable (applier.memBytes, counted as
+// Pebble counts a record's memtable size, at most memEntryBytes more than
+// its key and value), so that Pebble never takes one as a memtable of its
+// own: that forced a memtable flush per commit under small budgets (a
+// 1 MB commit and a 2 MB memtable), and such a batch's buffer is not
+// reused.
 const commitBytes = 1 << 20
+
+// memEntryBytes bounds what a memtable entry takes besides its key and
+// value (Pebble's skiplist node, at most about 200 bytes, and the key's
+// trailer).
+const memEntryBytes = 256
+
+// batchBytes is the applier's batch buffer: a commit's bytes plus a record
+// (the buffer doubles from it only for a record over 1 MB, and a buffer
+// grown past it is not kept).
+const batchBytes = 2 * commitBytes
 
 // applyFrames applies the batches framed in frames, in order, dropping
 // every point record that a later record of the same key in the same
@@ -52,9 +76,13 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 		a.ix.catchUp(frames, seed)
 		ix = &a.ix
 	}
-	b := a.db.NewBatch()
-	defer func() { b.Close() }()
-	rec := 0
+	if a.b == nil {
+		a.b = a.db.NewBatch(pebble.WithInitialSizeBytes(batchBytes), pebble.WithMaxRetainedSizeBytes(batchBytes))
+	}
+	b := a.b
+	// The batch is empty between rounds, whatever happens to this one.
+	defer b.Reset()
+	rec, mem := 0, 0
 	for rest := frames; len(rest) > 0; {
 		repr, r, _ := splitFrame(rest)
 		rest = r
@@ -82,9 +110,11 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 				err = fmt.Errorf("coldstore: unexpected record kind %v in a batch", kind)
 			}
 			a.applied++
-			if err == nil && len(b.Repr()) >= commitBytes {
+			mem += len(k) + len(v) + memEntryBytes
+			if err == nil && (len(b.Repr()) >= commitBytes || mem >= a.memBytes) {
 				err = commitNoWAL(b)
 				b.Reset()
+				mem = 0
 			}
 			if err != nil {
 				return err

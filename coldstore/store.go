@@ -172,7 +172,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("coldstore: open %s: %w", opts.Dir, err)
 	}
 	s := &Store{db: db, opts: opts, logger: opts.Logger, stop: make(chan struct{})}
-	s.app.db = db
+	s.app.db, s.app.memBytes = db, int(opts.MemTableBytes/4)
 	if err := s.openLog(); err != nil {
 		db.Close()
 		return nil, err
