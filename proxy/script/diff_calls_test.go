@@ -239,6 +239,17 @@ func TestDiffRedisCall(t *testing.T) {
 			{"EVAL", "return #KEYS + #ARGV * 10", "0", "a", "b"},
 			{"EVAL", "return #KEYS + #ARGV * 10", "2", "a", "b"},
 		}},
+		// EVAL reuses its KEYS and ARGV tables: whatever a script did to
+		// them, the next script gets them as new.
+		{name: "keys argv new every run", steps: []step{
+			ev("setmetatable(KEYS, {__index = function() return 'mt' end}) KEYS.x = 1 "+
+				"table.insert(ARGV, 'extra') ARGV[1] = 'changed' table.remove(KEYS, 1) KEYS[3] = 'three' return {#KEYS, #ARGV}", "###", "a", "b", "c", "v"),
+			ev(argvState, "#", "k", "v"),
+			ev("KEYS[2] = nil KEYS[3] = nil ARGV.y = 2 return 1", "###", "a", "b", "c"),
+			ev(argvState, "####", "a", "b", "c", "d"),
+			ev(argvState),
+			ev("return cjson.encode(KEYS)", "##", "p", "q"),
+		}},
 		{name: "globals between scripts", steps: []step{
 			ev("return KEYS[1]", "#", "first"),
 			ev("return KEYS[1]"),
@@ -248,6 +259,14 @@ func TestDiffRedisCall(t *testing.T) {
 		d.run(c)
 	}
 }
+
+// argvState describes KEYS and ARGV: lengths, entries, metatables, fields.
+const argvState = `local function d(t)
+  local n, s = 0, ''
+  for k, v in pairs(t) do n = n + 1 s = s .. tostring(k) .. '=' .. tostring(v) .. ';' end
+  return #t .. ':' .. n .. ':' .. tostring(getmetatable(t)) .. ':' .. tostring(t.x) .. ':' .. tostring(t[7]) .. ':' .. s
+end
+return {d(KEYS), d(ARGV)}`
 
 func lib(name, body string) string { return "#!lua name=" + name + "\n" + body }
 

@@ -248,18 +248,25 @@ func (e *Engine) run(v *luaVM, rc *runCtx, fn *lua.LFunction, keys, argv [][]byt
 		clear(v.iterOrder)
 		L.SetTop(0)
 		v.releaseArgs()
+		v.keysT.release()
+		v.argvT.release()
 		e.clearRunning()
 		v.endRunContext() // after clearRunning: no Kill can cancel it any more
 	}()
-	kt, at := stringArray(L, keys), stringArray(L, argv)
 	nargs := 0
 	L.Push(fn)
 	if rc.eval {
-		v.gcontent.RawSetString("KEYS", kt)
-		v.gcontent.RawSetString("ARGV", at)
+		// The globals keep the reused tables from one run to the next.
+		if kt := v.keysT.fill(L, keys); v.gcontent.RawGetString("KEYS") != kt {
+			v.gcontent.RawSetString("KEYS", kt)
+		}
+		if at := v.argvT.fill(L, argv); v.gcontent.RawGetString("ARGV") != at {
+			v.gcontent.RawSetString("ARGV", at)
+		}
 	} else {
-		L.Push(kt)
-		L.Push(at)
+		// A function can keep its arguments in an upvalue: new tables.
+		L.Push(stringArray(L, keys))
+		L.Push(stringArray(L, argv))
 		nargs = 2
 	}
 	if err := L.PCall(nargs, 1, v.handler); err != nil {
@@ -275,6 +282,54 @@ func (e *Engine) run(v *luaVM, rc *runCtx, fn *lua.LFunction, keys, argv [][]byt
 		return
 	}
 	writeLuaReply(w, L.Get(-1), rc.proto, v)
+}
+
+// maxArgTable is the largest array argTable keeps from one run to the next.
+const maxArgTable = 1024
+
+// argTable is one of EVAL's KEYS and ARGV tables, reused by every run.
+// An EVAL script has nowhere to keep a table once it returns (its globals
+// are read-only and its main chunk has no upvalues), so the same table
+// reset to a new table's state (fill) cannot be told from a new one,
+// whatever the previous script did to it (a metatable, fields, elements
+// set or removed).
+type argTable struct {
+	t     *lua.LTable
+	fresh lua.LTable // *t as L.CreateTable(n, 0) made it, n = cap
+	n     int        // the capacity of fresh's array
+}
+
+// fill returns the table holding items as L.CreateTable and RawSetInt
+// would make it, without allocating when items fit the kept array.
+func (a *argTable) fill(L *lua.LState, items [][]byte) *lua.LTable {
+	if a.t == nil || len(items) > a.n {
+		t := L.CreateTable(len(items), 0)
+		if len(items) <= maxArgTable {
+			a.t, a.fresh, a.n = t, *t, len(items)
+		}
+		for i, s := range items {
+			t.RawSetInt(i+1, lua.LString(s))
+		}
+		return t
+	}
+	*a.t = a.fresh
+	for i, s := range items {
+		a.t.RawSetInt(i+1, lua.LString(s))
+	}
+	return a.t
+}
+
+// release drops what the table refers to (at a run's end): the kept
+// array's elements are overwritten and the table is left new.
+func (a *argTable) release() {
+	if a.t == nil {
+		return
+	}
+	*a.t = a.fresh
+	for i := 1; i <= a.n; i++ {
+		a.t.RawSetInt(i, lua.LNil)
+	}
+	*a.t = a.fresh
 }
 
 // stringArray makes a Lua array of strings.

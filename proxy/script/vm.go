@@ -75,6 +75,9 @@ type luaVM struct {
 	argBuf  []byte
 	argEnds []int
 	argv    [][]byte
+	// keysT and argvT are EVAL's KEYS and ARGV tables, reset to new
+	// tables' state before every run (see argTable.fill).
+	keysT, argvT argTable
 	// cctx is the cancellation context of runs, kept from one run to the
 	// next until it is cancelled (SCRIPT KILL) or a run created a
 	// coroutine (each coroutine registers a child context in it that
