@@ -37,10 +37,12 @@ var spillwayOnly = map[string]bool{
 }
 
 // readLocally are the settings CONFIG GET reads from Spillway: its own,
-// and the request limits both apply (a bulk Spillway accepts must be one
-// the upstream accepts, so they are set on both).
+// the request limits both apply (a bulk Spillway accepts must be one the
+// upstream accepts, so they are set on both), and slowlog-max-len (the
+// upstream holds more: applySlowlogLen).
 func readLocally(name string) bool {
-	return spillwayOnly[name] || name == "proto-max-bulk-len" || name == "client-query-buffer-limit"
+	return spillwayOnly[name] || name == "proto-max-bulk-len" || name == "client-query-buffer-limit" ||
+		name == "slowlog-max-len"
 }
 
 // upConfigSet is CONFIG SET: Spillway's, then the upstream's for the
@@ -66,7 +68,20 @@ func upConfigSet(c *client, args [][]byte) {
 	}
 	if len(fwd) > 2 {
 		c.alsoUpstream(mark, fwd)
+		if c.replyOK(mark) && setsName(fwd, "slowlog-max-len") {
+			c.f.applySlowlogLen()
+		}
 	}
+}
+
+// setsName reports whether CONFIG SET args set name.
+func setsName(args [][]byte, name string) bool {
+	for i := 2; i+1 < len(args); i += 2 {
+		if strings.EqualFold(string(args[i]), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // alsoUpstream runs args on the upstream after Spillway ran them with

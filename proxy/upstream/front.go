@@ -227,6 +227,7 @@ func Enable(srv *server.Server, opts Options, cleanShutdown bool) (*Front, error
 	f.demoter.Start()
 	f.follow.ready()
 	f.watchBudget()
+	f.applySlowlogLen()
 	f.useReplicaLoader()
 	srv.SetForwarder(f)
 	return f, nil

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,11 @@ import (
 // would. The upstream's entries made by Spillway's internal connections
 // (the demoter's reads, control requests) are left out, found by their
 // client address (link.Pool.IsInternal).
+//
+// The upstream's log holds slowlogHeadroom more entries than
+// slowlog-max-len (applySlowlogLen), so that Spillway's own entries, left
+// out, never push a client's out of the last slowlog-max-len; CONFIG GET
+// slowlog-max-len reads Spillway's value.
 //
 // Both logs stamp seconds, too coarse to interleave them, so each local
 // entry is anchored when it is logged: Spillway asks the upstream for its
@@ -90,6 +96,37 @@ func (a *slowAnchors) reset() {
 	a.mu.Lock()
 	a.m = nil
 	a.mu.Unlock()
+}
+
+// slowlogHeadroom is how many more entries the upstream's slow log holds
+// than slowlog-max-len: room for the entries of Spillway's own requests
+// (the demoter's reads, slow log anchors), which SLOWLOG leaves out. With
+// slowlog-log-slower-than 0 every one of them is logged; without the room
+// one landing between a client's commands pushed the oldest of them out
+// of a log of slowlog-max-len, and SLOWLOG GET showed one entry less than
+// redis-server would.
+const slowlogHeadroom = 128
+
+// applySlowlogLen sets the upstream's slowlog-max-len to Spillway's plus
+// slowlogHeadroom, on Spillway's own connection (its slow log entry is
+// left out). At start and after each CONFIG SET of it; an upstream that
+// cannot be asked keeps its value until then.
+func (f *Front) applySlowlogLen() {
+	v, _ := f.cfg.Value("slowlog-max-len")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return
+	}
+	n = min(n, math.MaxInt64-slowlogHeadroom) + slowlogHeadroom
+	var rerr error
+	err = f.own.do(f, []string{"CONFIG", "SET", "slowlog-max-len", strconv.FormatInt(n, 10)}, func(r []byte) {
+		if link.IsError(r) {
+			rerr = errors.New(link.ReplyText(r))
+		}
+	})
+	if err = errors.Join(err, rerr); err != nil {
+		f.log.Warn("cannot set the upstream's slowlog-max-len: Spillway's own slow log entries may push clients' out", "err", err)
+	}
 }
 
 // anchorLocal anchors local slow log entry id (slowAnchors).
