@@ -61,27 +61,20 @@ func upConfigSet(c *client, args [][]byte) {
 	}
 	// The client's own words: the upstream's SLOWLOG and MONITOR show them.
 	fwd := [][]byte{args[0], args[1]}
+	slowlogLen := false // the upstream's own value follows (applySlowlogLen)
 	for i := 2; i+1 < len(args); i += 2 {
-		if !spillwayOnly[strings.ToLower(string(args[i]))] {
+		name := strings.ToLower(string(args[i]))
+		if !spillwayOnly[name] {
 			fwd = append(fwd, args[i], args[i+1])
+			slowlogLen = slowlogLen || name == "slowlog-max-len"
 		}
 	}
 	if len(fwd) > 2 {
 		c.alsoUpstream(mark, fwd)
-		if c.replyOK(mark) && setsName(fwd, "slowlog-max-len") {
+		if slowlogLen && c.replyOK(mark) {
 			c.f.applySlowlogLen()
 		}
 	}
-}
-
-// setsName reports whether CONFIG SET args set name.
-func setsName(args [][]byte, name string) bool {
-	for i := 2; i+1 < len(args); i += 2 {
-		if strings.EqualFold(string(args[i]), name) {
-			return true
-		}
-	}
-	return false
 }
 
 // alsoUpstream runs args on the upstream after Spillway ran them with
