@@ -39,7 +39,7 @@ func TestCollHotPathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not the hot path's under the race detector")
 	}
-	s, _ := openLocal(t, modes[0])
+	s, e := openLocal(t, modes[0])
 	l := s.NewLocal()
 	defer l.Close()
 	const members = 4000
@@ -54,6 +54,6 @@ func TestCollHotPathAllocations(t *testing.T) {
 	}{
 		{"ZADD", 1}, {"HSET", 1}, {"LPUSH", 2}, {"RPOP", 1},
 	} {
-		checkAllocs(t, l, c.name, collHotArgs(c.name, 2*members, members), members/2, members, c.want)
+		checkAllocs(t, l, e, c.name, collHotArgs(c.name, 2*members, members), members/2, members, c.want)
 	}
 }
