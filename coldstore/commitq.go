@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -562,7 +563,7 @@ func (s *Store) Drain() error {
 
 // onKick runs fn each time kick fires, until the store stops: the
 // indexer (kicked by drain every indexChunk bytes queued: catchUpIndex)
-// and the log writer (kicked by Drain: writeOut) are such loops.
+// is such a loop.
 func (s *Store) onKick(kick <-chan struct{}, fn func()) {
 	defer s.wg.Done()
 	for {
@@ -575,9 +576,40 @@ func (s *Store) onKick(kick <-chan struct{}, fn func()) {
 	}
 }
 
-// writeOut is the log writer's step: it writes what is pending.
-func (s *Store) writeOut() {
-	if err := s.q.writeOut(); err != nil {
-		s.logger.Error("writing the write log failed", "err", err)
+// logGather is how long the log writer, kicked, lets more frames gather
+// before it writes, under appendfsync everysec and no: one write then
+// carries the frames of every command committed meanwhile, as Redis's one
+// AOF write per event loop does. Nobody waits for that write under these
+// policies (the reply does not: a crash loses at most about a second of
+// writes, and this adds logGather to it); under always the waiting
+// connection writes the log itself (Pending.Wait), and a round writes
+// what is not written yet before it applies it, so neither waits for
+// the gathering either.
+const logGather = time.Millisecond
+
+// logWriter is the log writer: kicked by Drain, it writes what is
+// pending, after s.gather (logGather) unless the policy is always.
+func (s *Store) logWriter() {
+	defer s.wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.q.wake:
+		}
+		if s.FsyncPolicy() != FsyncAlways {
+			t.Reset(s.gather)
+			select {
+			case <-s.stop:
+				t.Stop()
+				return // Close writes what is pending
+			case <-t.C:
+			}
+		}
+		if err := s.q.writeOut(); err != nil {
+			s.logger.Error("writing the write log failed", "err", err)
+		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestEnqueueOrderAndVisibility enqueues batches from concurrent writers
@@ -216,4 +218,72 @@ func TestKeyTable(t *testing.T) {
 		t.Fatalf("find a after a collision = %v, want pendingUnknown", st)
 	}
 	b.Abort()
+}
+
+// TestLogWriterGathers checks that under everysec and no the log writer
+// lets the frames of batches drained one after another gather into few
+// writes (Redis's one AOF write per event loop) instead of writing each
+// batch on its own, that nothing gathered is lost across Close, and that
+// under always a Pending's Wait does not wait for the gathering.
+func TestLogWriterGathers(t *testing.T) {
+	const batches = 200
+	for _, f := range []Fsync{FsyncEverySec, FsyncNo} {
+		dir := t.TempDir()
+		s := openStore(t, dir, f)
+		s.gather = time.Hour
+		b := s.NewBatch()
+		for i := range batches {
+			if err := b.Set([]byte(fmt.Sprintf("k%d", i)), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Enqueue(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Drain(); err != nil {
+				t.Fatal(err)
+			}
+			runtime.Gosched() // a writer that wrote each batch would run here
+		}
+		s.log.mu.Lock()
+		writes := s.log.writes
+		s.log.mu.Unlock()
+		// Besides the writer, only the applier's idle round and the
+		// everysec syncer write, each at most once a second.
+		if writes > batches/4 {
+			t.Errorf("appendfsync %v: %d log writes for %d batches drained one by one, want the writer to gather them", f, writes, batches)
+		}
+		closeStore(t, s)
+		s = openStore(t, dir, FsyncEverySec)
+		for i := range batches {
+			if _, found, err := s.Get([]byte(fmt.Sprintf("k%d", i)), nil); err != nil || !found {
+				t.Fatalf("appendfsync %v: k%d lost across Close (err %v)", f, i, err)
+			}
+		}
+		closeStore(t, s)
+	}
+
+	s := openStore(t, t.TempDir(), FsyncAlways)
+	defer closeStore(t, s)
+	s.gather = time.Hour
+	b := s.NewBatch()
+	if err := b.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Enqueue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("appendfsync always: Pending.Wait still waits 30 s later (for the log writer's gathering?)")
+	}
+	if s.log.synced.Load() < 1 {
+		t.Fatalf("Wait returned with the batch not synced (log synced through %d)", s.log.synced.Load())
+	}
 }

@@ -113,6 +113,9 @@ type Store struct {
 	log      *wlog
 	app      applier
 	retireMu sync.Mutex // one retireLog at a time
+	// gather is how long the log writer lets frames gather (logGather;
+	// tests set it before the first write).
+	gather time.Duration
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -171,7 +174,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coldstore: open %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, opts: opts, logger: opts.Logger, stop: make(chan struct{})}
+	s := &Store{db: db, opts: opts, logger: opts.Logger, gather: logGather, stop: make(chan struct{})}
 	s.app.db, s.app.memBytes = db, int(opts.MemTableBytes/4)
 	if err := s.openLog(); err != nil {
 		db.Close()
@@ -194,7 +197,7 @@ func Open(opts Options) (*Store, error) {
 	go s.onKick(s.q.ixKick, s.q.catchUpIndex)
 	go s.walSyncer()
 	go s.applyLoop()
-	go s.onKick(s.q.wake, s.writeOut)
+	go s.logWriter()
 	return s, nil
 }
 

@@ -77,10 +77,11 @@ type wlog struct {
 	segBytes int64
 	logger   *slog.Logger
 
-	mu     sync.Mutex // f, num, size, closed (f's closing also holds syncMu)
+	mu     sync.Mutex // f, num, size, writes, closed (f's closing also holds syncMu)
 	f      *os.File
 	num    uint64
 	size   int64
+	writes int             // write calls made (tests count them)
 	closed []closedSegment // oldest first
 
 	// written is the number of the last batch written to the log, synced
@@ -215,6 +216,7 @@ func (l *wlog) write(frames []byte, last uint64) error {
 		return fmt.Errorf("coldstore: write log: %w", err)
 	}
 	l.size += int64(len(frames))
+	l.writes++
 	l.written.Store(last)
 	full := l.size >= l.segBytes
 	l.mu.Unlock()
