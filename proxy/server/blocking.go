@@ -283,9 +283,8 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 		defer t.Stop()
 		timer = t.C
 	}
-	c.nc.SetReadDeadline(time.Time{})
 	gone, exited := make(chan struct{}), make(chan struct{})
-	go c.watchConn(gone, exited)
+	c.startWatch(gone, exited)
 	alive := true
 	blockedAt := time.Now()
 	select {
@@ -305,6 +304,15 @@ func (c *Client) block(w *waiter, timeoutMs int64) bool {
 	c.in.armed = false // serve sets the idle deadline again
 	c.w.Raw(w.reply)
 	return alive
+}
+
+// startWatch starts watchConn (the client's goroutine): it ends the
+// client's open read, which the watcher's reads would wait for, and
+// clears the read deadline.
+func (c *Client) startWatch(gone, exited chan struct{}) {
+	c.releaseRead()
+	c.nc.SetReadDeadline(time.Time{})
+	go c.watchConn(gone, exited)
 }
 
 // watchConn reads the connection while its client is blocked, keeping
@@ -336,6 +344,9 @@ type connSource struct {
 	raw     *rawio.Conn // nc's raw reads (nil: read nc)
 	pending []byte
 	in      *atomic.Int64 // counts the bytes read (INFO total_net_input_bytes)
+	// once has reads made without an open read (rawio.Conn.ReadOnce):
+	// an idle client's wait holds nothing but the socket (waitInput).
+	once bool
 
 	// rc peeks at the socket for input not read yet (nil: no descriptor);
 	// peekMu guards peekFn's result and buffer.
@@ -694,10 +705,13 @@ func (s *connSource) Read(p []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if s.raw != nil {
-		n, err = s.raw.Read(p)
-	} else {
+	switch {
+	case s.raw == nil:
 		n, err = s.nc.Read(p)
+	case s.once:
+		n, err = s.raw.ReadOnce(p)
+	default:
+		n, err = s.raw.Read(p)
 	}
 	if n > 0 {
 		s.readAt = int64(time.Since(epoch))

@@ -192,7 +192,7 @@ type Client struct {
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
-	raw := rawio.New(nc)
+	raw := rawio.NewHeld(nc)
 	src := newConnSource(nc, raw)
 	src.in = &s.stats.netIn
 	c := &Client{
@@ -232,6 +232,7 @@ func (c *Client) applyLimits() {
 // serve runs the connection until it is closed.
 func (c *Client) serve() {
 	defer c.nc.Close()
+	defer c.releaseRead() // before the close, which waits for it
 	if c.fwd != nil {
 		defer c.fwd.Close()
 	}
@@ -281,6 +282,7 @@ func (c *Client) serve() {
 			c.flush()
 			if fn := c.takeover; fn != nil && !c.killed.Load() {
 				c.takeover = nil
+				c.releaseRead() // fn reads the socket
 				fn()
 			}
 			return
@@ -379,7 +381,30 @@ func (c *Client) flush() bool {
 func (c *Client) kill() {
 	c.killed.Store(true)
 	c.markGone()
-	c.nc.Close()
+	c.closeSocket()
+}
+
+// closeSocket closes the connection from another goroutine without
+// waiting for the client's goroutine: the socket is shut down at once
+// (the peer sees it closed, the client's next read ends), and closed by a
+// goroutine of its own, which waits for the client's open read to end
+// (rawio.Conn.Read).
+func (c *Client) closeSocket() {
+	if c.raw == nil {
+		c.nc.Close()
+		return
+	}
+	c.raw.Shutdown()
+	go c.nc.Close()
+}
+
+// releaseRead ends the client's open read (rawio.Conn.Release), before
+// anything else reads its socket or the socket closes (the client's
+// goroutine).
+func (c *Client) releaseRead() {
+	if c.raw != nil {
+		c.raw.Release()
+	}
 }
 
 // postponeIfPaused waits while CLIENT PAUSE holds the command about to run
@@ -407,8 +432,7 @@ func (c *Client) postponeIfPaused(mayWrite bool) bool {
 	if !c.noBlock {
 		g, exited := make(chan struct{}), make(chan struct{})
 		gone = g
-		c.nc.SetReadDeadline(time.Time{})
-		go c.watchConn(g, exited)
+		c.startWatch(g, exited)
 		defer func() {
 			c.nc.SetReadDeadline(time.Now()) // stops the watcher
 			<-exited

@@ -702,9 +702,8 @@ func cmdWait(x *Ctx, args [][]byte) error {
 		return nil
 	}
 	c.mark = c.w.Len()
-	c.nc.SetReadDeadline(time.Time{})
 	gone, exited := make(chan struct{}), make(chan struct{})
-	go c.watchConn(gone, exited)
+	c.startWatch(gone, exited)
 	c.blocked.Store(true)
 	start := time.Now()
 	acked = m.Wait(c.woff, int(n), time.Duration(ms)*time.Millisecond, false, gone)

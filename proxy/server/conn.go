@@ -150,7 +150,7 @@ func (c *Conn) TakeOver(fn func(nc net.Conn)) {
 
 // CloseSocket closes the client's socket: the connection's goroutine then
 // ends (its next read fails). Any goroutine may call it.
-func (c *Conn) CloseSocket() { c.nc.Close() }
+func (c *Conn) CloseSocket() { c.cl().closeSocket() }
 
 // Block marks the client blocked (CLIENT LIST) while the front waits for
 // a blocking command's reply elsewhere, and watches its socket meanwhile:
@@ -162,8 +162,7 @@ func (c *Conn) Block() (gone <-chan struct{}, unblock func(disconnected bool)) {
 	cl := c.cl()
 	g, exited := make(chan struct{}), make(chan struct{})
 	cl.blocked.Store(true)
-	cl.nc.SetReadDeadline(time.Time{})
-	go cl.watchConn(g, exited)
+	cl.startWatch(g, exited)
 	return g, func(disconnected bool) {
 		if disconnected {
 			cl.blocked.Store(false)
@@ -271,7 +270,9 @@ func (c *Client) armDeadline(now time.Time) {
 func (c *Client) waitInput() bool {
 	for {
 		c.armDeadline(time.Now())
+		c.src.once = true
 		n, err := c.src.Read(c.in.one[:])
+		c.src.once = false
 		if n > 0 {
 			c.src.pending = c.in.one[:n]
 			c.in.released, c.in.armed = false, false

@@ -600,7 +600,7 @@ func (s *Server) Close() {
 	close(s.done)
 	s.mu.Lock()
 	for _, c := range s.clients {
-		c.nc.Close()
+		c.closeSocket()
 	}
 	s.mu.Unlock()
 	s.replica.Close()
