@@ -95,7 +95,12 @@ func NewHeld(nc net.Conn) *Conn {
 	return c
 }
 
-func (c *Conn) readOnce(fd uintptr) bool {
+func (c *Conn) readOnce(fd uintptr) bool { return !c.readSys(fd) }
+
+// readSys makes one read into rbuf, its outcome in rn and rerr (EOF for
+// a read of nothing); it reports wait, with waiting set, when the socket
+// is empty (EAGAIN).
+func (c *Conn) readSys(fd uintptr) (wait bool) {
 	for {
 		c.reads.Add(1)
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.rbuf))), uintptr(len(c.rbuf)))
@@ -105,15 +110,15 @@ func (c *Conn) readOnce(fd uintptr) bool {
 			if n == 0 {
 				c.rerr = io.EOF
 			}
-			return true
+			return false
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			c.waiting.Store(true)
-			return false // wait until readable
+			return true
 		default:
 			c.rerr = e
-			return true
+			return false
 		}
 	}
 }
@@ -208,25 +213,13 @@ func (c *Conn) readHeld(fd uintptr) bool {
 			c.waiting.Store(true)
 			return false // wait until readable
 		}
-		c.reads.Add(1)
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.rbuf))), uintptr(len(c.rbuf)))
-		switch e {
-		case 0:
-			if n == 0 {
-				c.rerr = io.EOF
-				return true // an error ends the open read
-			}
-			c.rn = int(n)
-			c.drained = int(n) < len(c.rbuf)
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			c.waiting.Store(true)
+		if c.readSys(fd) {
 			return false // wait until readable
-		default:
-			c.rerr = e
-			return true
 		}
+		if c.rerr != nil {
+			return true // EOF or an error ends the open read
+		}
+		c.drained = c.rn < len(c.rbuf)
 		if !c.yield(struct{}{}) {
 			return true
 		}
