@@ -350,6 +350,8 @@ func (c *client) startPassthrough() bool {
 			if addr := monitorAddr(r); addr != nil && pool.IsInternal(addr) {
 				c.f.relayMark(c, r) // a local command's line goes here (monitor.go)
 				continue            // Spillway's own command, not a client's
+			} else if addr != nil && link.IsAcceptProbe(r) {
+				continue // a new connection's probe (link.Pool.Get)
 			}
 			var drop bool
 			if r, drop = c.ptFixes.apply(r); drop {

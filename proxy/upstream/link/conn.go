@@ -63,6 +63,9 @@ type Conn struct {
 	DB      int
 	scratch []byte
 	onClose func() // run once by Close (Pool.DialInternal)
+	// answered: the upstream has replied on the connection (its
+	// handshake sent a command), so it has accepted it (awaitAccepted).
+	answered bool
 	// live is the pool's set of open connections this one is in (with
 	// Sentinel: a failover closes them); Close removes it.
 	live *sync.Map
@@ -138,6 +141,7 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
 	}
+	c.answered = true
 	for i := 0; i < n; i++ {
 		r, err := c.Read()
 		if err != nil {
@@ -148,6 +152,40 @@ func (c *Conn) handshake(t Target, proto, db int) error {
 		}
 	}
 	return nil
+}
+
+// acceptProbe is the command awaitAccepted sends: a PING whose argument
+// names it, so that a client's MONITOR relayed from the upstream can
+// leave its line out (IsAcceptProbe).
+var acceptProbe = []string{"PING", "spillway:accepted"}
+
+// acceptProbeLine ends the upstream's MONITOR line of acceptProbe.
+var acceptProbeLine = []byte(`] "PING" "spillway:accepted"` + "\r\n")
+
+// IsAcceptProbe reports whether r, a line of the upstream's MONITOR, shows
+// a connection's acceptProbe.
+func IsAcceptProbe(r []byte) bool { return bytes.HasSuffix(r, acceptProbeLine) }
+
+// awaitAccepted makes sure the upstream has accepted c (its event loop
+// reads it) before c carries a client's command, with one PING when the
+// handshake sent nothing (RESP2, database 0, no password). Redis reads the
+// sockets that became readable in the order they did, except that it only
+// watches a socket once it has accepted it: a blocking command sent on a
+// connection it has not accepted yet is read after one sent later on a
+// connection it has, and the client that blocked second is served first.
+// The round trip is bounded by timeout.
+func (c *Conn) awaitAccepted(t Target, timeout time.Duration) error {
+	if c.answered {
+		return nil
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	// Any reply will do: an error (NOAUTH from an upstream that wants a
+	// password none was given for) is for the client's commands to meet.
+	if _, err := c.Do(acceptProbe...); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, t.Addr, err)
+	}
+	c.answered = true
+	return c.SetDeadline(time.Time{})
 }
 
 // checkStandalone returns ErrClusterUpstream if c's server is a Redis

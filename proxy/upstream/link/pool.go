@@ -312,7 +312,25 @@ func (p *Pool) Get(proto, db int) (*Conn, error) {
 	}
 	p.idleMu.Unlock()
 	p.ColdGets.Add(1)
-	return p.Dial(proto, db)
+	return p.dialDedicated(proto, db)
+}
+
+// dialDedicated is Dial for a client's dedicated connection (Get, and the
+// spares replenish keeps): the upstream has accepted it before it is
+// returned (Conn.awaitAccepted), so that what it carries is read in the
+// order it was sent against the other connections.
+func (p *Pool) dialDedicated(proto, db int) (*Conn, error) {
+	c, err := p.dial(proto, db)
+	if err == nil {
+		if err = c.awaitAccepted(p.target(), p.opts.DialTimeout); err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		p.noteBroken(err)
+		return nil, err
+	}
+	return c, nil
 }
 
 // minSpare is how many idle dedicated connections the pool keeps ready
@@ -342,7 +360,7 @@ func (p *Pool) replenish(proto, db int) {
 	p.idleMu.Unlock()
 	go func() {
 		for range need {
-			c, err := p.dial(proto, db)
+			c, err := p.dialDedicated(proto, db)
 			p.idleMu.Lock()
 			p.dialing[key]--
 			p.idleMu.Unlock()

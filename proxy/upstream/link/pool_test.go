@@ -294,3 +294,55 @@ func TestErrorReply(t *testing.T) {
 }
 
 func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// TestPoolGetWaitsForAccept: a connection Get dials is one the upstream
+// has accepted, so a blocking command sent on it is read before one sent
+// after it on an older connection. The upstream sleeps (DEBUG SLEEP)
+// while Get dials: a connection it has not accepted yet would have its
+// BLPOP read after the older connection's, sent later, and the second
+// client blocked would be served first.
+func TestPoolGetWaitsForAccept(t *testing.T) {
+	s := startServer(t, 0, "--enable-debug-command", "yes")
+	p := NewPool(Options{Target: Target{Addr: s.addr}, Logger: quietLog})
+	defer p.Close()
+	admin := s.admin(t, 0)
+	older := s.admin(t, 0) // accepted: it has had its reply
+	mustDo(t, older, "PING")
+
+	admin.Send("DEBUG", "SLEEP", "1")
+	if err := admin.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // let the sleep begin
+	first, err := p.Get(2, 0)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	defer first.Close()
+	first.SetDeadline(time.Now().Add(time.Minute))
+	for _, c := range []*Conn{first, older} {
+		c.Send("BLPOP", "q", "0")
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, err := admin.Read(); err != nil || string(r) != "+OK\r\n" {
+		t.Fatalf("DEBUG SLEEP = %q, %v", r, err)
+	}
+	pollUntil(t, "both BLPOPs blocked", func() bool {
+		return strings.Contains(string(mustDo(t, admin, "INFO", "clients")), "blocked_clients:2\r\n")
+	})
+	mustDo(t, admin, "RPUSH", "q", "a", "b")
+	for _, tt := range []struct {
+		c    *Conn
+		want string
+	}{{first, "a"}, {older, "b"}} {
+		r, err := tt.c.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "*2\r\n$1\r\nq\r\n$1\r\n" + tt.want + "\r\n"; string(r) != want {
+			t.Fatalf("BLPOP sent first on the connection Get dialed = %q; want %q (blocked first, served first)", r, want)
+		}
+	}
+}
