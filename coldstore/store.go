@@ -148,7 +148,7 @@ func Open(opts Options) (*Store, error) {
 		MemTableSize:                uint64(opts.MemTableBytes),
 		MemTableStopWritesThreshold: memTableCount,
 		MaxOpenFiles:                1000,
-		Logger:                      pebbleLogger{opts.Logger},
+		Logger:                      newPebbleLogger(opts.Logger),
 		// The write log is the WAL (wlog.go). A flush makes applied
 		// records durable in sstables; the log is synced first, so that
 		// an sstable never holds a write the log could lose.
@@ -704,18 +704,4 @@ func (s *Store) Compact() error {
 		return fmt.Errorf("coldstore: compact: %w", err)
 	}
 	return nil
-}
-
-// pebbleLogger routes Pebble's log lines into slog.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...interface{}) {
-	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-func (p pebbleLogger) Errorf(format string, args ...interface{}) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-func (p pebbleLogger) Fatalf(format string, args ...interface{}) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
 }

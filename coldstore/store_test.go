@@ -47,7 +47,7 @@ func commit(t *testing.T, b *Batch) {
 // bypassing every check, to simulate other builds or corruption.
 func rawSet(t *testing.T, dir string, key, value []byte) {
 	t.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{quietLogger}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: newPebbleLogger(quietLogger)})
 	if err != nil {
 		t.Fatalf("raw open: %v", err)
 	}

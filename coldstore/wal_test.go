@@ -3,12 +3,14 @@ package coldstore
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,14 +310,29 @@ func TestWriteLogRetired(t *testing.T) {
 
 // TestCloseReturnsWhenTheDiskFails: with the store's directory removed
 // under it (Pebble then retries its flush without end), Close still
-// returns, with an error, so that the server can exit.
+// returns, with an error, so that the server can exit; and Pebble's error
+// lines meanwhile are rate-limited (thousands a second without).
 func TestCloseReturnsWhenTheDiskFails(t *testing.T) {
 	old := closeWait
-	closeWait = 500 * time.Millisecond
+	closeWait = 1500 * time.Millisecond
 	defer func() { closeWait = old }()
 	dir := t.TempDir()
-	s := openStore(t, dir, FsyncEverySec)
+	var logged lineCount
+	s, err := Open(Options{Dir: dir, CacheBytes: 1 << 20, MemTableBytes: 1 << 20, Fsync: FsyncEverySec,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	randomWrites(t, s, model{}, rand.New(rand.NewPCG(7, 8)), 200)
+	began := time.Now()
+	defer func() {
+		// At most errLimitBurst lines a second started, and the lines the
+		// store logs itself (a few).
+		secs := int64(time.Since(began)/time.Second) + 2
+		if n := logged.n.Load(); n > secs*errLimitBurst+10 {
+			t.Errorf("%d lines logged in %v; want at most %d (Pebble's errors rate-limited)", n, time.Since(began), secs*errLimitBurst+10)
+		}
+	}()
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -622,4 +639,12 @@ func TestIndexFollowsTheWindow(t *testing.T) {
 		t.Fatalf("iterator saw %d records, want %d", n, len(m))
 	}
 	m.check(t, s, "after the round")
+}
+
+// lineCount counts the lines written to it (a log handler's output).
+type lineCount struct{ n atomic.Int64 }
+
+func (l *lineCount) Write(p []byte) (int, error) {
+	l.n.Add(int64(bytes.Count(p, []byte{'\n'})))
+	return len(p), nil
 }
