@@ -57,8 +57,8 @@ bench-full: deps build
 # compat runs Redis 7.0.15's own test suite (from Debian's source package,
 # cached outside the repository) against redis-server, embedded Spillway
 # and upstream-mode Spillway, a fresh server per unit, and writes
-# COMPATIBILITY.md. All units take about 35 minutes on 2 cores (two units at
-# once; the units that hang on Spillway wait out the cap); a subset:
+# COMPATIBILITY.md. All units of the three targets take about 9 minutes on
+# 2 cores (two units at once); a subset:
 #   make compat UNITS="unit/type/list unit/multi" TARGETS="embedded"
 # COMPAT_TIMEOUT caps each unit; COMPAT_JOBS runs units at once;
 # COMPAT_OUT is the report written.
