@@ -104,15 +104,25 @@ func sameDataset(t *testing.T, want, got *harness.Conn, digest bool) {
 			t.Errorf("db %d keys: got %v, want %v", db, gk, wk)
 			continue
 		}
-		for _, k := range wk {
-			checks := [][]string{{"TYPE", k}, {"PEXPIRETIME", k}}
-			if digest {
-				checks = append(checks, []string{"DEBUG", "DIGEST-VALUE", k}, []string{"OBJECT", "ENCODING", k})
-			} else {
-				checks = append(checks, valueCommand(want, k))
+		for len(wk) > 0 {
+			keys := wk[:min(len(wk), compareChunk)]
+			wk = wk[len(keys):]
+			var checks [][]string
+			var types []harness.Reply
+			if !digest {
+				types = want.DoAll(keyCommands(keys, "TYPE"))
 			}
-			for _, c := range checks {
-				w, g := want.Do(c...), got.Do(c...)
+			for i, k := range keys {
+				checks = append(checks, []string{"TYPE", k}, []string{"PEXPIRETIME", k})
+				if digest {
+					checks = append(checks, []string{"DEBUG", "DIGEST-VALUE", k}, []string{"OBJECT", "ENCODING", k})
+				} else {
+					checks = append(checks, valueCommand(types[i].Str, k))
+				}
+			}
+			ws, gs := want.DoAll(checks), got.DoAll(checks)
+			for i, c := range checks {
+				w, g := ws[i], gs[i]
 				if c[0] == "HGETALL" || c[0] == "SMEMBERS" {
 					w, g = harness.Canonical(w), harness.Canonical(g)
 				}
@@ -129,9 +139,21 @@ func sameDataset(t *testing.T, want, got *harness.Conn, digest bool) {
 	}
 }
 
-// valueCommand is the command reading k's whole value.
-func valueCommand(c *harness.Conn, k string) []string {
-	switch c.Do("TYPE", k).Str {
+// compareChunk is how many keys sameDataset checks in one pipeline.
+const compareChunk = 100
+
+// keyCommands is cmd of each key.
+func keyCommands(keys []string, cmd string) [][]string {
+	out := make([][]string, len(keys))
+	for i, k := range keys {
+		out[i] = []string{cmd, k}
+	}
+	return out
+}
+
+// valueCommand is the command reading the whole value of k, of type typ.
+func valueCommand(typ, k string) []string {
+	switch typ {
 	case "hash":
 		return []string{"HGETALL", k}
 	case "set":

@@ -129,6 +129,28 @@ func (c *Conn) DoBytes(args ...[]byte) Reply {
 	return c.fail(c.Read())
 }
 
+// DoAll sends cmds in one pipeline and returns their replies, one each,
+// in order, as Do would (a transport error fails the test of a Conn from
+// Server.Conn; otherwise it is in the Err of the replies it cost). The
+// requests should be small enough to sit in the socket's buffers while the
+// server writes its replies (a few hundred commands).
+func (c *Conn) DoAll(cmds [][]string) []Reply {
+	out := make([]Reply, len(cmds))
+	for _, cmd := range cmds {
+		if err := c.Send(cmd...); err != nil {
+			r := c.fail(Reply{Err: err})
+			for i := range out {
+				out[i] = r
+			}
+			return out
+		}
+	}
+	for i := range cmds {
+		out[i] = c.fail(c.Read())
+	}
+	return out
+}
+
 func (c *Conn) fail(r Reply) Reply {
 	if r.Err != nil && c.t != nil {
 		c.t.Helper()
