@@ -55,54 +55,31 @@ func seeds(t *testing.T) []int64 {
 
 // TestDifferentialRedisVsRedis runs the generator against two redis-servers.
 // It proves the generator and the comparison are deterministic and fair: any
-// mismatch here is a harness bug, not a server bug.
+// mismatch here is a harness bug, not a server bug. Each run has a pair of
+// servers of its own and runs in parallel with the others: the runs are
+// mostly waits (the generator sleeps past short expiries).
 func TestDifferentialRedisVsRedis(t *testing.T) {
-	a, b := harness.StartRedis(t), harness.StartRedis(t)
-	for _, proto := range []int{2, 3} {
-		for _, seed := range seeds(t) {
-			t.Run(fmt.Sprintf("resp%d/seed=%d", proto, seed), func(t *testing.T) {
-				runDiff(t, diffRun{
-					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
-					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
-					cfg: genConfig{Lists: true}, testName: "TestDifferentialRedisVsRedis",
+	for _, gen := range []struct {
+		prefix string
+		cfg    genConfig
+	}{
+		{"", genConfig{Lists: true}},
+		{"hashes-sets/", genConfig{Lists: true, Collections: true}}, // the hash and set generator
+		{"lists/", genConfig{Lists: true, ListCommands: true}},      // the list generator
+		{"zsets/", genConfig{Lists: true, ZSetCommands: true}},      // the sorted-set generator
+	} {
+		for _, proto := range []int{2, 3} {
+			for _, seed := range seeds(t) {
+				t.Run(fmt.Sprintf("%sresp%d/seed=%d", gen.prefix, proto, seed), func(t *testing.T) {
+					t.Parallel()
+					a, b := harness.StartRedis(t), harness.StartRedis(t)
+					runDiff(t, diffRun{
+						refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
+						proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
+						cfg: gen.cfg, testName: "TestDifferentialRedisVsRedis",
+					})
 				})
-			})
-		}
-	}
-	// The hash and set generator, likewise.
-	for _, proto := range []int{2, 3} {
-		for _, seed := range seeds(t) {
-			t.Run(fmt.Sprintf("hashes-sets/resp%d/seed=%d", proto, seed), func(t *testing.T) {
-				runDiff(t, diffRun{
-					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
-					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
-					cfg: genConfig{Lists: true, Collections: true}, testName: "TestDifferentialRedisVsRedis",
-				})
-			})
-		}
-	}
-	// The list generator, likewise.
-	for _, proto := range []int{2, 3} {
-		for _, seed := range seeds(t) {
-			t.Run(fmt.Sprintf("lists/resp%d/seed=%d", proto, seed), func(t *testing.T) {
-				runDiff(t, diffRun{
-					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
-					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
-					cfg: genConfig{Lists: true, ListCommands: true}, testName: "TestDifferentialRedisVsRedis",
-				})
-			})
-		}
-	}
-	// The sorted-set generator, likewise.
-	for _, proto := range []int{2, 3} {
-		for _, seed := range seeds(t) {
-			t.Run(fmt.Sprintf("zsets/resp%d/seed=%d", proto, seed), func(t *testing.T) {
-				runDiff(t, diffRun{
-					refAddr: a.Addr(), subAddr: b.Addr(), subName: "redis-2",
-					proto: proto, seed: seed, ops: envInt(t, "SPILLWAY_DIFF_OPS", defaultOps),
-					cfg: genConfig{Lists: true, ZSetCommands: true}, testName: "TestDifferentialRedisVsRedis",
-				})
-			})
+			}
 		}
 	}
 }
