@@ -99,6 +99,11 @@ func TestDifferentialStringsRESP3(t *testing.T) {
 // listsForSpillway says) against Redis and Spillway, then checks that the
 // runs exercised tiering.
 func testDifferentialSpillway(t *testing.T, proto int, name string, cfg genConfig) {
+	if os.Getenv("SPILLWAY_ADDR") == "" {
+		// Servers of its own: it runs beside the other differential tests
+		// (mostly the generator's sleeps past short expiries).
+		t.Parallel()
+	}
 	cfg.Lists = listsForSpillway(t)
 	ref := harness.StartRedis(t)
 	subAddr, subName := subject(t)

@@ -31,21 +31,38 @@ usage() { echo "usage: $0 DIR BASEPORT [--replicas 0|1] | $0 DIR stop" >&2; exit
 [ $# -ge 2 ] || usage
 dir=$1
 
-stop_all() {
-	local f pid
-	# Sidecars first (they would log the upstream's loss), then the nodes.
-	for f in "$dir"/sidecar-*.pid "$dir"/redis-*.pid; do
+# stop_group stops the processes of the pid files given: SIGTERM to all,
+# then SIGKILL to those still running after 10 s.
+stop_group() {
+	local f pid alive pids=()
+	for f in "$@"; do
 		[ -e "$f" ] || continue
 		pid=$(cat "$f")
-		if kill "$pid" 2>/dev/null; then
-			for _ in $(seq 1 100); do
-				kill -0 "$pid" 2>/dev/null || break
-				sleep 0.1
-			done
-			kill -9 "$pid" 2>/dev/null || true
-		fi
 		rm -f "$f"
+		if kill "$pid" 2>/dev/null; then
+			pids+=("$pid")
+		fi
 	done
+	for _ in $(seq 1 100); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			if kill -0 "$pid" 2>/dev/null; then
+				alive=1
+			fi
+		done
+		[ "$alive" = 0 ] && return 0
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do
+		kill -9 "$pid" 2>/dev/null || true
+	done
+}
+
+stop_all() {
+	# Sidecars first (they would log the upstream's loss), then the nodes;
+	# each group at once.
+	stop_group "$dir"/sidecar-*.pid
+	stop_group "$dir"/redis-*.pid
 }
 
 if [ "$2" = stop ]; then
