@@ -344,9 +344,6 @@ type connSource struct {
 	raw     *rawio.Conn // nc's raw reads (nil: read nc)
 	pending []byte
 	in      *atomic.Int64 // counts the bytes read (INFO total_net_input_bytes)
-	// once has reads made without an open read (rawio.Conn.ReadOnce):
-	// an idle client's wait holds nothing but the socket (waitInput).
-	once bool
 
 	// rc peeks at the socket for input not read yet (nil: no descriptor);
 	// peekMu guards peekFn's result and buffer.
@@ -703,7 +700,12 @@ func orderWait(deadline *time.Time) bool {
 	return true
 }
 
-func (s *connSource) Read(p []byte) (int, error) {
+func (s *connSource) Read(p []byte) (int, error) { return s.read(p, false) }
+
+// read is Read; once reads without keeping a raw read open
+// (rawio.Conn.ReadOnce): an idle client's wait holds nothing but the
+// socket (waitInput).
+func (s *connSource) read(p []byte, once bool) (int, error) {
 	if len(s.pending) > 0 {
 		n := copy(p, s.pending)
 		s.pending = s.pending[n:]
@@ -720,7 +722,7 @@ func (s *connSource) Read(p []byte) (int, error) {
 	switch {
 	case s.raw == nil:
 		n, err = s.nc.Read(p)
-	case s.once:
+	case once:
 		n, err = s.raw.ReadOnce(p)
 	default:
 		n, err = s.raw.Read(p)

@@ -270,9 +270,7 @@ func (c *Client) armDeadline(now time.Time) {
 func (c *Client) waitInput() bool {
 	for {
 		c.armDeadline(time.Now())
-		c.src.once = true
-		n, err := c.src.Read(c.in.one[:])
-		c.src.once = false
+		n, err := c.src.read(c.in.one[:], true)
 		if n > 0 {
 			c.src.pending = c.in.one[:n]
 			c.in.released, c.in.armed = false, false
