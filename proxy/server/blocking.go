@@ -477,8 +477,9 @@ const freshOrderTie = int64(10 * time.Millisecond)
 // (orderID) goes before the one with t2 and id2 among clients waiting for
 // each other's input: the one read first, unless they were read within
 // orderTie of each other, freshOrderTie if both are fresh (then the one
-// connected first: freshness does not count here; a client connected later and read within the tie, as a
-// test's second blocked client sent just after the first, goes second).
+// connected first: freshness does not count here; a client connected
+// later and read within the tie, as a test's second blocked client sent
+// just after the first, goes second).
 // Three clients within orderTie of each other can make a cycle; the waits
 // are bounded (orderWaitMax), so a cycle costs time, never a hang.
 func goesFirst(t1, id1, t2, id2 int64) bool {
