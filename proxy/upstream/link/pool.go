@@ -320,13 +320,12 @@ func (p *Pool) Get(proto, db int) (*Conn, error) {
 // returned (Conn.awaitAccepted), so that what it carries is read in the
 // order it was sent against the other connections.
 func (p *Pool) dialDedicated(proto, db int) (*Conn, error) {
-	c, err := p.dial(proto, db)
-	if err == nil {
-		if err = c.awaitAccepted(p.target(), p.opts.DialTimeout); err != nil {
-			c.Close()
-		}
-	}
+	c, err := p.Dial(proto, db)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.awaitAccepted(p.target(), p.opts.DialTimeout); err != nil {
+		c.Close()
 		p.noteBroken(err)
 		return nil, err
 	}
