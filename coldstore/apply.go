@@ -95,6 +95,9 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 			if !ok {
 				break
 			}
+			if kind == pebble.InternalKeyKindLogData {
+				continue // a log-only record (logonly.go): not for Pebble
+			}
 			if coalesce && ix.isDropped(rec) {
 				a.dropped++
 				continue
@@ -149,13 +152,36 @@ func (r *replayer) add(repr []byte) error {
 	if r.b == nil {
 		r.b = r.db.NewBatch()
 	}
-	one := r.db.NewBatch()
-	defer one.Close()
-	if err := one.SetRepr(append([]byte(nil), repr...)); err != nil {
+	if _, ok := batchrepr.ReadHeader(repr); !ok {
+		return fmt.Errorf("coldstore: replayed batch: short header")
+	}
+	logOnly, err := hasLogOnly(repr)
+	if err != nil {
 		return fmt.Errorf("coldstore: replayed batch: %w", err)
 	}
-	if err := r.b.Apply(one, nil); err != nil {
-		return fmt.Errorf("coldstore: replayed batch: %w", err)
+	if logOnly {
+		// Record by record, a log-only one as its Set (logonly.go).
+		for rd := batchrepr.Read(repr); ; {
+			kind, k, v, ok, err := rd.Next()
+			if err != nil {
+				return fmt.Errorf("coldstore: replayed batch: %w", err)
+			}
+			if !ok {
+				break
+			}
+			if err := applyLogged(r.b, kind, k, v); err != nil {
+				return fmt.Errorf("coldstore: replayed batch: %w", err)
+			}
+		}
+	} else {
+		one := r.db.NewBatch()
+		defer one.Close()
+		if err := one.SetRepr(append([]byte(nil), repr...)); err != nil {
+			return fmt.Errorf("coldstore: replayed batch: %w", err)
+		}
+		if err := r.b.Apply(one, nil); err != nil {
+			return fmt.Errorf("coldstore: replayed batch: %w", err)
+		}
 	}
 	r.n++
 	if len(r.b.Repr()) >= commitBytes {

@@ -16,6 +16,7 @@ type Batch struct {
 	b    *pebble.Batch // nil until the first write; indexed by the first read (indexed)
 	kbuf []byte
 	vbuf []byte
+	wbuf []byte // a log-only record's payload (PutMetaLogOnly)
 	// ix indexes b's records, lazily: built by a read of a key the
 	// commit queue holds pending writes of (ownState), reset with b.
 	ix pendIndex

@@ -144,6 +144,8 @@ func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
 		case pebble.InternalKeyKindRangeDelete:
 			ix.ranges = append(ix.ranges, off)
 			continue
+		case pebble.InternalKeyKindLogData:
+			continue // log-only (logonly.go): readers do not see it
 		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete:
 		default:
 			ix.odd = true
@@ -271,6 +273,7 @@ func (ix *pendIndex) catchUpSpans(buf []byte) {
 				return true
 			}
 			switch {
+			case kind == pebble.InternalKeyKindLogData:
 			case kind == pebble.InternalKeyKindRangeDelete:
 				ix.spanRanges = append(ix.spanRanges, off)
 				ix.spanNs |= nsSpan(ukey, value)
@@ -301,7 +304,7 @@ func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
 			if !ok {
 				return true
 			}
-			if kind == pebble.InternalKeyKindRangeDelete || len(ukey) == 0 || ukey[0] != codec.NSData {
+			if kind == pebble.InternalKeyKindRangeDelete || kind == pebble.InternalKeyKindLogData || len(ukey) == 0 || ukey[0] != codec.NSData {
 				continue
 			}
 			p, ok := structPrefix(ukey)

@@ -16,6 +16,7 @@ import (
 	"hash/maphash"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -113,6 +114,9 @@ type Store struct {
 	log      *wlog
 	app      applier
 	retireMu sync.Mutex // one retireLog at a time
+	// floor keeps the log's frames that hold log-only records the engine
+	// still needs (logonly.go).
+	floor logFloor
 	// gather is how long the log writer lets frames gather (logGather;
 	// tests set it before the first write).
 	gather time.Duration
@@ -176,6 +180,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, opts: opts, logger: opts.Logger, gather: logGather, stop: make(chan struct{})}
 	s.app.db, s.app.memBytes = db, int(opts.MemTableBytes/4)
+	s.floor.floor = math.MaxUint64 // no log-only record yet
 	if err := s.openLog(); err != nil {
 		db.Close()
 		return nil, err
@@ -402,7 +407,7 @@ func (s *Store) applyLoop() {
 func (s *Store) retireLog() error {
 	s.retireMu.Lock()
 	defer s.retireMu.Unlock()
-	n := s.log.retirable(s.q.applied.Load())
+	n := s.log.retirable(s.floor.retireLimit(s.q.applied.Load()))
 	if n == 0 {
 		return nil
 	}

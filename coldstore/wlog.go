@@ -87,7 +87,9 @@ type wlog struct {
 	// written is the number of the last batch written to the log, synced
 	// that of the last batch made durable (fsync).
 	written, synced atomic.Uint64
-	syncMu          sync.Mutex // one fsync at a time, and f not closed during it
+	// total counts the bytes ever written (LogWritten).
+	total  atomic.Int64
+	syncMu sync.Mutex // one fsync at a time, and f not closed during it
 }
 
 // closedSegment is a segment no longer written, with the number of the
@@ -95,6 +97,7 @@ type wlog struct {
 type closedSegment struct {
 	num  uint64
 	last uint64
+	size int64
 }
 
 func (l *wlog) path(num uint64) string {
@@ -166,7 +169,7 @@ func openLog(dir string, segBytes int64, logger *slog.Logger, apply func(repr []
 				return nil, fmt.Errorf("coldstore: cut torn log tail: %w", err)
 			}
 		}
-		l.closed = append(l.closed, closedSegment{num: num})
+		l.closed = append(l.closed, closedSegment{num: num, size: int64(len(data) - len(rest))})
 		if (i+1)%4 == 0 || i == len(nums)-1 {
 			logger.Info("write log replay", "segments", i+1, "of", len(nums), "batches", batches, "bytes", bytes)
 		}
@@ -216,6 +219,7 @@ func (l *wlog) write(frames []byte, last uint64) error {
 		return fmt.Errorf("coldstore: write log: %w", err)
 	}
 	l.size += int64(len(frames))
+	l.total.Add(int64(len(frames)))
 	l.writes++
 	l.written.Store(last)
 	full := l.size >= l.segBytes
@@ -250,7 +254,7 @@ func (l *wlog) rotateLocked() error {
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("coldstore: close log segment: %w", err)
 	}
-	l.closed = append(l.closed, closedSegment{num: l.num, last: last})
+	l.closed = append(l.closed, closedSegment{num: l.num, last: last, size: l.size})
 	return l.create(l.num + 1)
 }
 
@@ -291,6 +295,17 @@ func (l *wlog) retirable(applied uint64) int {
 	n := 0
 	for n < len(l.closed) && l.closed[n].last <= applied {
 		n++
+	}
+	return n
+}
+
+// bytes is the size of the log's segments.
+func (l *wlog) bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.size
+	for _, seg := range l.closed {
+		n += seg.size
 	}
 	return n
 }

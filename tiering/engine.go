@@ -39,6 +39,10 @@ type Options struct {
 	ColdReadMaxBytes int64
 	// SweepPerTick bounds the expired keys removed per sweeper tick.
 	SweepPerTick int
+	// WriteThrough turns write-back off (writeback.go): every write
+	// reaches the store's records at once (write-back yes|no, default
+	// yes).
+	WriteThrough bool
 	Logger       *slog.Logger
 }
 
@@ -56,6 +60,10 @@ type Stats struct {
 	KeyspaceHits      atomic.Int64
 	KeyspaceMisses    atomic.Int64
 	ReclaimedVers     atomic.Int64
+	// LogOnlyWrites counts the overwrites of hot strings written to the
+	// log only, Checkpoints the write-back checkpoints (writeback.go).
+	LogOnlyWrites atomic.Int64
+	Checkpoints   atomic.Int64
 }
 
 // ResetStats zeroes the resettable counters (CONFIG RESETSTAT).
@@ -126,6 +134,13 @@ type Engine struct {
 	collHoles collHoles
 	// expiryFloor: how far the expiry index is known swept (sweep.go).
 	expiryFloor expiryFloor
+	// floorLowered: the write log keeps log-only records for dirty hot
+	// entries; wbBatch writes demoted dirty entries (writeback.go).
+	floorLowered bool
+	wbBatch      *coldstore.Batch
+	// checkpointMark is the log's size (LogWritten) when the last
+	// checkpoint began.
+	checkpointMark atomic.Int64
 
 	Stats Stats
 	// observer is told of key modifications (observe.go).
@@ -167,6 +182,7 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 	e.admission = NewAdmission(e.admissionSettings)
 	e.SetLFU(defaultLFU.logFactor, defaultLFU.decayMins)
 	e.tx = Tx{e: e, batch: cold.NewBatch()}
+	e.wbBatch = cold.NewBatch()
 	e.started = time.Now().UnixMilli()
 	if err := e.loadDBMap(); err != nil {
 		return nil, err
@@ -174,10 +190,11 @@ func Open(cold *coldstore.Store, opts Options) (*Engine, error) {
 	if err := e.loadKeyCounts(); err != nil {
 		return nil, err
 	}
-	e.wg.Add(3)
+	e.wg.Add(4)
 	go e.sweepLoop()
 	go e.reclaimLoop()
 	go e.promoteLoop()
+	go e.checkpointLoop()
 	return e, nil
 }
 
@@ -186,6 +203,12 @@ func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		close(e.stop)
 		e.wg.Wait()
+		// The dirty entries' records, so that the store holds everything
+		// and the log can go (a failure leaves it to the next start's
+		// replay).
+		if _, err := e.Checkpoint(); err != nil {
+			e.opts.Logger.Warn("the last write-back checkpoint failed; the next start replays the write log", "err", err)
+		}
 		e.saveKeyCounts()
 	})
 }
@@ -482,10 +505,11 @@ func (e *Engine) demoteOverBudget() {
 			ok = e.hot.demoteOldest()
 		}
 		if !ok {
-			return
+			break
 		}
 		e.Stats.Demotions.Add(1)
 	}
+	e.writeBackEvicted()
 }
 
 // admissionSettings are the promotion policy's settings (read under the

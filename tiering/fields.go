@@ -168,6 +168,7 @@ func (tx *Tx) writeMeta(pdb uint8, key []byte, e *Entry) error {
 		}
 	}
 	e.metaGen++
+	tx.cleanOnWrite(e)
 	return tx.batch.PutMeta(pdb, key, m)
 }
 

@@ -25,7 +25,8 @@ type HotTier interface {
 
 // Entry is a decoded value held in the hot tier. It mirrors the key's meta
 // record in the cold store exactly (write-through), so dropping it from the
-// hot tier loses nothing.
+// hot tier loses nothing, except while it is dirty: a hot string whose
+// latest record is in the write log only (writeback.go).
 //
 // The fields a hot read touches (type, expiry, value, recency, counters,
 // the loading state) come first, within the first 72 bytes, where they
@@ -86,6 +87,10 @@ type Entry struct {
 	// so that a handle can tell whether anything else stored its meta
 	// since it opened it (putMetaIfChanged).
 	metaGen uint32
+	// dirtyAt is the entry's place in LRU.dirty plus one, 0 when its
+	// store record is its value (writeback.go). It fills the padding
+	// after metaGen: the entry stays 192 bytes.
+	dirtyAt uint32
 }
 
 // entryOverhead is what a hot entry costs on the Go heap beyond its key
@@ -197,6 +202,18 @@ type LRU struct {
 	// CPU fell from about 12% to 5%).
 	touches [touchBatch]*Entry
 	nTouch  int
+
+	// Write-back (writeback.go). dirty holds the entries whose store
+	// record lags their value (Entry.dirtyAt), dirtyBytes about what
+	// their keys and values take; evicted the dirty entries demotion
+	// dropped, to be written (Engine.writeBackEvicted); undo what the
+	// open transaction did to dirty entries (restoreDirty; restoring
+	// while it runs).
+	dirty      []*Entry
+	dirtyBytes int64
+	evicted    []*Entry
+	undo       []dirtyUndo
+	restoring  bool
 }
 
 // touchBatch is how many reads' moves are deferred at most (LRU.touches).
@@ -302,6 +319,7 @@ func (l *LRU) put(hk []byte, e *Entry) {
 			if !own {
 				e.hk = old.hk
 			}
+			l.leaving(old, false)
 			l.unlink(old)
 			l.m[e.hk] = e // an existing key's string is replaced too
 			l.pushFront(e)
@@ -339,6 +357,7 @@ func (l *LRU) remove(hk []byte) bool {
 
 // drop removes e, which the tier holds.
 func (l *LRU) drop(e *Entry) {
+	l.leaving(e, false)
 	l.flushTouches()
 	l.used -= e.size
 	delete(l.m, e.hk)
@@ -375,6 +394,7 @@ func (l *LRU) rival(size, nowMs int64) (full bool, hits uint32) {
 func (l *LRU) demoteOldest() bool {
 	e := l.oldest()
 	if e != nil {
+		l.leaving(e, true)
 		l.drop(e)
 	}
 	return e != nil
@@ -412,6 +432,7 @@ func (l *LRU) purge() {
 	l.flushTouches()
 	for e := l.root.next; e != &l.root; {
 		next := e.next
+		l.leaving(e, false)
 		e.prev, e.next = nil, nil
 		e = next
 	}
@@ -477,13 +498,23 @@ func stringValue(hk, val []byte) (key string, str []byte) {
 func (tx *Tx) overwriteString(pdb uint8, key []byte, e *Entry, val []byte, expireAt int64) error {
 	touched := e == tx.touched
 	tx.touched = nil
-	if err := tx.moveExpiry(pdb, key, e, expireAt); err != nil {
-		return err
+	logOnly := !tx.e.opts.WriteThrough && expireAt == e.ExpireAt
+	if logOnly || e.dirtyAt != 0 {
+		tx.e.hot.noteOverwrite(e)
 	}
-	e.ExpireAt = expireAt
-	e.hk, e.Str = stringValue(tx.hk, val)
-	if err := tx.putMeta(pdb, key, e); err != nil {
-		return err
+	if logOnly {
+		if err := tx.overwriteLogOnly(pdb, key, e, val); err != nil {
+			return err
+		}
+	} else {
+		if err := tx.moveExpiry(pdb, key, e, expireAt); err != nil {
+			return err
+		}
+		e.ExpireAt = expireAt
+		e.hk, e.Str = stringValue(tx.hk, val)
+		if err := tx.putMeta(pdb, key, e); err != nil {
+			return err
+		}
 	}
 	tx.e.hot.m[e.hk] = e // the key string moves to the new allocation
 	if !touched {

@@ -5,6 +5,8 @@ package tiering
 import (
 	"fmt"
 	"time"
+
+	"github.com/spillway/spillway/codec"
 )
 
 // InvariantLockWait is how long CheckInvariants waits for the engine's
@@ -20,7 +22,10 @@ var InvariantLockWait = 2 * time.Second
 //     (entrySize), so no in-place change was left unaccounted;
 //   - the hot tier's used bytes are the sum of its entries' sizes, and
 //     within the budget;
-//   - the per-database hot key counts add up to the entries held.
+//   - the per-database hot key counts add up to the entries held;
+//   - the dirty set (writeback.go) holds exactly the dirty entries, each
+//     a hot string at its recorded place, and no transaction's undo or
+//     unwritten demoted entry is left over.
 //
 // It takes the lock for the check and returns the first violation found.
 func (e *Engine) CheckInvariants() error {
@@ -39,7 +44,7 @@ func (e *Engine) CheckInvariants() error {
 	h := e.hot
 	var used int64
 	var perDB [256]int64
-	listed := 0
+	listed, dirty := 0, 0
 	for he := h.root.next; he != &h.root; he = he.next {
 		if listed++; listed > len(h.m) || he.next.prev != he {
 			return fmt.Errorf("tiering: the hot tier's recency list is broken after %d of its %d entries", listed, len(h.m))
@@ -54,6 +59,18 @@ func (e *Engine) CheckInvariants() error {
 		}
 		used += he.size
 		perDB[hk[0]]++
+		if he.dirtyAt != 0 {
+			dirty++
+			if int(he.dirtyAt) > len(h.dirty) || h.dirty[he.dirtyAt-1] != he || he.Type != codec.TypeString {
+				return fmt.Errorf("tiering: hot key %q (db %d, %v) marked dirty at %d, not in the dirty set", hk[1:], hk[0], he.Type, he.dirtyAt)
+			}
+		}
+	}
+	if dirty != len(h.dirty) {
+		return fmt.Errorf("tiering: the dirty set holds %d entries, %d hot entries are dirty", len(h.dirty), dirty)
+	}
+	if len(h.undo) != 0 || len(h.evicted) != 0 {
+		return fmt.Errorf("tiering: %d undo records and %d demoted dirty entries left between transactions", len(h.undo), len(h.evicted))
 	}
 	if listed != len(h.m) {
 		return fmt.Errorf("tiering: the hot tier's recency list holds %d of its %d entries", listed, len(h.m))

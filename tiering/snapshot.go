@@ -12,9 +12,10 @@ import (
 // Snapshot is a consistent point-in-time view of the whole dataset, every
 // database, as the last committed transaction left it: what an RDB file
 // is written from. Every write reaches the store under the engine lock
-// (the hot tier caches what is stored), so the store alone holds the
-// dataset and the view is a Pebble snapshot plus the database map and key
-// counts of that moment. It does not hold the engine lock: commands go on
+// (the hot tier caches what is stored), so the store holds the dataset
+// but for the values of dirty hot strings (writeback.go), and the view is
+// a Pebble snapshot plus the database map, key counts and those values of
+// that moment. It does not hold the engine lock: commands go on
 // while it is read. Close releases it (it pins the records it can see).
 //
 // A Snapshot and the iterators it returns are for one goroutine.
@@ -24,6 +25,9 @@ type Snapshot struct {
 	keys  []int64 // per logical database: keys stored
 	exps  []int64 // per logical database: keys with an expiry
 	now   int64
+	// dirty holds the values of the strings whose store records lagged
+	// them (writeback.go), by hot key; nil when none did.
+	dirty map[string][]byte
 }
 
 // Snapshot takes a snapshot of the committed dataset. It is called inside
@@ -49,6 +53,7 @@ func (tx *Tx) Snapshot() (*Snapshot, error) {
 		s.keys[db] = e.keys[s.dbmap[db]]
 		s.exps[db] = e.exps[s.dbmap[db]]
 	}
+	s.dirty = tx.dirtyOverlay()
 	s.snap = e.cold.NewSnapshot()
 	return s, nil
 }
@@ -84,6 +89,7 @@ type SnapshotKeys struct {
 	meta codec.Meta
 	mbuf []byte
 	key  []byte
+	hk   []byte // the current key's hot key (for Snapshot.dirty)
 	err  error
 	// started: the iterator has been positioned on the first key.
 	started bool
@@ -134,6 +140,12 @@ func (k *SnapshotKeys) Next() bool {
 	if err := codec.DecodeMeta(k.mbuf, &k.meta); err != nil {
 		k.err = fmt.Errorf("tiering: snapshot: meta of %q: %w", key, err)
 		return false
+	}
+	if k.meta.Type == codec.TypeString && k.s.dirty != nil {
+		k.hk = append(append(k.hk[:0], k.pdb), key...)
+		if v, ok := k.s.dirty[string(k.hk)]; ok {
+			k.meta.Value = v
+		}
 	}
 	k.key = key
 	return true

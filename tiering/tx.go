@@ -131,8 +131,9 @@ func (tx *Tx) commitHeld() (coldstore.Pending, error) {
 	}
 	if err != nil {
 		// The hot copies may hold writes the store refused: drop them all so
-		// that the cold store, which is unchanged, is the only authority.
-		e.hot.purge()
+		// that the cold store, which is unchanged, is the only authority
+		// (but for the dirty entries, put back as they were).
+		e.hot.restoreDirty()
 		tx.demoteOutgrown(true)
 		tx.undoSwaps()
 		tx.resetDeltas()
@@ -147,7 +148,9 @@ func (tx *Tx) commitHeld() (coldstore.Pending, error) {
 		e.exps[db] += n
 	}
 	tx.resetDeltas()
+	e.hot.forgetUndo()
 	e.demoteOverBudget()
+	e.settleFloor()
 	return p, nil
 }
 
@@ -161,8 +164,8 @@ func (tx *Tx) abort() {
 func (tx *Tx) abortHeld() {
 	e := tx.e
 	defer e.held.Store(0)
-	if !tx.batch.Empty() || len(tx.metaPend) > 0 {
-		e.hot.purge()
+	if !tx.batch.Empty() || len(tx.metaPend) > 0 || len(e.hot.undo) > 0 {
+		e.hot.restoreDirty()
 	}
 	tx.clearMeta()
 	tx.demoteOutgrown(true)
@@ -556,6 +559,9 @@ func (tx *Tx) SetExpire(db int, key []byte, at int64) (bool, error) {
 	if old.ExpireAt == at {
 		return true, nil
 	}
+	if old.dirtyAt != 0 {
+		tx.e.hot.noteOverwrite(old) // its expiry changes in place
+	}
 	if err := tx.moveExpiry(pdb, key, old, at); err != nil {
 		return true, err
 	}
@@ -757,17 +763,23 @@ func (tx *Tx) undoSwaps() {
 	tx.swaps = tx.swaps[:0]
 }
 
-// Demote drops key's hot copy now (its value is already in the cold store)
-// and reports whether it was hot. It is demotion on demand, for tests and
-// tools: the key's next read is a cold read.
-func (tx *Tx) Demote(db int, key []byte) bool {
+// Demote drops key's hot copy now (its record written first if it lags:
+// writeback.go) and reports whether it was hot. It is demotion on demand,
+// for tests and tools: the key's next read is a cold read.
+func (tx *Tx) Demote(db int, key []byte) (bool, error) {
 	pdb := tx.pdb(db)
 	tx.hk = hotKey(tx.hk, pdb, key)
+	if e, ok := tx.e.hot.peek(tx.hk); ok && e.dirtyAt != 0 {
+		// Its record lags (writeback.go): written first.
+		if err := tx.writeMeta(pdb, key, e); err != nil {
+			return false, err
+		}
+	}
 	if !tx.e.hot.remove(tx.hk) {
-		return false
+		return false, nil
 	}
 	tx.e.Stats.Demotions.Add(1)
-	return true
+	return true, nil
 }
 
 // PutSystem writes system record name (codec.Sys*) within the transaction:

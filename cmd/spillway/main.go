@@ -211,6 +211,7 @@ func run(args []string) error {
 		PromoteMinHits:   cfg.PromoteMinHits(),
 		ColdReadMaxBytes: cfg.ColdReadMaxBytes(),
 		SweepPerTick:     cfg.ExpireSweepKeysPerTick(),
+		WriteThrough:     !cfg.WriteBack(),
 		Logger:           log,
 	})
 	if err != nil {

@@ -147,6 +147,10 @@ func (c *Config) ColdCompression() string {
 	return keyed[idxColdCompression].enum[c.load(idxColdCompression).n]
 }
 
+// WriteBack is write-back: overwrites of hot strings go to the write log
+// only until demotion or a checkpoint (tiering/writeback.go).
+func (c *Config) WriteBack() bool { return c.load(idxWriteBack).n != 0 }
+
 // MetricsAddr is the Prometheus endpoint's listen address, "" when
 // metrics-port is 0.
 func (c *Config) MetricsAddr() string {

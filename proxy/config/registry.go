@@ -63,6 +63,7 @@ const (
 	idxBlockCache
 	idxExpireSweepKeysPerTick
 	idxColdCompression
+	idxWriteBack
 	idxMetricsPort
 	idxMetricsBind
 	// Redis-compatible settings.
@@ -245,6 +246,12 @@ var keyed = [numKeyed]*setting{
 			"compresses less). The levels above always use Snappy. Read at start; tables written before "+
 			"take the new codec as compactions rewrite them (CONFIG SET stores the value for the next "+
 			"start, as block-cache).").own(),
+	idxWriteBack: boolSetting("write-back", "yes",
+		"Overwrites of hot strings that keep their expiry (SET, INCR, APPEND...) go to the write log only; "+
+			"the cold store's record is written when the key is demoted or at a checkpoint (once the write "+
+			"log holds more than the dirty values and at least 64 MB). Durability is the same either way. "+
+			"`no`: every write reaches the store's records at once. Read at start (CONFIG SET stores the "+
+			"value for the next start, as block-cache).").own(),
 	idxMetricsPort: intSetting("metrics-port", 0, 65535, "0",
 		"Port of the Prometheus endpoint (`/metrics` over HTTP) on metrics-bind; 0: none. CONFIG SET "+
 			"starts, moves (the new address is bound before the old one is closed) or stops it.").own(),

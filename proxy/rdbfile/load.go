@@ -524,7 +524,10 @@ func (c *collector) writeChunk(last bool) error {
 			}
 		}
 		if !last {
-			tx.Demote(c.db, c.key) // a big value goes to the store, not the hot tier
+			// A big value goes to the store, not the hot tier.
+			if _, err := tx.Demote(c.db, c.key); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

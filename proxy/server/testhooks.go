@@ -25,7 +25,11 @@ func cmdDebugTestHook(x *Ctx, args [][]byte) error {
 		return x.Update(func(tx *tiering.Tx) error {
 			n := 0
 			for _, k := range args[2:] {
-				if tx.Demote(x.DB(), k) {
+				ok, err := tx.Demote(x.DB(), k)
+				if err != nil {
+					return err
+				}
+				if ok {
 					n++
 				}
 			}
