@@ -318,6 +318,9 @@ func TestResetMovesExpiry(t *testing.T) {
 
 func TestSetExpire(t *testing.T) {
 	const hour = 3_600_000
+	// short must outlast the steps before SetExpire on a loaded machine
+	// (40 ms did not, once in a few runs beside other tests).
+	const short = 300
 	tests := []struct {
 		name       string
 		initial    int64 // ms from now; 0: none
@@ -326,13 +329,13 @@ func TestSetExpire(t *testing.T) {
 		wantAfter  bool // key exists after the old and new times have passed
 		wantExists bool // SetExpire's result
 	}{
-		{"far to shorter", hour, 40, false, false, true},
-		{"far to shorter cold", hour, 40, true, false, true},
-		{"short to longer", 40, hour, false, true, true},
-		{"short to longer cold", 40, hour, true, true, true},
-		{"short to persist", 40, 0, false, true, true},
-		{"short to persist cold", 40, 0, true, true, true},
-		{"none to short", 0, 40, true, false, true},
+		{"far to shorter", hour, short, false, false, true},
+		{"far to shorter cold", hour, short, true, false, true},
+		{"short to longer", short, hour, false, true, true},
+		{"short to longer cold", short, hour, true, true, true},
+		{"short to persist", short, 0, false, true, true},
+		{"short to persist cold", short, 0, true, true, true},
+		{"none to short", 0, short, true, false, true},
 		{"none to none", 0, 0, false, true, true},
 		{"same time", hour, hour, true, true, true},
 	}
@@ -384,7 +387,7 @@ func TestSetExpire(t *testing.T) {
 				t.Fatalf("Expires %d, want %d", x, wantExp)
 			}
 			// Let both short times pass, then sweep without reading.
-			waitPast(now + 41)
+			waitPast(now + short + 1)
 			v.sweepAll()
 			if _, found := v.storedMeta(0, "k"); found != tt.wantAfter {
 				t.Fatalf("after sweep key stored = %v, want %v", found, tt.wantAfter)

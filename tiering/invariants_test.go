@@ -258,7 +258,7 @@ func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
 	}
 	disk := v.listOf(hk[0], []byte(hk[1:]), m)
 	lc := he.list
-	front, back := lc.front.slice(), lc.back.slice()
+	front, back := lc.front.Slice(), lc.back.Slice()
 	if lc.whole {
 		if len(back) != 0 || fmt.Sprint(front) != fmt.Sprint(disk) {
 			v.t.Fatalf("whole hot list %q = %q + %q, disk %q", hk, front, back, disk)
@@ -271,8 +271,8 @@ func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
 	if fmt.Sprint(front) != fmt.Sprint(disk[:len(front)]) || fmt.Sprint(back) != fmt.Sprint(disk[len(disk)-len(back):]) {
 		v.t.Fatalf("hot list %q windows %q / %q, disk %q", hk, front, back, disk)
 	}
-	if lc.front.len() > listWindowElems || lc.back.len() > listWindowElems {
-		v.t.Fatalf("hot list %q: windows of %d and %d elements exceed %d", hk, lc.front.len(), lc.back.len(), listWindowElems)
+	if lc.front.Len() > listWindowElems || lc.back.Len() > listWindowElems {
+		v.t.Fatalf("hot list %q: windows of %d and %d elements exceed %d", hk, lc.front.Len(), lc.back.Len(), listWindowElems)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/tiering/deque"
 )
 
 // A list is stored as one record per element, keyed by an absolute index:
@@ -35,16 +36,16 @@ const (
 
 // listCache is the hot part of a list. When whole, front holds every
 // element and back is empty. Otherwise front holds the elements at
-// Head..Head+front.len()-1 and back those at Tail-back.len()..Tail-1, and
+// Head..Head+front.Len()-1 and back those at Tail-back.Len()..Tail-1, and
 // together they hold fewer than Count elements (the windows never meet:
 // when they would, they are merged into a whole list).
 type listCache struct {
 	whole bool
-	front deque
-	back  deque
+	front deque.Deque
+	back  deque.Deque
 }
 
-func (lc *listCache) size() int64 { return lc.front.size() + lc.back.size() }
+func (lc *listCache) size() int64 { return lc.front.Size() + lc.back.Size() }
 
 // trimWindows drops elements from the inner side of windows over their
 // limits: they are in the store.
@@ -52,11 +53,11 @@ func (lc *listCache) trimWindows() {
 	if lc.whole {
 		return
 	}
-	for lc.front.len() > listWindowElems || lc.front.len() > 1 && lc.front.bytes > listWindowBytes {
-		lc.front.popBack()
+	for lc.front.Len() > listWindowElems || lc.front.Len() > 1 && lc.front.Bytes() > listWindowBytes {
+		lc.front.PopBack()
 	}
-	for lc.back.len() > listWindowElems || lc.back.len() > 1 && lc.back.bytes > listWindowBytes {
-		lc.back.popFront()
+	for lc.back.Len() > listWindowElems || lc.back.Len() > 1 && lc.back.Bytes() > listWindowBytes {
+		lc.back.PopFront()
 	}
 }
 
@@ -80,7 +81,7 @@ func (tx *Tx) cacheList(pdb uint8, key []byte, e *Entry) error {
 	if tx.e.fitsWhole(key, e) {
 		l := &List{tx: tx, pdb: pdb, key: key, e: e}
 		err := l.scanStore(0, e.Count-1, false, func(_ int64, v []byte) bool {
-			lc.front.pushBack(string(v))
+			lc.front.PushBack(string(v))
 			return true
 		})
 		if err != nil {
@@ -176,11 +177,11 @@ func (l *List) cached(i int64) (string, bool) {
 	if lc == nil {
 		return "", false
 	}
-	if i < int64(lc.front.len()) {
-		return lc.front.at(int(i)), true
+	if i < int64(lc.front.Len()) {
+		return lc.front.At(int(i)), true
 	}
-	if j := i - (l.e.Count - int64(lc.back.len())); j >= 0 {
-		return lc.back.at(int(j)), true
+	if j := i - (l.e.Count - int64(lc.back.Len())); j >= 0 {
+		return lc.back.At(int(j)), true
 	}
 	return "", false
 }
@@ -219,13 +220,13 @@ func (l *List) Range(from, to int64, reverse bool, fn func(i int64, v []byte) bo
 		return nil
 	}
 	if lc := l.e.list; lc != nil {
-		var d *deque
+		var d *deque.Deque
 		var off int64
 		switch {
-		case to < int64(lc.front.len()):
+		case to < int64(lc.front.Len()):
 			d = &lc.front
-		case from >= l.e.Count-int64(lc.back.len()):
-			d, off = &lc.back, l.e.Count-int64(lc.back.len())
+		case from >= l.e.Count-int64(lc.back.Len()):
+			d, off = &lc.back, l.e.Count-int64(lc.back.Len())
 		}
 		if d != nil {
 			for k := range to - from + 1 {
@@ -233,7 +234,7 @@ func (l *List) Range(from, to int64, reverse bool, fn func(i int64, v []byte) bo
 				if reverse {
 					i = to - k
 				}
-				if !fn(i, bytesOf(d.at(int(i-off)))) {
+				if !fn(i, bytesOf(d.At(int(i-off)))) {
 					return nil
 				}
 			}
@@ -307,13 +308,13 @@ func (l *List) Push(left bool, val []byte) error {
 		s := string(val)
 		switch {
 		case lc.whole && left:
-			lc.front.pushFront(s)
+			lc.front.PushFront(s)
 		case lc.whole:
-			lc.front.pushBack(s)
+			lc.front.PushBack(s)
 		case left:
-			lc.front.pushFront(s)
+			lc.front.PushFront(s)
 		default:
-			lc.back.pushBack(s)
+			lc.back.PushBack(s)
 		}
 		lc.trimWindows()
 	}
@@ -344,11 +345,11 @@ func (l *List) Pop(left bool, n int64, fn func(v []byte)) (int64, error) {
 			var s string
 			switch {
 			case left:
-				s = lc.front.popFront()
+				s = lc.front.PopFront()
 			case lc.whole:
-				s = lc.front.popBack()
+				s = lc.front.PopBack()
 			default:
-				s = lc.back.popBack()
+				s = lc.back.PopBack()
 			}
 			if err := l.dropEnd(left, int64(len(s))); err != nil {
 				return popped, err
@@ -407,10 +408,10 @@ func (l *List) dropEnd(left bool, size int64) error {
 // whole list.
 func (l *List) refill(left bool) error {
 	lc, e := l.e.list, l.e
-	if lc.whole || (left && lc.front.len() > 0) || (!left && lc.back.len() > 0) {
+	if lc.whole || (left && lc.front.Len() > 0) || (!left && lc.back.Len() > 0) {
 		return nil
 	}
-	middle := e.Count - int64(lc.front.len()+lc.back.len())
+	middle := e.Count - int64(lc.front.Len()+lc.back.Len())
 	m := min(int64(listRefill), middle)
 	from, to := int64(0), m-1
 	if !left {
@@ -427,18 +428,18 @@ func (l *List) refill(left bool) error {
 	}
 	if left {
 		for _, s := range read {
-			lc.front.pushBack(s)
+			lc.front.PushBack(s)
 		}
 	} else {
 		for i := len(read) - 1; i >= 0; i-- {
-			lc.back.pushFront(read[i])
+			lc.back.PushFront(read[i])
 		}
 	}
 	if m == middle {
-		for lc.back.len() > 0 {
-			lc.front.pushBack(lc.back.popFront())
+		for lc.back.Len() > 0 {
+			lc.front.PushBack(lc.back.PopFront())
 		}
-		lc.back.reset()
+		lc.back.Reset()
 		lc.whole = true
 	}
 	return nil
@@ -453,10 +454,10 @@ func (l *List) Set(i int64, val []byte) error {
 	e := l.e
 	e.Bytes += int64(len(val) - len(old))
 	if lc := e.list; lc != nil {
-		if i < int64(lc.front.len()) {
-			lc.front.set(int(i), string(val))
-		} else if j := i - (e.Count - int64(lc.back.len())); j >= 0 {
-			lc.back.set(int(j), string(val))
+		if i < int64(lc.front.Len()) {
+			lc.front.Set(int(i), string(val))
+		} else if j := i - (e.Count - int64(lc.back.Len())); j >= 0 {
+			lc.back.Set(int(j), string(val))
 		}
 	}
 	l.dirty = true
@@ -541,12 +542,12 @@ func (l *List) Splice(i, j int64, removedBytes int64, repl []string) error {
 	}
 	if lc := e.list; lc != nil {
 		if lc.whole {
-			all := lc.front.slice()
+			all := lc.front.Slice()
 			next := append(append(append(make([]string, 0, len(all)+int(delta)), all[:i]...), repl...), all[j:]...)
-			lc.front.fill(next)
+			lc.front.Fill(next)
 		} else {
-			lc.front.reset()
-			lc.back.reset()
+			lc.front.Reset()
+			lc.back.Reset()
 		}
 	}
 	e.Count += delta
@@ -582,10 +583,10 @@ func (l *List) Trim(from, to int64) error {
 		dropHead, dropTail := int(from), int(e.Count-1-to)
 		if lc.whole {
 			for range dropHead {
-				lc.front.popFront()
+				lc.front.PopFront()
 			}
 			for range dropTail {
-				lc.front.popBack()
+				lc.front.PopBack()
 			}
 		} else {
 			lc.trimEnds(e.Count, from, to)
@@ -604,8 +605,8 @@ func (l *List) Trim(from, to int64) error {
 // if it still touches its end of the list, and if together they now hold
 // the whole range the list is held whole.
 func (lc *listCache) trimEnds(n, from, to int64) {
-	f, b := int64(lc.front.len()), int64(lc.back.len())
-	front, back := lc.front.slice(), lc.back.slice()
+	f, b := int64(lc.front.Len()), int64(lc.back.Len())
+	front, back := lc.front.Slice(), lc.back.Slice()
 	var nf, nb []string
 	if from < f {
 		nf = front[from:min(f, to+1)]
@@ -616,12 +617,12 @@ func (lc *listCache) trimEnds(n, from, to int64) {
 	if int64(len(nf)+len(nb)) == to-from+1 {
 		// The windows (disjoint) now meet: they hold the whole list.
 		lc.whole = true
-		lc.front.fill(append(slices.Clone(nf), nb...))
-		lc.back.reset()
+		lc.front.Fill(append(slices.Clone(nf), nb...))
+		lc.back.Reset()
 		return
 	}
-	lc.front.fill(nf)
-	lc.back.fill(nb)
+	lc.front.Fill(nf)
+	lc.back.Fill(nb)
 }
 
 // deleteIndexes deletes the element records at absolute indexes lo..hi-1:
@@ -692,15 +693,15 @@ func (l *List) Close() error {
 	}
 	if lc.whole && !tx.e.keepHot(entrySize(l.key, e)) {
 		lc.whole = false
-		for lc.front.len() > listWindowElems {
-			lc.back.pushFront(lc.front.popBack())
+		for lc.front.Len() > listWindowElems {
+			lc.back.PushFront(lc.front.PopBack())
 		}
 		lc.trimWindows()
 		// The cut windows keep their ends; the deques give back memory.
-		lc.front.fill(lc.front.slice())
-		lc.back.fill(lc.back.slice())
-		if int64(lc.front.len()+lc.back.len()) >= e.Count {
-			lc.front.popBack() // the windows must not meet
+		lc.front.Fill(lc.front.Slice())
+		lc.back.Fill(lc.back.Slice())
+		if int64(lc.front.Len()+lc.back.Len()) >= e.Count {
+			lc.front.PopBack() // the windows must not meet
 		}
 	}
 	if !tx.settleHot(l.hk, l.key, e, true) {
@@ -717,7 +718,7 @@ func (tx *Tx) duplicateList(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 	from := &List{tx: tx, pdb: psrc, key: src, e: e}
 	if e.list != nil && e.list.whole {
 		ne.list = &listCache{whole: true}
-		ne.list.front.fill(e.list.front.slice())
+		ne.list.front.Fill(e.list.front.Slice())
 	}
 	var kbuf []byte
 	var werr error

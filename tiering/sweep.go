@@ -217,23 +217,31 @@ func (e *Engine) dueExpiries(floor []byte, now int64, limit int) ([]expiryRef, [
 const reclaimInterval = time.Second
 
 func (e *Engine) reclaimLoop() {
+	e.every(reclaimInterval, func() {
+		if !e.reclaimGate.TryLock() {
+			return // a Stage is open (stage.go): next tick
+		}
+		n, err := e.cold.Reclaim(256)
+		e.reclaimGate.Unlock()
+		if err != nil {
+			e.opts.Logger.Error("version reclaim failed", "err", err)
+		}
+		e.Stats.ReclaimedVers.Add(int64(n))
+	})
+}
+
+// every runs fn every d until the engine closes, then marks the calling
+// background goroutine done (e.wg).
+func (e *Engine) every(d time.Duration, fn func()) {
 	defer e.wg.Done()
-	t := time.NewTicker(reclaimInterval)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
-			if !e.reclaimGate.TryLock() {
-				continue // a Stage is open (stage.go): next tick
-			}
-			n, err := e.cold.Reclaim(256)
-			e.reclaimGate.Unlock()
-			if err != nil {
-				e.opts.Logger.Error("version reclaim failed", "err", err)
-			}
-			e.Stats.ReclaimedVers.Add(int64(n))
+			fn()
 		}
 	}
 }

@@ -271,26 +271,18 @@ func (e *Engine) checkpointDue() bool {
 // checkpointLoop makes a checkpoint whenever one is due (checked every
 // 100 ms) until the engine closes.
 func (e *Engine) checkpointLoop() {
-	defer e.wg.Done()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-		}
+	e.every(100*time.Millisecond, func() {
 		if !e.checkpointDue() {
-			continue
+			return
 		}
 		start := time.Now()
 		n, err := e.Checkpoint()
 		if err != nil {
 			e.opts.Logger.Error("write-back checkpoint failed", "err", err)
-			continue
+			return
 		}
 		e.opts.Logger.Debug("write-back checkpoint", "keys", n, "took", time.Since(start).Round(time.Millisecond))
-	}
+	})
 }
 
 // Checkpoint writes the record of every entry dirty when it starts, a
