@@ -70,9 +70,6 @@ type dirtyUndo struct {
 	dropped bool
 }
 
-// isDirty reports whether the entry's store record lags its value.
-func (e *Entry) isDirty() bool { return e.dirtyAt != 0 }
-
 // markDirty adds e to the dirty set.
 func (l *LRU) markDirty(e *Entry) {
 	if e.dirtyAt != 0 {
