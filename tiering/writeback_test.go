@@ -233,3 +233,19 @@ func TestWriteBackSnapshot(t *testing.T) {
 		t.Fatalf("snapshot holds %q, want k=v2 j=j2", got)
 	}
 }
+
+// TestWriteThroughOption: with write-back off every overwrite reaches the
+// store's record at once and nothing is ever dirty.
+func TestWriteThroughOption(t *testing.T) {
+	opts := defaultOpts()
+	opts.WriteThrough = true
+	v := newEnv(t, opts)
+	v.set(0, "k", "v1", 0)
+	v.set(0, "k", "v2", 0)
+	v.set(0, "n", "1", 0)
+	v.set(0, "n", "2", 0)
+	if v.storedString("k") != "v2" || v.storedString("n") != "2" || v.dirtyKeys() != 0 || v.e.Stats.LogOnlyWrites.Load() != 0 {
+		t.Fatalf("write-through: k stored %q, n stored %q, %d dirty, %d log-only writes",
+			v.storedString("k"), v.storedString("n"), v.dirtyKeys(), v.e.Stats.LogOnlyWrites.Load())
+	}
+}
