@@ -375,6 +375,14 @@ func (e *Engine) HotStats() (keys int, used, budget int64) {
 func (e *Engine) KeysOnDisk() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.keysOnDisk()
+}
+
+// KeysOnDisk is Engine.KeysOnDisk for a holder of the lock (the keys the
+// transaction's commands added or removed not counted yet).
+func (tx *Tx) KeysOnDisk() int64 { return tx.e.keysOnDisk() }
+
+func (e *Engine) keysOnDisk() int64 {
 	var n int64
 	for _, k := range e.keys {
 		n += k

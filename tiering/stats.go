@@ -71,10 +71,18 @@ type HotMemory struct {
 }
 
 // HotMemory returns the hot tier's figures; it takes the engine's lock
-// briefly.
+// briefly (Tx.HotMemory inside a transaction).
 func (e *Engine) HotMemory() HotMemory {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.hotMemory()
+}
+
+// HotMemory is Engine.HotMemory for a holder of the lock (a command inside
+// MULTI or a script, whose group holds it already).
+func (tx *Tx) HotMemory() HotMemory { return tx.e.hotMemory() }
+
+func (e *Engine) hotMemory() HotMemory {
 	l := e.hot
 	return HotMemory{Keys: l.Len(), Used: l.used, Peak: max(l.peak, l.used), Budget: l.budget}
 }

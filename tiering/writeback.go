@@ -331,6 +331,9 @@ func (e *Engine) DirtyKeys() int {
 	return len(e.hot.dirty)
 }
 
+// DirtyKeys is Engine.DirtyKeys for a holder of the lock.
+func (tx *Tx) DirtyKeys() int { return len(tx.e.hot.dirty) }
+
 // dirtyOverlay returns the dirty values as the transaction found them
 // (hot key to value), for a Snapshot: nil when none is dirty.
 func (tx *Tx) dirtyOverlay() map[string][]byte {

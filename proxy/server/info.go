@@ -300,11 +300,12 @@ type MemoryFigures struct {
 	NumGC                                   uint32
 }
 
-// Memory returns the memory figures; it reads the Go runtime's statistics
-// (a brief stop of the world) and the hot tier's under the engine's lock.
-func (s *Server) Memory() MemoryFigures {
+// memory returns the memory figures; it reads the Go runtime's statistics
+// (a brief stop of the world) and the hot tier's under the engine's lock
+// (c's open group's, when it runs one: engineFigures).
+func (s *Server) memory(c *Client) MemoryFigures {
 	var f MemoryFigures
-	f.Hot = s.engine.HotMemory()
+	s.engineFigures(c, func(tx *tiering.Tx) { f.Hot = tx.HotMemory() })
 	if s.scripts != nil {
 		f.Lua = s.scripts.MemoryBytes()
 	}
@@ -323,7 +324,7 @@ func (s *Server) Memory() MemoryFigures {
 }
 
 // Memory is Server.Memory for a handler (MEMORY STATS, MEMORY DOCTOR).
-func (x *Ctx) Memory() MemoryFigures { return x.c.s.Memory() }
+func (x *Ctx) Memory() MemoryFigures { return x.c.s.memory(x.c) }
 
 // rss reads the process's resident set size from /proc.
 func rss() int64 {
@@ -415,7 +416,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 		InfoField(sb, "tracking_clients", s.trk.Stats().Clients)
 		sb.WriteString(fixedClientsInTimeoutTable)
 	case "memory":
-		s.infoMemory(sb)
+		s.infoMemory(sb, c)
 	case "persistence":
 		s.infoPersistence(sb)
 	case "stats":
@@ -474,7 +475,7 @@ func (s *Server) writeInfoSection(sb *strings.Builder, sec string, c *Client) {
 			return nil
 		})
 	case "tiering":
-		s.infoTiering(sb)
+		s.infoTiering(sb, c)
 	}
 }
 
@@ -507,9 +508,9 @@ func (s *Server) infoServer(sb *strings.Builder) {
 	InfoField(sb, "go_version", runtime.Version())
 }
 
-func (s *Server) infoMemory(sb *strings.Builder) {
+func (s *Server) infoMemory(sb *strings.Builder, c *Client) {
 	sb.WriteString("# Memory\r\n")
-	m := s.Memory()
+	m := s.memory(c)
 	InfoField(sb, "used_memory", m.Used)
 	InfoField(sb, "used_memory_human", HumanBytes(m.Used))
 	InfoField(sb, "used_memory_rss", m.RSS)
@@ -677,12 +678,25 @@ func (s *Server) infoLatencyStats(sb *strings.Builder) {
 	visit(cmdtable.All())
 }
 
-func (s *Server) infoTiering(sb *strings.Builder) {
+// engineFigures runs fn in a transaction: c's open group's (inside MULTI
+// or a script, which holds the engine's lock already: taking it again
+// hung the server) or a View of its own (c nil: no client).
+func (s *Server) engineFigures(c *Client, fn func(tx *tiering.Tx)) {
+	if c != nil && c.group != nil {
+		fn(c.group)
+		return
+	}
+	s.engine.View(func(tx *tiering.Tx) error { fn(tx); return nil })
+}
+
+func (s *Server) infoTiering(sb *strings.Builder, c *Client) {
 	e := s.engine
 	st := &e.Stats
 	sb.WriteString("# Tiering\r\n")
-	total := e.KeysOnDisk()
-	hot := e.HotMemory()
+	var total int64
+	var hot tiering.HotMemory
+	var dirty int
+	s.engineFigures(c, func(tx *tiering.Tx) { total, hot, dirty = tx.KeysOnDisk(), tx.HotMemory(), tx.DirtyKeys() })
 	InfoField(sb, "mode", "embedded")
 	InfoField(sb, "hot_keys", hot.Keys)
 	InfoField(sb, "cold_keys", total-int64(hot.Keys))
@@ -696,7 +710,7 @@ func (s *Server) infoTiering(sb *strings.Builder) {
 	InfoField(sb, "cold_reads", st.ColdReads.Load())
 	InfoField(sb, "expired_cold_keys", st.ExpiredColdKeys.Load())
 	InfoField(sb, "reclaimed_versions", st.ReclaimedVers.Load())
-	InfoField(sb, "write_back_dirty_keys", e.DirtyKeys())
+	InfoField(sb, "write_back_dirty_keys", dirty)
 	InfoField(sb, "write_back_log_only_writes", st.LogOnlyWrites.Load())
 	InfoField(sb, "write_back_checkpoints", st.Checkpoints.Load())
 	InfoField(sb, "write_log_bytes", e.Cold().LogBytes())
