@@ -323,7 +323,8 @@ func (s *Server) memory(c *Client) MemoryFigures {
 	return f
 }
 
-// Memory is Server.Memory for a handler (MEMORY STATS, MEMORY DOCTOR).
+// Memory is the server's memory figures for a handler (MEMORY STATS, MEMORY
+// DOCTOR), read in its client's group when it runs in one.
 func (x *Ctx) Memory() MemoryFigures { return x.c.s.memory(x.c) }
 
 // rss reads the process's resident set size from /proc.
