@@ -183,10 +183,9 @@ func (tx *Tx) overwriteLogOnly(pdb uint8, key []byte, e *Entry, val []byte) erro
 	}
 	e.hk, e.Str = stringValue(tx.hk, val)
 	tx.observe(pdb, key, KeyModified)
-	m := &tx.meta
-	*m = codec.Meta{Type: codec.TypeString, ExpireAt: e.ExpireAt, Value: e.Str}
+	tx.meta = metaOfString(e)
 	e.metaGen++
-	if err := tx.batch.PutMetaLogOnly(pdb, key, m); err != nil {
+	if err := tx.batch.PutMetaLogOnly(pdb, key, &tx.meta); err != nil {
 		return err
 	}
 	if len(l.dirty) == 0 && !tx.e.floorLowered {
