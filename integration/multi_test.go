@@ -395,3 +395,57 @@ func TestClientListInMulti(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigSetInsideMulti: CONFIG SET of the settings the engine applies
+// itself (maxmemory demotes down to the new budget, the promotion policy)
+// inside MULTI/EXEC. EXEC holds the engine's lock; the settings' callbacks
+// take it, so they run once EXEC's group ends (Ctx.AfterUnlock). Before,
+// EXEC never replied and every later command on any key waited for ever.
+func TestConfigSetInsideMulti(t *testing.T) {
+	sp := harness.StartSpillway(t, "", "--appendfsync", "no", "--maxmemory", "64mb")
+	c := sp.Conn(t)
+	c.Timeout = 5 * time.Second
+	value := strings.Repeat("v", 1000)
+	var load [][]string
+	for i := range 4000 {
+		load = append(load, []string{"SET", "cfgmulti:" + strconv.Itoa(i), value})
+	}
+	for _, r := range c.DoAll(load) {
+		if r.IsError() {
+			t.Fatal(r.String())
+		}
+	}
+	before := tieringInfo(t, sp)["demotions"]
+	c.Do("MULTI")
+	for _, args := range [][]string{
+		{"CONFIG", "SET", "maxmemory", "1mb"},
+		{"CONFIG", "SET", "promote-min-hits", "3", "cold-read-max-bytes", "64kb"},
+		{"SET", "cfgmulti:x", "1"},
+	} {
+		if r := c.Do(args...); r.Str != "QUEUED" {
+			t.Fatalf("%v: %s", args, r.String())
+		}
+	}
+	r := c.Do("EXEC")
+	if r.IsError() || len(r.Elems) != 3 || r.Elems[0].Str != "OK" || r.Elems[1].Str != "OK" || r.Elems[2].Str != "OK" {
+		t.Fatalf("EXEC: %s", r.String())
+	}
+	other := sp.Conn(t)
+	other.Timeout = 5 * time.Second
+	if got := other.Do("GET", "cfgmulti:x"); got.Str != "1" {
+		t.Fatalf("GET from another client after EXEC: %s", got.String())
+	}
+	for _, kv := range [][2]string{{"maxmemory", "1048576"}, {"promote-min-hits", "3"}, {"cold-read-max-bytes", "65536"}} {
+		if got := other.Do("CONFIG", "GET", kv[0]); len(got.Elems) != 2 || got.Elems[1].Str != kv[1] {
+			t.Fatalf("CONFIG GET %s: %s", kv[0], got.String())
+		}
+	}
+	after := tieringInfo(t, sp)
+	if after["demotions"] == before {
+		t.Fatalf("the budget of 1mb demoted nothing: demotions %s before, %s after", before, after["demotions"])
+	}
+	used, _ := strconv.Atoi(after["hot_bytes"])
+	if budget, _ := strconv.Atoi(after["hot_budget"]); budget == 0 || budget >= 1<<20 || used > budget {
+		t.Fatalf("after EXEC set maxmemory 1mb: hot_bytes %d, hot_budget %d", used, budget)
+	}
+}

@@ -145,3 +145,31 @@ func TestRewriteRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestSetDeferred: SetDeferred changes the values and runs the apply hooks
+// at once, the OnChange callbacks only when its notify function is
+// called; a failed SetDeferred returns no notify function.
+func TestSetDeferred(t *testing.T) {
+	c := Default()
+	hooks := 0
+	if err := c.RegisterApply(func() error { hooks++; return nil }, "maxmemory"); err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	c.OnChange("maxmemory", func(v string) { changed = append(changed, "maxmemory "+v) })
+	c.OnChange("promote-min-hits", func(v string) { changed = append(changed, "promote-min-hits "+v) })
+	notify, err := c.SetDeferred([][2]string{{"maxmemory", "1mb"}, {"promote-min-hits", "3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxMemory() != 1<<20 || hooks != 1 || len(changed) != 0 {
+		t.Fatalf("before notify: maxmemory %d, hooks %d, callbacks %q", c.MaxMemory(), hooks, changed)
+	}
+	notify()
+	if want := []string{"maxmemory 1048576", "promote-min-hits 3"}; !reflect.DeepEqual(changed, want) {
+		t.Errorf("callbacks %q, want %q", changed, want)
+	}
+	if notify, err := c.SetDeferred([][2]string{{"maxmemory", "lots"}}); err == nil || notify != nil {
+		t.Errorf("a bad value: notify %v, err %v", notify != nil, err)
+	}
+}

@@ -339,9 +339,10 @@ func (c *Config) File() string { return c.file }
 // OnChange registers fn to be called with the new CONFIG GET form of the
 // named setting (name or alias) after a Set changes it. Callbacks cannot
 // fail: a change that can is an apply hook (RegisterApply). They run
-// synchronously in the goroutine calling Set, once every apply hook has
-// succeeded, outside any lock, in the order the settings were given to
-// Set; a Set that fails calls none.
+// synchronously in the goroutine calling Set (or SetDeferred's notify
+// function), once every apply hook has succeeded, outside any lock of the
+// config, in the order the settings were given to Set; a Set that fails
+// calls none.
 func (c *Config) OnChange(name string, fn func(value string)) error {
 	e, ok := lookup(name)
 	if !ok {

@@ -55,10 +55,26 @@ func (c *Config) RegisterApply(fn func() error, names ...string) error {
 // protected, duplicate: the first problem is reported, naming the argument
 // as given), then every value (naming the setting), then the apply hooks
 // of the settings that changed (RegisterApply), in the order of their
-// first setting; an apply failure restores every value.
+// first setting; an apply failure restores every value. The OnChange
+// callbacks of the settings that changed run before Set returns.
 func (c *Config) Set(pairs [][2]string) error {
+	notify, err := c.SetDeferred(pairs)
+	if err != nil {
+		return err
+	}
+	notify()
+	return nil
+}
+
+// SetDeferred is Set, except that the OnChange callbacks of the settings
+// that changed are not run: it returns a function that runs them, which
+// the caller calls once (when it no longer holds what a callback may
+// take, such as the engine's lock inside MULTI/EXEC). The values and the
+// apply hooks take effect before SetDeferred returns; notify is nil when
+// err is not.
+func (c *Config) SetDeferred(pairs [][2]string) (notify func(), err error) {
 	if len(pairs) == 0 {
-		return errors.New("ERR wrong number of arguments for 'config|set' command")
+		return nil, errors.New("ERR wrong number of arguments for 'config|set' command")
 	}
 	c.setMu.Lock()
 	defer c.setMu.Unlock()
@@ -66,17 +82,17 @@ func (c *Config) Set(pairs [][2]string) error {
 	for i, p := range pairs {
 		e, ok := lookup(p[0])
 		if !ok {
-			return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0])
+			return nil, fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0])
 		}
 		switch registry[e.idx].mut {
 		case immutable:
-			return setFailed(p[0], "can't set immutable config")
+			return nil, setFailed(p[0], "can't set immutable config")
 		case protected:
-			return setFailed(p[0], "can't set protected config")
+			return nil, setFailed(p[0], "can't set protected config")
 		}
 		for _, prev := range entries[:i] {
 			if prev.idx == e.idx && prev.alias == e.alias { // a name and its alias are distinct, as in Redis 7.0
-				return setFailed(p[0], "duplicate parameter")
+				return nil, setFailed(p[0], "duplicate parameter")
 			}
 		}
 		entries[i] = e
@@ -86,13 +102,13 @@ func (c *Config) Set(pairs [][2]string) error {
 		s := registry[entries[i].idx]
 		v, err := s.parseSet(p[1])
 		if err != nil {
-			return setFailed(entries[i].name(), err)
+			return nil, setFailed(entries[i].name(), err)
 		}
 		if s.onSet != nil && v.text != c.vals[entries[i].idx].Load().text {
 			s.onSet(v) // as Redis runs apply functions: only on a change
 		}
 		if s.mut == fixed && v.text != c.vals[entries[i].idx].Load().text {
-			return setFailed(p[0], "can't set immutable config")
+			return nil, setFailed(p[0], "can't set immutable config")
 		}
 		newVals[i] = v
 	}
@@ -134,22 +150,23 @@ func (c *Config) Set(pairs [][2]string) error {
 			slog.Warn("CONFIG SET: applying the new configuration failed; restoring the previous settings",
 				"setting", hookArg[j], "err", err)
 			c.restore(entries, oldVals, hooks)
-			return setFailed(hookArg[j], err)
+			return nil, setFailed(hookArg[j], err)
 		}
 	}
 
-	for i, e := range entries {
-		if !changed[i] {
-			continue
+	return func() {
+		for i, e := range entries {
+			if !changed[i] {
+				continue
+			}
+			c.cbMu.Lock()
+			fns := c.callbacks[e.idx]
+			c.cbMu.Unlock()
+			for _, fn := range fns {
+				fn(newVals[i].text)
+			}
 		}
-		c.cbMu.Lock()
-		fns := c.callbacks[e.idx]
-		c.cbMu.Unlock()
-		for _, fn := range fns {
-			fn(newVals[i].text)
-		}
-	}
-	return nil
+	}, nil
 }
 
 // restore puts back the values a failed Set replaced, last first (a

@@ -70,6 +70,9 @@ type Client struct {
 	groupErr error
 	// groupMark is where the group's reply starts in w.Buf.
 	groupMark int
+	// afterUnlock holds what the client's commands asked to run once its
+	// hold of the engine's lock ends (Ctx.AfterUnlock).
+	afterUnlock []func()
 	// multi is MULTI's queue and WATCH's keys (multi.go).
 	multi multiState
 	// preOOM is the server's out-of-memory state when the current command

@@ -419,9 +419,14 @@ func cmdConfigSet(x *Ctx, args [][]byte) error {
 	for i := 2; i < len(args); i += 2 {
 		pairs = append(pairs, [2]string{string(args[i]), string(args[i+1])})
 	}
-	if err := x.Config().Set(pairs); err != nil {
+	notify, err := x.Config().SetDeferred(pairs)
+	if err != nil {
 		return resp.Err(err.Error())
 	}
+	// The callbacks may take the engine's lock (a new maxmemory demotes),
+	// which MULTI/EXEC holds: they run when it ends, as Redis evicts for a
+	// new maxmemory before the next command, not inside EXEC.
+	x.AfterUnlock(notify)
 	x.W.OK()
 	return nil
 }

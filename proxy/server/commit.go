@@ -151,6 +151,7 @@ func (c *Client) endRun() bool {
 	if held, _ := c.run.Held(); !held {
 		return true
 	}
+	defer c.unlocked()
 	if err := c.run.End(); err != nil {
 		c.s.log.Error("a pipeline's writes were not applied; closing client", "client", c.id, "err", err)
 		c.w.Truncate(min(c.runMark, c.w.Len()))
@@ -237,7 +238,22 @@ func (c *Client) runGroup(fn func(tx *tiering.Tx) error) error {
 	} else {
 		p, err = c.s.engine.Update(step)
 	}
+	if held, _ := c.run.Held(); !held {
+		c.unlocked()
+	}
 	return c.committed(served, p, err, nil)
+}
+
+// unlocked runs what the client's commands deferred to the end of its
+// hold of the engine's lock (Ctx.AfterUnlock), in order.
+func (c *Client) unlocked() {
+	for len(c.afterUnlock) > 0 {
+		fns := c.afterUnlock
+		c.afterUnlock = nil
+		for _, fn := range fns {
+			fn()
+		}
+	}
 }
 
 // Propagation to replicas, as Redis 7.0's call()/alsoPropagate/

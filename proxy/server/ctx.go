@@ -107,6 +107,20 @@ func (x *Ctx) ColdBuffers() *tiering.ColdBuffers { return &x.c.coldBufs }
 // the lock instead) and a blocking command must not block.
 func (x *Ctx) InGroup() bool { return x.c.group != nil }
 
+// AfterUnlock runs fn once the client no longer holds the engine's lock:
+// now, outside a group and a pipeline run; when the group (MULTI/EXEC, a
+// script) or the run ends otherwise, after its commit. It is for what
+// takes the engine's lock itself (CONFIG SET's callbacks: a new budget
+// demotes), which would wait for ever on the client's own hold.
+func (x *Ctx) AfterUnlock(fn func()) {
+	c := x.c
+	if held, _ := c.run.Held(); c.group == nil && !held {
+		fn()
+		return
+	}
+	c.afterUnlock = append(c.afterUnlock, fn)
+}
+
 // InScript reports whether the command was called by a script or a
 // function (redis.call), Redis's CLIENT_SCRIPT: SORT ... BY <constant> of
 // a set then sorts, so that the script's effects are deterministic. Call
