@@ -23,11 +23,15 @@ import (
 // the key's previous record, which must say the same about the key but
 // its value (type, expiry: the caller's rule).
 //
+// SetLogOnly and DeleteLogOnly are the same for any record (the engine's
+// hot lists: their elements' records).
+//
 // In the batch it is a Pebble LogData record (which Pebble keeps out of
 // memtables and sstables), holding logOnlyTag, the key's length as a
-// uvarint, the key and the value. A log replay (openLog) applies it as
-// the Set it stands for, in its place in the order, so that after a crash
-// the store holds what the engine held.
+// uvarint, the key and the value; a deletion holds logOnlyDeleteTag and
+// the key. A log replay (openLog) applies it as the Set or Delete it
+// stands for, in its place in the order, so that after a crash the store
+// holds what the engine held.
 //
 // The log keeps a log-only record as long as the engine needs it: the
 // engine lowers the log's floor (LowerLogFloor) to the batch number of its
@@ -37,8 +41,12 @@ import (
 // is dirty any more). Segments holding batches at or above the floor are
 // not retired.
 
-// logOnlyTag is the first byte of a log-only record's LogData payload.
-const logOnlyTag = 0x57 // 'W'
+// logOnlyTag is the first byte of a log-only Set's LogData payload,
+// logOnlyDeleteTag of a log-only Delete's.
+const (
+	logOnlyTag       = 0x57 // 'W'
+	logOnlyDeleteTag = 0x58 // 'X'
+)
 
 // appendLogOnly appends the LogData payload of a log-only Set of key.
 func appendLogOnly(dst, key, value []byte) []byte {
@@ -48,17 +56,45 @@ func appendLogOnly(dst, key, value []byte) []byte {
 	return append(dst, value...)
 }
 
-// parseLogOnly splits a log-only record's payload into its key and value.
-func parseLogOnly(data []byte) (key, value []byte, err error) {
+// appendLogOnlyDelete appends the LogData payload of a log-only Delete of
+// key.
+func appendLogOnlyDelete(dst, key []byte) []byte {
+	return append(append(dst, logOnlyDeleteTag), key...)
+}
+
+// parseLogOnly splits a log-only record's payload into its key and value;
+// del reports a deletion (value nil).
+func parseLogOnly(data []byte) (key, value []byte, del bool, err error) {
+	if len(data) > 0 && data[0] == logOnlyDeleteTag {
+		return data[1:], nil, true, nil
+	}
 	if len(data) == 0 || data[0] != logOnlyTag {
-		return nil, nil, fmt.Errorf("coldstore: unknown log record")
+		return nil, nil, false, fmt.Errorf("coldstore: unknown log record")
 	}
 	n, w := binary.Uvarint(data[1:])
 	if w <= 0 || n > uint64(len(data)-1-w) {
-		return nil, nil, fmt.Errorf("coldstore: corrupt log-only record")
+		return nil, nil, false, fmt.Errorf("coldstore: corrupt log-only record")
 	}
 	rest := data[1+w:]
-	return rest[:n], rest[n:], nil
+	return rest[:n], rest[n:], false, nil
+}
+
+// SetLogOnly writes a Set of key to the write log only (see above).
+func (b *Batch) SetLogOnly(key, value []byte) error {
+	b.wbuf = appendLogOnly(b.wbuf[:0], key, value)
+	if err := b.batch().LogData(b.wbuf, nil); err != nil {
+		return fmt.Errorf("coldstore: set (log only): %w", err)
+	}
+	return nil
+}
+
+// DeleteLogOnly writes a Delete of key to the write log only (see above).
+func (b *Batch) DeleteLogOnly(key []byte) error {
+	b.wbuf = appendLogOnlyDelete(b.wbuf[:0], key)
+	if err := b.batch().LogData(b.wbuf, nil); err != nil {
+		return fmt.Errorf("coldstore: delete (log only): %w", err)
+	}
+	return nil
 }
 
 // PutMetaLogOnly writes key's meta record to the write log only (see
@@ -74,7 +110,7 @@ func (b *Batch) PutMetaLogOnly(db uint8, key []byte, m *codec.Meta) error {
 }
 
 // applyLogged adds one record of a replayed batch to b: a log-only record
-// becomes the Set it stands for.
+// becomes the Set or Delete it stands for.
 func applyLogged(b *pebble.Batch, kind pebble.InternalKeyKind, k, v []byte) error {
 	switch kind {
 	case pebble.InternalKeyKindSet:
@@ -84,9 +120,12 @@ func applyLogged(b *pebble.Batch, kind pebble.InternalKeyKind, k, v []byte) erro
 	case pebble.InternalKeyKindRangeDelete:
 		return b.DeleteRange(k, v, nil)
 	case pebble.InternalKeyKindLogData:
-		key, value, err := parseLogOnly(k)
-		if err != nil {
+		key, value, del, err := parseLogOnly(k)
+		switch {
+		case err != nil:
 			return err
+		case del:
+			return b.Delete(key, nil)
 		}
 		return b.Set(key, value, nil)
 	}

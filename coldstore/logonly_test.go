@@ -130,35 +130,108 @@ func TestLogFloorRaise(t *testing.T) {
 
 func TestParseLogOnly(t *testing.T) {
 	p := appendLogOnly(nil, []byte("key"), []byte("value"))
-	k, v, err := parseLogOnly(p)
-	if err != nil || string(k) != "key" || string(v) != "value" {
-		t.Fatalf("parse(append) = %q %q %v", k, v, err)
+	k, v, del, err := parseLogOnly(p)
+	if err != nil || del || string(k) != "key" || string(v) != "value" {
+		t.Fatalf("parse(append) = %q %q %v %v", k, v, del, err)
+	}
+	k, v, del, err = parseLogOnly(appendLogOnlyDelete(nil, []byte("key")))
+	if err != nil || !del || string(k) != "key" || v != nil {
+		t.Fatalf("parse(appendDelete) = %q %q %v %v", k, v, del, err)
 	}
 	for _, bad := range [][]byte{nil, {0}, {logOnlyTag}, {logOnlyTag, 9, 'a'}, {logOnlyTag, 0xff}} {
-		if _, _, err := parseLogOnly(bad); err == nil {
+		if _, _, _, err := parseLogOnly(bad); err == nil {
 			t.Errorf("parse(%q) accepted", bad)
 		}
 	}
 }
 
-// FuzzParseLogOnly: any payload either parses into a key and value whose
-// encoding is the payload again, or is refused; nothing panics. Seed
-// corpus: testdata/fuzz/FuzzParseLogOnly.
+// FuzzParseLogOnly: any payload either parses into a key and value (or a
+// deletion of a key) whose encoding is the payload again, or is refused;
+// nothing panics. Seed corpus: testdata/fuzz/FuzzParseLogOnly.
 func FuzzParseLogOnly(f *testing.F) {
 	f.Add(appendLogOnly(nil, []byte("m\x00key"), []byte("value")))
+	f.Add(appendLogOnlyDelete(nil, []byte("d\x00key")))
 	f.Add([]byte{logOnlyTag, 0x80})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		k, v, err := parseLogOnly(p)
+		k, v, del, err := parseLogOnly(p)
 		if err != nil {
+			return
+		}
+		if del {
+			if again := appendLogOnlyDelete(nil, k); !bytes.Equal(again, p) || v != nil {
+				t.Fatalf("parse(%x) = delete %x (value %x), which re-encodes to %x", p, k, v, again)
+			}
 			return
 		}
 		if again := appendLogOnly(nil, k, v); !bytes.Equal(again, p) {
 			// A non-minimal uvarint length parses too; its re-encoding
 			// must still give the same key and value.
-			k2, v2, err := parseLogOnly(again)
-			if err != nil || !bytes.Equal(k2, k) || !bytes.Equal(v2, v) {
+			k2, v2, del2, err := parseLogOnly(again)
+			if err != nil || del2 || !bytes.Equal(k2, k) || !bytes.Equal(v2, v) {
 				t.Fatalf("parse(%x) = %x %x, which re-encode to %x", p, k, v, again)
 			}
 		}
 	})
+}
+
+// TestLogOnlySetDelete: SetLogOnly and DeleteLogOnly of any record are
+// invisible to the store's reads, and a crash's replay applies them in
+// their place in the order (a Delete after a Set of the same key, an
+// ordinary Set after a log-only Delete).
+func TestLogOnlySetDelete(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, FsyncNo)
+	write := func(fn func(b *Batch) error) {
+		t.Helper()
+		b := s.NewBatch()
+		if err := fn(b); err != nil {
+			t.Fatal(err)
+		}
+		commit(t, b)
+	}
+	get := func(key string) (string, bool) {
+		t.Helper()
+		v, ok, err := s.Get([]byte(key), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v), ok
+	}
+	write(func(b *Batch) error { return b.Set([]byte("\x01a"), []byte("a1")) })
+	write(func(b *Batch) error { return b.Set([]byte("\x01c"), []byte("c1")) })
+	s.LowerLogFloor(s.NextBatchNumber())
+	write(func(b *Batch) error {
+		if err := b.DeleteLogOnly([]byte("\x01a")); err != nil {
+			return err
+		}
+		if err := b.SetLogOnly([]byte("\x01b"), []byte("b1")); err != nil {
+			return err
+		}
+		return b.SetLogOnly([]byte("\x01c"), []byte("c2"))
+	})
+	write(func(b *Batch) error { return b.DeleteLogOnly([]byte("\x01c")) })
+	write(func(b *Batch) error { return b.SetLogOnly([]byte("\x01d"), []byte("d1")) })
+	write(func(b *Batch) error { return b.Set([]byte("\x01d"), []byte("d2")) })
+	if err := s.q.waitAll(); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"\x01a": "a1", "\x01b": "", "\x01c": "c1", "\x01d": "d2"} {
+		if v, ok := get(key); v != want || ok != (want != "") {
+			t.Fatalf("before the crash %q = %q (found %v), want %q", key, v, ok, want)
+		}
+	}
+	fillLog(t, s, 3000)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CrashForTest(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, FsyncNo)
+	defer closeStore(t, s)
+	for key, want := range map[string]string{"\x01a": "", "\x01b": "b1", "\x01c": "", "\x01d": "d2"} {
+		if v, ok := get(key); v != want || ok != (want != "") {
+			t.Fatalf("after the crash %q = %q (found %v), want %q", key, v, ok, want)
+		}
+	}
 }
