@@ -2,13 +2,15 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/spillway/spillway/integration/harness"
 )
 
-// TestWriteBackDirtyKeys: hot strings overwritten with their expiry kept
-// are written to the log only (dirty, tiering/writeback.go). Everything
+// TestWriteBackDirtyKeys: hot strings overwritten with their expiry kept,
+// and pushes and pops of hot lists, are written to the log only (dirty,
+// tiering/writeback.go). Everything
 // that reads the dataset as a whole or outlives the process must still
 // see their latest values: a redis-server replica's full sync (the RDB is
 // written from a snapshot), SAVE's RDB loaded by redis-server, a kill -9
@@ -18,7 +20,23 @@ func TestWriteBackDirtyKeys(t *testing.T) {
 	const n = 2000
 	sp := harness.StartSpillway(t, "", "--appendfsync", "always", "--maxmemory", "64mb")
 	c := sp.Conn(t)
+	// Lists: each round pushes two elements at the tail and pops one at
+	// the head (pushes and pops of a hot list are log-only too).
+	const lists = 50
+	model := make([][]string, lists)
 	write := func(round int) {
+		var cmds [][]string
+		for j := range lists {
+			key := fmt.Sprint("wb:l:", j)
+			a, b := fmt.Sprintf("r%d-%d-a", round, j), fmt.Sprintf("r%d-%d-b", round, j)
+			cmds = append(cmds, []string{"RPUSH", key, a, b}, []string{"LPOP", key})
+			model[j] = append(model[j], a, b)[1:]
+		}
+		for _, r := range c.DoAll(cmds) {
+			if r.IsError() {
+				t.Fatalf("round %d: %s", round, r.String())
+			}
+		}
 		for chunk := 0; chunk < n; chunk += 100 {
 			var cmds [][]string
 			for i := chunk; i < chunk+100; i++ {
@@ -37,6 +55,10 @@ func TestWriteBackDirtyKeys(t *testing.T) {
 	}
 	for i := range n {
 		c.Do("SET", fmt.Sprint("wb:t:", i), "t", "EX", "3600")
+	}
+	for j := range lists {
+		c.Do("RPUSH", fmt.Sprint("wb:l:", j), "x", "y", "z")
+		model[j] = []string{"x", "y", "z"}
 	}
 	for round := range 3 {
 		write(round)
@@ -57,6 +79,16 @@ func TestWriteBackDirtyKeys(t *testing.T) {
 			}
 			if ttl := cc.Do("TTL", fmt.Sprint("wb:t:", i)).Int; ttl <= 0 {
 				t.Fatalf("%s: wb:t:%d lost its expiry (TTL %d)", when, i, ttl)
+			}
+		}
+		for j := range lists {
+			got := cc.Do("LRANGE", fmt.Sprint("wb:l:", j), "0", "-1")
+			var elems []string
+			for _, e := range got.Elems {
+				elems = append(elems, e.Str)
+			}
+			if !slices.Equal(elems, model[j]) {
+				t.Fatalf("%s: LRANGE wb:l:%d = %q, want %q", when, j, elems, model[j])
 			}
 		}
 	}

@@ -138,6 +138,7 @@ type Engine struct {
 	// entries; wbBatch writes demoted dirty entries (writeback.go).
 	floorLowered bool
 	wbBatch      *coldstore.Batch
+	wbKey        []byte // wbBatch's key buffer
 	// checkpointMark is the log's size (LogWritten) when the last
 	// checkpoint began.
 	checkpointMark atomic.Int64
@@ -545,3 +546,18 @@ func (e *Engine) keepHot(size int64) bool { return size <= e.hot.budget/8 }
 
 // ErrCorrupt wraps cold records that cannot be decoded.
 var ErrCorrupt = errors.New("tiering: corrupt record")
+
+// PutSystem writes system record name (codec.Sys*) within the transaction:
+// it is stored atomically with the transaction's other writes.
+func (tx *Tx) PutSystem(name string, val []byte) error {
+	return tx.batch.Set(codec.AppendSystemKey(nil, name), append([]byte(nil), val...))
+}
+
+// SystemRecord reads the committed system record name (codec.Sys*).
+func (e *Engine) SystemRecord(name string) ([]byte, bool, error) {
+	v, ok, err := e.cold.Get(codec.AppendSystemKey(nil, name), nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("tiering: read system record %s: %w", name, err)
+	}
+	return v, ok, nil
+}

@@ -152,7 +152,20 @@ func (tx *Tx) putMeta(pdb uint8, key []byte, e *Entry) error {
 
 // writeMeta is putMeta without the event or the pending record.
 func (tx *Tx) writeMeta(pdb uint8, key []byte, e *Entry) error {
-	m := &tx.meta
+	if e.dirtyAt != 0 && e.list != nil {
+		// A written-back list's element records first (writeback.go).
+		if err := tx.writeBackList(pdb, key, e); err != nil {
+			return err
+		}
+	}
+	fillMeta(&tx.meta, e)
+	e.metaGen++
+	tx.cleanOnWrite(e)
+	return tx.batch.PutMeta(pdb, key, &tx.meta)
+}
+
+// fillMeta sets m to e's meta record.
+func fillMeta(m *codec.Meta, e *Entry) {
 	*m = codec.Meta{Type: e.Type, ExpireAt: e.ExpireAt}
 	if e.Type == codec.TypeString {
 		m.Value = e.Str
@@ -167,9 +180,6 @@ func (tx *Tx) writeMeta(pdb uint8, key []byte, e *Entry) error {
 			m.Count, m.Bytes, m.Stream = uint64(e.Count), uint64(e.Bytes), e.strm.meta
 		}
 	}
-	e.metaGen++
-	tx.cleanOnWrite(e)
-	return tx.batch.PutMeta(pdb, key, m)
 }
 
 // Meta records written once per transaction. A hash's, set's, list's or

@@ -73,11 +73,21 @@ func (v *env) reopen() {
 	v.open()
 }
 
-// do runs f in one transaction and commits it.
+// do runs f in one transaction and commits it. If f fails the test (its
+// goroutine exits), the transaction is aborted, so that the test's
+// clean-up does not wait for the lock for ever.
 func (v *env) do(f func(tx *Tx) error) {
 	v.t.Helper()
 	tx := v.e.begin()
-	if err := f(tx); err != nil {
+	returned := false
+	defer func() {
+		if !returned {
+			tx.abort()
+		}
+	}()
+	err := f(tx)
+	returned = true
+	if err != nil {
 		tx.abort()
 		v.t.Fatalf("tx: %v", err)
 	}

@@ -208,11 +208,12 @@ type LRU struct {
 	// their keys and values take; evicted the dirty entries demotion
 	// dropped, to be written (Engine.writeBackEvicted); undo what the
 	// open transaction did to dirty entries (restoreDirty; restoring
-	// while it runs).
+	// while it runs), listUndo the lists' states undo refers to.
 	dirty      []*Entry
 	dirtyBytes int64
 	evicted    []*Entry
 	undo       []dirtyUndo
+	listUndo   []listUndo
 	restoring  bool
 }
 
@@ -510,6 +511,9 @@ func (tx *Tx) overwriteString(pdb uint8, key []byte, e *Entry, val []byte, expir
 		if err := tx.moveExpiry(pdb, key, e, expireAt); err != nil {
 			return err
 		}
+		// Its record is written below: clean, at the weight it was
+		// counted at (before the value changes).
+		tx.e.hot.clean(e)
 		e.ExpireAt = expireAt
 		e.hk, e.Str = stringValue(tx.hk, val)
 		if err := tx.putMeta(pdb, key, e); err != nil {

@@ -24,8 +24,8 @@ var InvariantLockWait = 2 * time.Second
 //     within the budget;
 //   - the per-database hot key counts add up to the entries held;
 //   - the dirty set (writeback.go) holds exactly the dirty entries, each
-//     a hot string at its recorded place, and no transaction's undo or
-//     unwritten demoted entry is left over.
+//     a hot string or a list held whole, at its recorded place, and no
+//     transaction's undo or unwritten demoted entry is left over.
 //
 // It takes the lock for the check and returns the first violation found.
 func (e *Engine) CheckInvariants() error {
@@ -61,7 +61,8 @@ func (e *Engine) CheckInvariants() error {
 		perDB[hk[0]]++
 		if he.dirtyAt != 0 {
 			dirty++
-			if int(he.dirtyAt) > len(h.dirty) || h.dirty[he.dirtyAt-1] != he || he.Type != codec.TypeString {
+			if int(he.dirtyAt) > len(h.dirty) || h.dirty[he.dirtyAt-1] != he ||
+				he.Type != codec.TypeString && (he.list == nil || !he.list.whole) {
 				return fmt.Errorf("tiering: hot key %q (db %d, %v) marked dirty at %d, not in the dirty set", hk[1:], hk[0], he.Type, he.dirtyAt)
 			}
 		}
@@ -69,7 +70,7 @@ func (e *Engine) CheckInvariants() error {
 	if dirty != len(h.dirty) {
 		return fmt.Errorf("tiering: the dirty set holds %d entries, %d hot entries are dirty", len(h.dirty), dirty)
 	}
-	if len(h.undo) != 0 || len(h.evicted) != 0 {
+	if len(h.undo) != 0 || len(h.listUndo) != 0 || len(h.evicted) != 0 {
 		return fmt.Errorf("tiering: %d undo records and %d demoted dirty entries left between transactions", len(h.undo), len(h.evicted))
 	}
 	if listed != len(h.m) {

@@ -127,6 +127,13 @@ func (v *env) checkInvariants() {
 	if used != e.hot.used {
 		v.t.Fatalf("hot tier accounts %d bytes, entries sum to %d", e.hot.used, used)
 	}
+	var weight int64
+	for _, d := range e.hot.dirty {
+		weight += dirtyWeight(d)
+	}
+	if weight != e.hot.dirtyBytes {
+		v.t.Fatalf("the dirty set counts %d bytes, its %d entries weigh %d", e.hot.dirtyBytes, len(e.hot.dirty), weight)
+	}
 	if e.hot.used > e.hot.budget {
 		v.t.Fatalf("hot tier %d bytes over budget %d", e.hot.used, e.hot.budget)
 	}
@@ -253,6 +260,10 @@ func (v *env) listOf(db uint8, key []byte, m *codec.Meta) []string {
 // whole list, or windows that hold its ends and do not meet.
 func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
 	v.t.Helper()
+	if he.dirtyAt != 0 {
+		v.checkDirtyList(hk, he, m)
+		return
+	}
 	if he.Version != m.Version || he.Count != int64(m.Count) || he.Bytes != int64(m.Bytes) || he.Head != m.Head || he.Tail != m.Tail || he.list == nil {
 		v.t.Fatalf("hot list %q = v%d n%d b%d h%d t%d cached %v, meta has v%d n%d b%d h%d t%d", hk, he.Version, he.Count, he.Bytes, he.Head, he.Tail, he.list != nil, m.Version, m.Count, m.Bytes, m.Head, m.Tail)
 	}
@@ -273,6 +284,27 @@ func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
 	}
 	if lc.front.Len() > listWindowElems || lc.back.Len() > listWindowElems {
 		v.t.Fatalf("hot list %q: windows of %d and %d elements exceed %d", hk, lc.front.Len(), lc.back.Len(), listWindowElems)
+	}
+}
+
+// checkDirtyList checks a written-back list (writeback.go): the store
+// holds its records as they were when it became dirty (lc.stored), and
+// the elements at the indexes lc.kept are still the stored ones.
+func (v *env) checkDirtyList(hk string, he *Entry, m *codec.Meta) {
+	v.t.Helper()
+	lc := he.list
+	if lc == nil || !lc.whole || he.Version != m.Version || m.Head != lc.stored[0] || m.Tail != lc.stored[1] ||
+		int64(lc.front.Len()) != he.Count || lc.front.Bytes() != he.Bytes || uint64(he.Count) != he.Tail-he.Head {
+		v.t.Fatalf("dirty list %q: v%d h%d t%d n%d, meta v%d h%d t%d, stored %v", hk, he.Version, he.Head, he.Tail, he.Count, m.Version, m.Head, m.Tail, lc.stored)
+	}
+	disk := v.listOf(hk[0], []byte(hk[1:]), m)
+	for idx := lc.kept[0]; idx < lc.kept[1]; idx++ {
+		if idx < he.Head || idx >= he.Tail || idx < m.Head || idx >= m.Tail {
+			v.t.Fatalf("dirty list %q: kept index %d outside h%d t%d and stored %v", hk, idx, he.Head, he.Tail, lc.stored)
+		}
+		if got, want := lc.front.At(int(idx-he.Head)), disk[idx-m.Head]; got != want {
+			v.t.Fatalf("dirty list %q: kept index %d holds %q, the store %q", hk, idx, got, want)
+		}
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 // database, as the last committed transaction left it: what an RDB file
 // is written from. Every write reaches the store under the engine lock
 // (the hot tier caches what is stored), so the store holds the dataset
-// but for the values of dirty hot strings (writeback.go), and the view is
-// a Pebble snapshot plus the database map, key counts and those values of
-// that moment. It does not hold the engine lock: commands go on
+// but for the values of dirty hot strings and lists (writeback.go), and
+// the view is a Pebble snapshot plus the database map, key counts and
+// those values of that moment. It does not hold the engine lock: commands go on
 // while it is read. Close releases it (it pins the records it can see).
 //
 // A Snapshot and the iterators it returns are for one goroutine.
@@ -26,8 +26,10 @@ type Snapshot struct {
 	exps  []int64 // per logical database: keys with an expiry
 	now   int64
 	// dirty holds the values of the strings whose store records lagged
-	// them (writeback.go), by hot key; nil when none did.
+	// them (writeback.go), by hot key; nil when none did. lists holds
+	// the lists whose element records lagged, likewise.
 	dirty map[string][]byte
+	lists map[string]*listImage
 }
 
 // Snapshot takes a snapshot of the committed dataset. It is called inside
@@ -54,6 +56,7 @@ func (tx *Tx) Snapshot() (*Snapshot, error) {
 		s.exps[db] = e.exps[s.dbmap[db]]
 	}
 	s.dirty = tx.dirtyOverlay()
+	s.lists = tx.listOverlay()
 	s.snap = e.cold.NewSnapshot()
 	return s, nil
 }
@@ -90,6 +93,7 @@ type SnapshotKeys struct {
 	mbuf []byte
 	key  []byte
 	hk   []byte // the current key's hot key (for Snapshot.dirty)
+	list *listImage
 	err  error
 	// started: the iterator has been positioned on the first key.
 	started bool
@@ -145,6 +149,15 @@ func (k *SnapshotKeys) Next() bool {
 		k.hk = append(append(k.hk[:0], k.pdb), key...)
 		if v, ok := k.s.dirty[string(k.hk)]; ok {
 			k.meta.Value = v
+		}
+	}
+	k.list = nil
+	if k.meta.Type == codec.TypeList && k.s.lists != nil {
+		k.hk = append(append(k.hk[:0], k.pdb), key...)
+		if im, ok := k.s.lists[string(k.hk)]; ok {
+			k.list = im
+			k.meta.Head, k.meta.Tail = im.head, im.tail
+			k.meta.Count, k.meta.Bytes = uint64(im.count), uint64(im.bytes)
 		}
 	}
 	k.key = key
@@ -248,6 +261,14 @@ func (k *SnapshotKeys) Fields(fn func(field, val []byte) error) error {
 func (k *SnapshotKeys) Elements(fn func(elem []byte) error) error {
 	if k.meta.Type != codec.TypeList {
 		return fmt.Errorf("tiering: snapshot: Elements of a %s", k.meta.Type)
+	}
+	if k.list != nil { // written back: its elements as they were
+		for _, s := range k.list.elems {
+			if err := fn(bytesOf(s)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	lo := codec.AppendListKey(nil, k.pdb, k.key, k.meta.Version, k.meta.Head)
 	hi := codec.AppendListKey(nil, k.pdb, k.key, k.meta.Version, k.meta.Tail)
@@ -500,4 +521,76 @@ func (l *StreamLoad) Finish(tx *Tx, m codec.StreamMeta, g *stream.Stream) error 
 	}
 	tx.addKeys(pdb, 1)
 	return nil
+}
+
+// ValueWriter receives a key's value in the shape of RDB's plain forms: a
+// string, or a collection's element count followed by its elements. The
+// DUMP payload encoder (proxy/rdb.Dump) is one.
+type ValueWriter interface {
+	String(v []byte)
+	BeginList(n int)
+	BeginSet(n int)
+	BeginHash(n int)
+	BeginZSet(n int)
+	Elem(e []byte)
+	Pair(field, value []byte)
+	ZElem(member []byte, score float64)
+}
+
+// WriteValue writes e, key's live entry in db (as Get or Peek returned
+// it), to w: hash fields and set members in stored order, a list from head
+// to tail, a sorted set by rank. A cold structure is read from the store
+// as it is written, never promoted. An element count that disagrees with
+// the elements stored is ErrCorrupt (a payload built from it would be
+// refused by every RESTORE).
+func (tx *Tx) WriteValue(db int, key []byte, e *Entry, w ValueWriter) error {
+	var got int64
+	var err error
+	switch e.Type {
+	case codec.TypeString:
+		w.String(e.Str)
+		return nil
+	case codec.TypeHash, codec.TypeSet:
+		hash := e.Type == codec.TypeHash
+		if hash {
+			w.BeginHash(int(e.Count))
+		} else {
+			w.BeginSet(int(e.Count))
+		}
+		err = tx.PeekColl(db, key, e).Each(func(f, v []byte) bool {
+			if got++; got > e.Count {
+				return false
+			}
+			if hash {
+				w.Pair(f, v)
+			} else {
+				w.Elem(f)
+			}
+			return true
+		})
+	case codec.TypeList:
+		w.BeginList(int(e.Count))
+		err = tx.PeekList(db, key, e).Range(0, e.Count-1, false, func(_ int64, v []byte) bool {
+			if got++; got > e.Count {
+				return false
+			}
+			w.Elem(v)
+			return true
+		})
+	case codec.TypeZSet:
+		w.BeginZSet(int(e.Count))
+		err = tx.PeekZSet(db, key, e).Members(func(m []byte, score float64) bool {
+			if got++; got > e.Count {
+				return false
+			}
+			w.ZElem(m, score)
+			return true
+		})
+	default:
+		return fmt.Errorf("%w: %q has unknown type %d", ErrCorrupt, key, e.Type)
+	}
+	if err == nil && got != e.Count {
+		err = fmt.Errorf("%w: %q counts %d elements, %d stored", ErrCorrupt, key, e.Count, got)
+	}
+	return err
 }

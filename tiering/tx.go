@@ -27,6 +27,7 @@ type Tx struct {
 	batch   *coldstore.Batch
 	hk      []byte
 	mbuf    []byte
+	kb      []byte // a record key buffer (writeBackList)
 	meta    codec.Meta
 	// deltas to the per-database counters, applied on commit
 	keyDelta map[uint8]int64
@@ -419,10 +420,15 @@ func (tx *Tx) drop(pdb uint8, key []byte, old *Entry) error {
 // O(1): a garbage record the background reclaimer acts on. Strings have
 // none: their value is in the meta record.
 func (tx *Tx) dropData(pdb uint8, key []byte, old *Entry) error {
-	if old.Type == codec.TypeString || old.Count == 0 && old.Type != codec.TypeStream {
+	count := uint64(old.Count)
+	if old.dirtyAt != 0 && old.list != nil {
+		// A written-back list: the store holds its records as they were.
+		count = max(count, old.list.stored[1]-old.list.stored[0])
+	}
+	if old.Type == codec.TypeString || count == 0 && old.Type != codec.TypeStream {
 		return nil
 	}
-	return tx.batch.DropVersion(pdb, key, old.Version, uint64(old.Count))
+	return tx.batch.DropVersion(pdb, key, old.Version, count)
 }
 
 // Evict removes key as Redis's eviction does, when the memory budget
@@ -780,19 +786,4 @@ func (tx *Tx) Demote(db int, key []byte) (bool, error) {
 	}
 	tx.e.Stats.Demotions.Add(1)
 	return true, nil
-}
-
-// PutSystem writes system record name (codec.Sys*) within the transaction:
-// it is stored atomically with the transaction's other writes.
-func (tx *Tx) PutSystem(name string, val []byte) error {
-	return tx.batch.Set(codec.AppendSystemKey(nil, name), append([]byte(nil), val...))
-}
-
-// SystemRecord reads the committed system record name (codec.Sys*).
-func (e *Engine) SystemRecord(name string) ([]byte, bool, error) {
-	v, ok, err := e.cold.Get(codec.AppendSystemKey(nil, name), nil)
-	if err != nil {
-		return nil, false, fmt.Errorf("tiering: read system record %s: %w", name, err)
-	}
-	return v, ok, nil
 }

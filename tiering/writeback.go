@@ -6,9 +6,11 @@ import (
 	"unsafe"
 
 	"github.com/spillway/spillway/codec"
+	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/tiering/deque"
 )
 
-// Write-back of hot strings.
+// Write-back of hot strings and lists.
 //
 // Overwriting a hot string whose expiry stays the same (SET, INCR, APPEND
 // over a hot key: the commonest write) changes the hot entry and writes
@@ -22,15 +24,29 @@ import (
 // no memtable insert, no flush, no compaction (about half the CPU of a
 // SET at -P 16 went there).
 //
+// A list held whole in the hot tier is written back the same way: a push
+// or pop logs its element's record (coldstore's SetLogOnly, DeleteLogOnly)
+// and the list's meta record; Pebble keeps the records of the list as it
+// was when it became dirty (listCache.stored). Its write-back writes the
+// elements whose records differ (every index outside listCache.kept, the
+// stored elements no pop has reached) and deletes the stored ones no
+// longer in the list: a queue whose elements are pushed and popped
+// between two checkpoints costs Pebble nothing. Every other change of a
+// dirty list (LSET, LINSERT, LREM, LTRIM, an expiry, the list outgrowing
+// its share of the tier) writes it back first, then writes through.
+//
 // What keeps it right:
-//   - every reader of a string's value looks in the hot tier first; those
-//     that read the store directly see only what stays the same (type,
-//     expiry: SCAN, KEYS, RANDOMKEY, the key counts), or take the dirty
-//     values with them (Snapshot: an overlay of the dirty values).
+//   - every reader of a string's value or a list's elements looks in the
+//     hot tier first; those that read the store directly see only what
+//     stays the same (type, expiry: SCAN, KEYS, RANDOMKEY, the key
+//     counts), or take the dirty values with them (Snapshot: an overlay of
+//     the dirty strings and lists).
 //   - an entry stops being dirty only when its record is written the
 //     ordinary way or the key is deleted or replaced by a record; a
 //     transaction that aborts puts back the dirty entries it changed or
-//     dropped (LRU.undo, restoreDirty) and purges only clean ones.
+//     dropped (LRU.undo, restoreDirty; a list's pushes and pops are undone
+//     one by one, its write-back from a copy of its elements) and purges
+//     only clean ones.
 //   - the write log keeps the frames of the log-only records still needed
 //     (coldstore's log floor): lowered when the first entry becomes dirty,
 //     raised when a checkpoint has written every entry dirty at its start,
@@ -68,6 +84,50 @@ type dirtyUndo struct {
 	exp     int64
 	dirty   bool
 	dropped bool
+	// list, if not 0, is 1 + the index in LRU.listUndo of a list's
+	// change (the fields above are unused).
+	list int32
+}
+
+// A list's changes in a transaction, for restoreDirty.
+const (
+	listPushLeft uint8 = iota
+	listPushRight
+	listPopLeft
+	listPopRight
+	listWritten // written back
+	listEdited  // about to be edited in place: snap holds its elements
+)
+
+// listWriteBackMax bounds what a dirty list's write-back writes (its
+// wbBytes): past it, the next push or pop writes it back first, so that
+// no write-back holds the lock for long.
+const listWriteBackMax = 256 << 10
+
+// boolOp is 1 for true: listPushLeft+boolOp(right) is the push's op.
+func boolOp(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// listUndo is a list's state before one change: its counts and expiry
+// (changed in place, unrecorded, once the list is clean), its write-back
+// state and dirtiness, and what undoes the change to its
+// elements (the element popped, or every element when it was written
+// back, as later changes may rewrite them in place).
+type listUndo struct {
+	op           uint8
+	dirty        bool
+	s            string
+	snap         []string
+	lc           *listCache
+	head, tail   uint64
+	count, bytes int64
+	exp          int64
+	stored, kept [2]uint64
+	wbBytes      int64
 }
 
 // markDirty adds e to the dirty set.
@@ -77,7 +137,16 @@ func (l *LRU) markDirty(e *Entry) {
 	}
 	l.dirty = append(l.dirty, e)
 	e.dirtyAt = uint32(len(l.dirty))
-	l.dirtyBytes += int64(len(e.hk) + len(e.Str))
+	l.dirtyBytes += dirtyWeight(e)
+}
+
+// dirtyWeight is what the dirty set counts for e (LRU.dirtyBytes): what
+// its write-back writes, about.
+func dirtyWeight(e *Entry) int64 {
+	if e.list != nil {
+		return e.list.wbBytes
+	}
+	return int64(len(e.hk) + len(e.Str))
 }
 
 // clean removes e from the dirty set.
@@ -92,7 +161,7 @@ func (l *LRU) clean(e *Entry) {
 	l.dirty[last] = nil
 	l.dirty = l.dirty[:last]
 	e.dirtyAt = 0
-	l.dirtyBytes = max(l.dirtyBytes-int64(len(e.hk)+len(e.Str)), 0)
+	l.dirtyBytes = max(l.dirtyBytes-dirtyWeight(e), 0)
 }
 
 // leaving is called for an entry that leaves the tier: a dirty one is
@@ -137,6 +206,11 @@ func (l *LRU) restoreDirty() {
 	for i := len(l.undo) - 1; i >= 0; i-- {
 		u := &l.undo[i]
 		e := u.e
+		if u.list != 0 {
+			l.restoreList(e, &l.listUndo[u.list-1])
+			u.e = nil
+			continue
+		}
 		if u.dropped {
 			l.put(unsafe.Slice(unsafe.StringData(e.hk), len(e.hk)), e)
 			l.markDirty(e)
@@ -163,6 +237,8 @@ func (l *LRU) restoreDirty() {
 		u.e, u.str = nil, nil
 	}
 	l.undo = l.undo[:0]
+	clear(l.listUndo)
+	l.listUndo = l.listUndo[:0]
 	l.restoring = false
 	l.purgeClean()
 }
@@ -171,6 +247,8 @@ func (l *LRU) restoreDirty() {
 func (l *LRU) forgetUndo() {
 	clear(l.undo)
 	l.undo = l.undo[:0]
+	clear(l.listUndo)
+	l.listUndo = l.listUndo[:0]
 }
 
 // overwriteLogOnly is overwriteString's store write when the key's record
@@ -188,15 +266,19 @@ func (tx *Tx) overwriteLogOnly(pdb uint8, key []byte, e *Entry, val []byte) erro
 	if err := tx.batch.PutMetaLogOnly(pdb, key, &tx.meta); err != nil {
 		return err
 	}
-	if len(l.dirty) == 0 && !tx.e.floorLowered {
-		// The log must keep this batch (and all after it) until the
-		// record is written the ordinary way.
-		tx.e.cold.LowerLogFloor(tx.e.cold.NextBatchNumber())
-		tx.e.floorLowered = true
-	}
+	tx.lowerFloor()
 	l.markDirty(e)
 	tx.e.Stats.LogOnlyWrites.Add(1)
 	return nil
+}
+
+// lowerFloor is called for a log-only record: the log must keep this
+// batch (and all after it) until the record is written the ordinary way.
+func (tx *Tx) lowerFloor() {
+	if !tx.e.floorLowered {
+		tx.e.cold.LowerLogFloor(tx.e.cold.NextBatchNumber())
+		tx.e.floorLowered = true
+	}
 }
 
 // cleanOnWrite notes that e's record is being written the ordinary way
@@ -224,11 +306,18 @@ func (e *Engine) writeBackEvicted() {
 	}
 	b := e.wbBatch
 	var err error
+	var m codec.Meta
 	for i, d := range l.evicted {
 		l.evicted[i] = nil
 		if err == nil {
-			m := metaOfString(d)
-			err = b.PutMeta(d.hk[0], unsafe.Slice(unsafe.StringData(d.hk[1:]), len(d.hk)-1), &m)
+			pdb, key := d.hk[0], unsafe.Slice(unsafe.StringData(d.hk[1:]), len(d.hk)-1)
+			if d.list != nil {
+				e.wbKey, err = writeListRecords(b, e.wbKey, pdb, key, d)
+			}
+			if err == nil {
+				fillMeta(&m, d)
+				err = b.PutMeta(pdb, key, &m)
+			}
 		}
 	}
 	l.evicted = l.evicted[:0]
@@ -342,10 +431,15 @@ func (tx *Tx) dirtyOverlay() map[string][]byte {
 	}
 	m := make(map[string][]byte, len(l.dirty))
 	for _, d := range l.dirty {
-		m[d.hk] = d.Str
+		if d.Type == codec.TypeString {
+			m[d.hk] = d.Str
+		}
 	}
 	for i := len(l.undo) - 1; i >= 0; i-- {
 		u := &l.undo[i]
+		if u.list != 0 || u.e.Type != codec.TypeString {
+			continue // listOverlay's
+		}
 		switch {
 		case u.dropped:
 			m[u.e.hk] = u.e.Str
@@ -356,4 +450,254 @@ func (tx *Tx) dirtyOverlay() map[string][]byte {
 		}
 	}
 	return m
+}
+
+// listImage is a dirty list as a Snapshot sees it: its counts and its
+// elements, head first.
+type listImage struct {
+	head, tail   uint64
+	count, bytes int64
+	elems        []string
+}
+
+// listOverlay returns the lists whose element records lagged when the
+// transaction began, as they were then (hot key to image): nil when
+// none did. The transaction's changes are undone on copies.
+func (tx *Tx) listOverlay() map[string]*listImage {
+	l := tx.e.hot
+	type image struct {
+		listImage
+		elems deque.Deque
+		dirty bool
+	}
+	var imgs map[*Entry]*image
+	get := func(e *Entry) *image {
+		if im, ok := imgs[e]; ok {
+			return im
+		}
+		if imgs == nil {
+			imgs = make(map[*Entry]*image)
+		}
+		im := &image{listImage: listImage{head: e.Head, tail: e.Tail, count: e.Count, bytes: e.Bytes}, dirty: e.dirtyAt != 0}
+		if e.list != nil {
+			im.elems.Fill(e.list.front.Slice())
+		}
+		imgs[e] = im
+		return im
+	}
+	for _, d := range l.dirty {
+		if d.list != nil {
+			get(d)
+		}
+	}
+	for i := len(l.undo) - 1; i >= 0; i-- {
+		u := &l.undo[i]
+		if u.e.Type != codec.TypeList {
+			continue
+		}
+		im := get(u.e)
+		if u.list == 0 {
+			im.dirty = u.dropped || u.dirty // dropped or given an expiry
+			continue
+		}
+		r := &l.listUndo[u.list-1]
+		switch r.op {
+		case listPushLeft:
+			im.elems.PopFront()
+		case listPushRight:
+			im.elems.PopBack()
+		case listPopLeft:
+			im.elems.PushFront(r.s)
+		case listPopRight:
+			im.elems.PushBack(r.s)
+		case listEdited:
+			im.elems.Fill(r.snap)
+		}
+		im.head, im.tail, im.count, im.bytes, im.dirty = r.head, r.tail, r.count, r.bytes, r.dirty
+	}
+	var m map[string]*listImage
+	for e, im := range imgs {
+		if !im.dirty {
+			continue
+		}
+		if m == nil {
+			m = make(map[string]*listImage)
+		}
+		im.listImage.elems = im.elems.Slice()
+		m[e.hk] = &im.listImage
+	}
+	return m
+}
+
+// logOnly reports whether the list's pushes and pops are written back
+// (see above): write-back is on, the list is held whole by the hot tier,
+// and it was stored before this open. A dirty list whose write-back has
+// grown past listWriteBackMax is written back first.
+func (l *List) logOnly() (bool, error) {
+	e := l.e
+	if l.tx.e.opts.WriteThrough || l.created || e.list == nil || !e.list.whole {
+		return false, nil
+	}
+	if cur, ok := l.tx.e.hot.peek(l.hk); !ok || cur != e {
+		return false, nil
+	}
+	if e.dirtyAt != 0 && e.list.wbBytes > listWriteBackMax {
+		if err := l.tx.writeMeta(l.pdb, l.key, e); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// beforeEdit prepares the list for an edit that writes through and may
+// change its elements in place (LSET, LINSERT, LREM, LTRIM, cutting it
+// down to its ends): a dirty list is written back, and a list that has
+// undo records in this transaction gets one holding its elements, which
+// an abort puts back.
+func (l *List) beforeEdit() error {
+	e := l.e
+	lc := e.list
+	if lc == nil || e.dirtyAt == 0 && lc.noted != l.tx.TxID() {
+		return nil
+	}
+	l.tx.e.hot.noteList(l.tx.TxID(), e, listEdited, "", lc.front.Slice())
+	if e.dirtyAt == 0 {
+		return nil
+	}
+	return l.tx.writeMeta(l.pdb, l.key, e)
+}
+
+// listRecordWeight is what a list element's record of n bytes adds to the
+// list's write-back (listCache.wbBytes).
+func listRecordWeight(hk []byte, n int) int64 { return int64(len(hk) + 16 + n) }
+
+// addDirtyWeight adds d to dirty list e's write-back weight.
+func (l *LRU) addDirtyWeight(e *Entry, d int64) {
+	e.list.wbBytes += d
+	l.dirtyBytes += d
+}
+
+// noteListOp records e's state before a push or pop written to the log
+// only (op, s the element popped), for restoreDirty, and makes e dirty if
+// it was not: the store's records are then those of e's elements now.
+func (tx *Tx) noteListOp(hk []byte, e *Entry, op uint8, s string) {
+	l := tx.e.hot
+	lc := e.list
+	l.noteList(tx.TxID(), e, op, s, nil)
+	tx.e.Stats.LogOnlyWrites.Add(1)
+	if e.dirtyAt != 0 {
+		return
+	}
+	lc.stored = [2]uint64{e.Head, e.Tail}
+	lc.kept = lc.stored
+	lc.wbBytes = int64(len(hk)) // its meta record; the caller adds the element's
+	tx.lowerFloor()
+	l.markDirty(e)
+}
+
+// noteList appends e's state (a list's) to the transaction's undo records.
+func (l *LRU) noteList(txID uint64, e *Entry, op uint8, s string, snap []string) {
+	lc := e.list
+	lc.noted = txID
+	l.listUndo = append(l.listUndo, listUndo{
+		op: op, dirty: e.dirtyAt != 0, s: s, snap: snap, lc: lc,
+		head: e.Head, tail: e.Tail, count: e.Count, bytes: e.Bytes, exp: e.ExpireAt,
+		stored: lc.stored, kept: lc.kept, wbBytes: lc.wbBytes,
+	})
+	l.undo = append(l.undo, dirtyUndo{e: e, list: int32(len(l.listUndo))})
+}
+
+// restoreList undoes one change of list e (restoreDirty).
+func (l *LRU) restoreList(e *Entry, u *listUndo) {
+	lc := u.lc
+	e.list = lc
+	switch u.op {
+	case listPushLeft:
+		lc.front.PopFront()
+	case listPushRight:
+		lc.front.PopBack()
+	case listPopLeft:
+		lc.front.PushFront(u.s)
+	case listPopRight:
+		lc.front.PushBack(u.s)
+	case listEdited:
+		lc.whole = true
+		lc.front.Fill(u.snap)
+		lc.back.Reset()
+	}
+	if e.dirtyAt != 0 {
+		l.clean(e) // marked again below, at its weight then
+	}
+	e.Head, e.Tail, e.Count, e.Bytes, e.ExpireAt = u.head, u.tail, u.count, u.bytes, u.exp
+	lc.stored, lc.kept, lc.wbBytes = u.stored, u.kept, u.wbBytes
+	hk := unsafe.Slice(unsafe.StringData(e.hk), len(e.hk))
+	switch {
+	case l.m[e.hk] == e:
+		l.resize(hk, e)
+		if u.dirty {
+			l.markDirty(e)
+		}
+	case u.dirty:
+		// Written back, then dropped from the tier (cut down, demoted):
+		// the store's records are undone, so it is the authority again.
+		l.put(hk, e)
+		l.markDirty(e)
+	}
+	u.s, u.snap, u.lc = "", nil, nil
+}
+
+// putMetaLogOnly is putMeta for a dirty list that stays so: its meta
+// record goes to the log only.
+func (tx *Tx) putMetaLogOnly(pdb uint8, key []byte, e *Entry) error {
+	tx.observe(pdb, key, KeyModified)
+	tx.unpend(pdb, key)
+	fillMeta(&tx.meta, e)
+	e.metaGen++
+	return tx.batch.PutMetaLogOnly(pdb, key, &tx.meta)
+}
+
+// writeBackList writes the element records of dirty list e that the store
+// lacks and deletes those it holds in excess (writeListRecords); the
+// caller writes its meta record. e is clean after it.
+func (tx *Tx) writeBackList(pdb uint8, key []byte, e *Entry) error {
+	lc := e.list
+	tx.e.hot.noteList(tx.TxID(), e, listWritten, "", nil)
+	var err error
+	if tx.kb, err = writeListRecords(tx.batch, tx.kb, pdb, key, e); err != nil {
+		return err
+	}
+	tx.e.hot.clean(e)
+	lc.stored = [2]uint64{e.Head, e.Tail}
+	lc.kept = lc.stored
+	return nil
+}
+
+// writeListRecords writes into b what makes the store's element records
+// of dirty list e (held whole) its elements: the elements at the indexes
+// outside lc.kept, and deletions of the stored indexes outside
+// Head..Tail. kb is a scratch buffer returned for reuse.
+func writeListRecords(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, e *Entry) ([]byte, error) {
+	lc := e.list
+	klo, khi := lc.kept[0], lc.kept[1]
+	if klo >= khi {
+		klo, khi = e.Tail, e.Tail
+	}
+	var err error
+	for i, n := 0, lc.front.Len(); i < n; i++ {
+		idx := e.Head + uint64(i)
+		if idx == klo && khi > klo {
+			i += int(khi-klo) - 1 // unchanged in the store
+			continue
+		}
+		if kb, err = putListElem(b, kb, pdb, key, e.Version, idx, bytesOf(lc.front.At(i))); err != nil {
+			return kb, err
+		}
+	}
+	// The stored indexes below Head, then those at or above Tail.
+	slo, shi := lc.stored[0], lc.stored[1]
+	cut := min(shi, max(slo, e.Head))
+	if kb, err = deleteListElems(b, kb, pdb, key, e.Version, slo, cut); err != nil {
+		return kb, err
+	}
+	return deleteListElems(b, kb, pdb, key, e.Version, max(cut, e.Tail), shi)
 }

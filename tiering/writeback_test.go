@@ -234,8 +234,8 @@ func TestWriteBackSnapshot(t *testing.T) {
 	}
 }
 
-// TestWriteThroughOption: with write-back off every overwrite reaches the
-// store's record at once and nothing is ever dirty.
+// TestWriteThroughOption: with write-back off every overwrite, push and
+// pop reaches the store's records at once and nothing is ever dirty.
 func TestWriteThroughOption(t *testing.T) {
 	opts := defaultOpts()
 	opts.WriteThrough = true
@@ -244,6 +244,13 @@ func TestWriteThroughOption(t *testing.T) {
 	v.set(0, "k", "v2", 0)
 	v.set(0, "n", "1", 0)
 	v.set(0, "n", "2", 0)
+	v.withList("l", true, func(l *List) error { return l.Push(false, []byte("a")) })
+	v.withList("l", true, func(l *List) error { return l.Push(false, []byte("b")) })
+	v.withList("l", false, func(l *List) error {
+		_, err := l.Pop(true, 1, func([]byte) {})
+		return err
+	})
+	v.checkInvariants() // the store's records of l are its elements
 	if v.storedString("k") != "v2" || v.storedString("n") != "2" || v.dirtyKeys() != 0 || v.e.Stats.LogOnlyWrites.Load() != 0 {
 		t.Fatalf("write-through: k stored %q, n stored %q, %d dirty, %d log-only writes",
 			v.storedString("k"), v.storedString("n"), v.dirtyKeys(), v.e.Stats.LogOnlyWrites.Load())
