@@ -301,7 +301,7 @@ func (l *List) scanStore(from, to int64, reverse bool, fn func(i int64, v []byte
 // Push adds val at the head (left) or the tail.
 func (l *List) Push(left bool, val []byte) error {
 	e := l.e
-	logOnly, err := l.logOnly()
+	logOnly, err := l.logOnly(true)
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func putListElem(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, version, 
 func (l *List) Pop(left bool, n int64, fn func(v []byte)) (int64, error) {
 	e := l.e
 	var popped int64
-	logOnly, err := l.logOnly()
+	logOnly, err := l.logOnly(false)
 	if err != nil {
 		return 0, err
 	}

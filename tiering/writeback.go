@@ -529,19 +529,25 @@ func (tx *Tx) listOverlay() map[string]*listImage {
 	return m
 }
 
-// logOnly reports whether the list's pushes and pops are written back
-// (see above): write-back is on, the list is held whole by the hot tier,
-// and it was stored before this open. A dirty list whose write-back has
-// grown past listWriteBackMax is written back first.
-func (l *List) logOnly() (bool, error) {
+// logOnly reports whether the list's push (or pop) is written back (see
+// above): write-back is on, the list is held whole by the hot tier, and
+// it was stored before this open; a push, only while the list is dirty
+// (a pop made it so) or has undo records in this transaction (which must
+// then record every change). A list only pushed writes through: each
+// element would be logged twice (log-only, then written back) with no
+// pop to save its records. A dirty list whose write-back has grown past
+// listWriteBackMax is written back first.
+func (l *List) logOnly(push bool) (bool, error) {
 	e := l.e
-	if l.tx.e.opts.WriteThrough || l.created || e.list == nil || !e.list.whole {
+	lc := e.list
+	if l.tx.e.opts.WriteThrough || l.created || lc == nil || !lc.whole ||
+		push && e.dirtyAt == 0 && lc.noted != l.tx.TxID() {
 		return false, nil
 	}
 	if cur, ok := l.tx.e.hot.peek(l.hk); !ok || cur != e {
 		return false, nil
 	}
-	if e.dirtyAt != 0 && e.list.wbBytes > listWriteBackMax {
+	if e.dirtyAt != 0 && lc.wbBytes > listWriteBackMax {
 		if err := l.tx.writeMeta(l.pdb, l.key, e); err != nil {
 			return false, err
 		}
