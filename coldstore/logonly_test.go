@@ -48,6 +48,20 @@ func fillLog(t *testing.T, s *Store, n int) {
 	}
 }
 
+// crashAfterFill writes n ordinary records of 1 KB (fillLog), flushes the
+// store, crashes it and opens it again from dir.
+func crashAfterFill(t *testing.T, s *Store, dir string, n int) *Store {
+	t.Helper()
+	fillLog(t, s, n)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CrashForTest(); err != nil {
+		t.Fatal(err)
+	}
+	return openStore(t, dir, FsyncNo)
+}
+
 // TestLogOnlyRecords: a log-only record is durable (a crash's replay
 // applies it) but neither Pebble nor the store's reads see it before; the
 // log keeps its segment while the floor says so, and drops it once the
@@ -75,14 +89,7 @@ func TestLogOnlyRecords(t *testing.T) {
 			if got := metaValue(t, s, "k"); got != "v1" {
 				t.Fatalf("the store reads %q after a log-only write, want the record before it", got)
 			}
-			fillLog(t, s, 5000) // 5 MB: segments of 2 MB close
-			if err := s.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.CrashForTest(); err != nil {
-				t.Fatal(err)
-			}
-			s = openStore(t, dir, FsyncNo)
+			s = crashAfterFill(t, s, dir, 5000) // 5 MB: segments of 2 MB close
 			defer closeStore(t, s)
 			if got := metaValue(t, s, "k"); got != c.want {
 				t.Fatalf("after the crash k = %q, want %q", got, c.want)
@@ -220,14 +227,7 @@ func TestLogOnlySetDelete(t *testing.T) {
 			t.Fatalf("before the crash %q = %q (found %v), want %q", key, v, ok, want)
 		}
 	}
-	fillLog(t, s, 3000)
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CrashForTest(); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, FsyncNo)
+	s = crashAfterFill(t, s, dir, 3000)
 	defer closeStore(t, s)
 	for key, want := range map[string]string{"\x01a": "", "\x01b": "b1", "\x01c": "", "\x01d": "d2"} {
 		if v, ok := get(key); v != want || ok != (want != "") {

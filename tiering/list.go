@@ -423,6 +423,14 @@ func (l *List) Pop(left bool, n int64, fn func(v []byte)) (int64, error) {
 // dropEnd deletes the element record at the head (left) or the tail, of
 // size bytes, and moves the end past it.
 func (l *List) dropEnd(left bool, size int64) error {
+	idx := l.takeEnd(left, size)
+	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, l.e.Version, idx)
+	return l.tx.batch.Delete(l.kb)
+}
+
+// takeEnd moves the head (left) or the tail past its element, of size
+// bytes, and returns that element's index.
+func (l *List) takeEnd(left bool, size int64) uint64 {
 	e := l.e
 	var idx uint64
 	if left {
@@ -435,8 +443,7 @@ func (l *List) dropEnd(left bool, size int64) error {
 	e.Count--
 	e.Bytes -= size
 	l.dirty = true
-	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
-	return l.tx.batch.Delete(l.kb)
+	return idx
 }
 
 // dropEndLogOnly is dropEnd for a list written back (logOnly), whose
@@ -446,14 +453,7 @@ func (l *List) dropEndLogOnly(left bool, s string) error {
 	e := l.e
 	l.tx.noteListOp(l.hk, e, listPopLeft+boolOp(!left), s)
 	lc := e.list
-	var idx uint64
-	if left {
-		idx = e.Head
-		e.Head++
-	} else {
-		e.Tail--
-		idx = e.Tail
-	}
+	idx := l.takeEnd(left, int64(len(s)))
 	if idx >= lc.kept[0] && idx < lc.kept[1] {
 		// A stored element: its record is deleted by the write-back.
 		if left {
@@ -464,9 +464,6 @@ func (l *List) dropEndLogOnly(left bool, s string) error {
 	} else {
 		l.tx.e.hot.addDirtyWeight(e, -listRecordWeight(l.hk, len(s)))
 	}
-	e.Count--
-	e.Bytes -= int64(len(s))
-	l.dirty = true
 	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, e.Version, idx)
 	return l.tx.batch.DeleteLogOnly(l.kb)
 }

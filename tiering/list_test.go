@@ -56,6 +56,20 @@ func (v *env) checkList(key string, want []string) {
 	})
 }
 
+// popModel pops up to m elements off the head (left) or the tail of a
+// list's model: it returns them in pop order, and the rest.
+func popModel(want []string, left bool, m int64) (popped, rest []string) {
+	n := int64(len(want))
+	k := min(m, n)
+	if left {
+		return slices.Clone(want[:k]), want[k:]
+	}
+	for i := n - 1; i >= n-k; i-- {
+		popped = append(popped, want[i])
+	}
+	return popped, want[:n-k]
+}
+
 // TestListsAgainstModel runs random list operations on a few keys under
 // a small hot tier, so lists are held whole, by their ends and cold, and
 // checks every read path and the store's invariants against a model.
@@ -111,16 +125,8 @@ func TestListsAgainstModel(t *testing.T) {
 			v.withList(key, false, func(l *List) error {
 				var got []string
 				_, err := l.Pop(left, m, func(b []byte) { got = append(got, string(b)) })
-				k := min(m, n)
 				var exp []string
-				if left {
-					exp, want = slices.Clone(want[:k]), want[k:]
-				} else {
-					for i := n - 1; i >= n-k; i-- {
-						exp = append(exp, want[i])
-					}
-					want = want[:n-k]
-				}
+				exp, want = popModel(want, left, m)
 				if err == nil && !slices.Equal(got, exp) {
 					t.Fatalf("step %d: pop %s left=%v %d = %q, model %q", step, key, left, m, got, exp)
 				}

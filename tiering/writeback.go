@@ -501,18 +501,7 @@ func (tx *Tx) listOverlay() map[string]*listImage {
 			continue
 		}
 		r := &l.listUndo[u.list-1]
-		switch r.op {
-		case listPushLeft:
-			im.elems.PopFront()
-		case listPushRight:
-			im.elems.PopBack()
-		case listPopLeft:
-			im.elems.PushFront(r.s)
-		case listPopRight:
-			im.elems.PushBack(r.s)
-		case listEdited:
-			im.elems.Fill(r.snap)
-		}
+		r.undoOn(&im.elems)
 		im.head, im.tail, im.count, im.bytes, im.dirty = r.head, r.tail, r.count, r.bytes, r.dirty
 	}
 	var m map[string]*listImage
@@ -613,22 +602,30 @@ func (l *LRU) noteList(txID uint64, e *Entry, op uint8, s string, snap []string)
 	l.undo = append(l.undo, dirtyUndo{e: e, list: int32(len(l.listUndo))})
 }
 
+// undoOn undoes u's change on d, the elements of the list (held whole)
+// after it.
+func (u *listUndo) undoOn(d *deque.Deque) {
+	switch u.op {
+	case listPushLeft:
+		d.PopFront()
+	case listPushRight:
+		d.PopBack()
+	case listPopLeft:
+		d.PushFront(u.s)
+	case listPopRight:
+		d.PushBack(u.s)
+	case listEdited:
+		d.Fill(u.snap)
+	}
+}
+
 // restoreList undoes one change of list e (restoreDirty).
 func (l *LRU) restoreList(e *Entry, u *listUndo) {
 	lc := u.lc
 	e.list = lc
-	switch u.op {
-	case listPushLeft:
-		lc.front.PopFront()
-	case listPushRight:
-		lc.front.PopBack()
-	case listPopLeft:
-		lc.front.PushFront(u.s)
-	case listPopRight:
-		lc.front.PushBack(u.s)
-	case listEdited:
+	u.undoOn(&lc.front)
+	if u.op == listEdited {
 		lc.whole = true
-		lc.front.Fill(u.snap)
 		lc.back.Reset()
 	}
 	if e.dirtyAt != 0 {

@@ -44,16 +44,8 @@ func listStep(r *rand.Rand, l *List, want []string) ([]string, error) {
 		if _, err := l.Pop(left, m, func(b []byte) { got = append(got, string(b)) }); err != nil {
 			return want, err
 		}
-		k := min(m, n)
 		var exp []string
-		if left {
-			exp, want = slices.Clone(want[:k]), want[k:]
-		} else {
-			for i := n - 1; i >= n-k; i-- {
-				exp = append(exp, want[i])
-			}
-			want = want[:n-k]
-		}
+		exp, want = popModel(want, left, m)
 		if !slices.Equal(got, exp) {
 			return want, fmt.Errorf("popped %q, model %q", got, exp)
 		}
