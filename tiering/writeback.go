@@ -646,7 +646,6 @@ func (l *LRU) restoreList(e *Entry, u *listUndo) {
 		l.put(hk, e)
 		l.markDirty(e)
 	}
-	u.s, u.snap, u.lc = "", nil, nil
 }
 
 // putMetaLogOnly is putMeta for a dirty list that stays so: its meta
@@ -682,9 +681,6 @@ func (tx *Tx) writeBackList(pdb uint8, key []byte, e *Entry) error {
 func writeListRecords(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, e *Entry) ([]byte, error) {
 	lc := e.list
 	klo, khi := lc.kept[0], lc.kept[1]
-	if klo >= khi {
-		klo, khi = e.Tail, e.Tail
-	}
 	var err error
 	for i, n := 0, lc.front.Len(); i < n; i++ {
 		idx := e.Head + uint64(i)
