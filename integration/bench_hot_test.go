@@ -32,13 +32,16 @@ const (
 )
 
 // hotCommands are redis-benchmark's standard operations in its own order
-// (-t set,get,incr,lpush,rpop,sadd,hset,zadd,lrange_100,mset) plus
-// GET(miss), a GET of keys that do not exist. LPUSH pushes
-// listBenchDataSize-byte elements, like the list section, so a -P 16 run
-// does not grow mylist by hundreds of megabytes. LRANGE_100 is given as the
-// command -t lrange_100 measures (LRANGE mylist 0 99): -t lrange_100 first
-// runs an LPUSH of -n elements of its own and reports two lines. RPOP runs
-// right after an LPUSH of as many requests, so it never finds mylist empty.
+// (-t set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,
+// lrange_100,lrange_300,mset) plus GET(miss), a GET of keys that do not
+// exist. LPUSH and RPUSH push listBenchDataSize-byte elements, like the
+// list section, so a -P 16 run does not grow mylist by hundreds of
+// megabytes. LRANGE_100 and LRANGE_300 are given as the commands -t
+// lrange_100 and -t lrange_300 measure (LRANGE mylist 0 99, 0 299): those
+// first run an LPUSH of -n elements of their own and report two lines.
+// LPOP pops as many as RPUSH pushed, RPOP as many as LPUSH pushed, so
+// neither finds mylist empty; SPOP and ZPOPMIN pop structures of their own
+// filled before each run (bench_pop_test.go).
 // The dataset holds every key, field and member they touch (the hash and
 // set with benchCollFields entries, the sorted set with zsetBenchMembers,
 // their -r), so SET, MSET, HSET, SADD and ZADD update and GET and INCR hit.
@@ -48,11 +51,16 @@ var hotCommands = []benchCmd{
 	{"GET(miss)", []string{"GET", "miss:__rand_int__"}, benchKeys, nil},
 	{"INCR", []string{"-t", "incr"}, benchKeys, nil},
 	{"LPUSH", []string{"-d", strconv.Itoa(listBenchDataSize), "-t", "lpush"}, 1, stringsOnly},
+	{"RPUSH", []string{"-d", strconv.Itoa(listBenchDataSize), "-t", "rpush"}, 1, stringsOnly},
+	{"LPOP", []string{"-t", "lpop"}, 1, stringsOnly},
 	{"RPOP", []string{"-t", "rpop"}, 1, stringsOnly},
 	{"SADD", []string{"-t", "sadd"}, benchCollFields, stringsOnly},
 	{"HSET", []string{"-t", "hset"}, benchCollFields, stringsOnly},
+	{"SPOP", popCells["SPOP"].args, 1, stringsOnly},
 	{"ZADD", []string{"-t", "zadd"}, zsetBenchMembers, stringsOnly},
+	{"ZPOPMIN", popCells["ZPOPMIN"].args, 1, stringsOnly},
 	{"LRANGE_100", []string{"LRANGE", hotList, "0", "99"}, 1, stringsOnly},
+	{"LRANGE_300", []string{"LRANGE", hotList, "0", "299"}, 1, stringsOnly},
 	{"MSET", []string{"-t", "mset"}, benchKeys, nil},
 }
 
@@ -341,7 +349,11 @@ func preloadDataset(servers []*harness.Server, dataset string) error {
 // isListCmd reports whether c reads or writes mylist, whose length is
 // checked around each of its runs.
 func isListCmd(c benchCmd) bool {
-	return c.label == "LPUSH" || c.label == "RPOP" || c.label == "LRANGE_100"
+	switch c.label {
+	case "LPUSH", "RPUSH", "LPOP", "RPOP", "LRANGE_100", "LRANGE_300":
+		return true
+	}
+	return false
 }
 
 // runsList reports whether any of cmds that tg runs uses mylist.
@@ -376,8 +388,8 @@ func runSection(t *testing.T, sec *benchSection) {
 	sizes := map[cellKey]int{}
 	calib := func(tg sectionTarget, c benchCmd, p int) {
 		k := cellKey{tg.name, c.label, p}
-		if c.label == "RPOP" {
-			sizes[k] = sizes[cellKey{tg.name, "LPUSH", p}]
+		if src := sizeSource(c.label); src != "" {
+			sizes[k] = sizes[cellKey{tg.name, src, p}]
 			return
 		}
 		n, err := calibrate(tg.addr, c, p)
@@ -437,6 +449,12 @@ func runSection(t *testing.T, sec *benchSection) {
 					if isListCmd(c) {
 						before = conns[tg.name].Do("LLEN", hotList)
 					}
+					cell, pops := popCells[c.label]
+					if pops {
+						if err := fillPop(conns[tg.name], cell, sizes[k], p); err != nil {
+							t.Fatalf("%s: %v", tg.name, err)
+						}
+					}
 					s, err := runRedisBenchmark(tg.addr, c, p, sizes[k])
 					if err != nil {
 						if tg.spw != nil { // what it was doing, for the report
@@ -451,6 +469,11 @@ func runSection(t *testing.T, sec *benchSection) {
 					if isListCmd(c) {
 						after := conns[tg.name].Do("LLEN", hotList)
 						if err := checkListRun(c.label, sizes[k], p, before, after); err != nil {
+							t.Fatalf("%s: %v", tg.name, err)
+						}
+					}
+					if pops {
+						if err := checkPop(conns[tg.name], cell, sizes[k], p); err != nil {
 							t.Fatalf("%s: %v", tg.name, err)
 						}
 					}
@@ -634,9 +657,12 @@ func reportSection(sec *benchSection, samples map[cellKey][]benchSample, notes [
 		fmt.Fprintf(&md, "- `%s`: %s\n", tg.name, tg.desc)
 	}
 	fmt.Fprintf(&md, "\nLoad: `redis-benchmark -c %d -r %d -d %d --csv` with `-P 1` and `-P 16`, `-t` %s; "+
-		"SADD and HSET with `-r %d`, ZADD with `-r %d`; LPUSH with `-d %d`; LRANGE_100 is `LRANGE mylist 0 99`, "+
-		"what `-t lrange_100` measures, without its own LPUSH fill; RPOP runs right after an LPUSH of as many requests, "+
-		"and mylist is reset to %s elements before each target's LPUSH, so RPOP never finds it empty. "+
+		"SADD and HSET with `-r %d`, ZADD with `-r %d`; LPUSH and RPUSH with `-d %d`; LRANGE_100 and LRANGE_300 are "+
+		"`LRANGE mylist 0 99` and `0 299`, what `-t lrange_100` and `-t lrange_300` measure, without their own LPUSH fill; "+
+		"LPOP pops as many as RPUSH pushed and RPOP as many as LPUSH pushed, "+
+		"and mylist is reset to %s elements before each target's LPUSH, so neither finds it empty; "+
+		"SPOP and ZPOPMIN pop `"+popSetKey+"` and `"+popZSetKey+"`, filled before each run with as many members as it pops "+
+		"(plus a pipeline per client) and deleted after it (`-t spop` and `-t zpopmin` pop the structures SADD and ZADD filled). "+
 		"The dataset is preloaded: %s strings of %d-%d bytes, %s counters, myhash and myset with %s entries, myzset with %s, "+
 		"so GET and INCR hit and the writes update; GET(miss) reads keys that do not exist. "+
 		"MSET sets 10 keys a request.\n\n",
@@ -681,8 +707,9 @@ func reportSection(sec *benchSection, samples map[cellKey][]benchSample, notes [
 func sectionTests(cmds []benchCmd) []string {
 	var names []string
 	for _, c := range cmds {
-		if c.label == "LRANGE_100" {
-			names = append(names, "lrange_100")
+		switch c.label {
+		case "LRANGE_100", "LRANGE_300", "SPOP", "ZPOPMIN":
+			names = append(names, strings.ToLower(c.label))
 		}
 		if i := slices.Index(c.args, "-t"); i >= 0 && i+1 < len(c.args) {
 			names = append(names, c.args[i+1])
