@@ -1,8 +1,10 @@
 package coldstore
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/batchrepr"
@@ -26,6 +28,15 @@ type applier struct {
 	// ix indexes a round's buffer for coalescing when the readers' index
 	// of it was not complete (commitQueue.round).
 	ix pendIndex
+	// run holds a coalesced round's point records until they are written
+	// into b in key order (sortedRun).
+	run []pointRec
+}
+
+// pointRec is a Set (or a Delete: del) of a round, aliasing its frames.
+type pointRec struct {
+	k, v []byte
+	del  bool
 }
 
 // coalesceMin is the fewest batches worth coalescing: below it the round
@@ -82,7 +93,8 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 	b := a.b
 	// The batch is empty between rounds, whatever happens to this one.
 	defer b.Reset()
-	rec, mem := 0, 0
+	defer func() { clear(a.run); a.run = a.run[:0] }()
+	rec, mem, pend := 0, 0, 0
 	for rest := frames; len(rest) > 0; {
 		repr, r, _ := splitFrame(rest)
 		rest = r
@@ -102,22 +114,31 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 				a.dropped++
 				continue
 			}
-			switch kind {
-			case pebble.InternalKeyKindSet:
+			switch {
+			case coalesce && (kind == pebble.InternalKeyKindSet || kind == pebble.InternalKeyKindDelete):
+				a.run = append(a.run, pointRec{k: k, v: v, del: kind == pebble.InternalKeyKindDelete})
+				pend += len(k) + len(v) + 16
+			case kind == pebble.InternalKeyKindSet:
 				err = b.Set(k, v, nil)
-			case pebble.InternalKeyKindDelete:
+			case kind == pebble.InternalKeyKindDelete:
 				err = b.Delete(k, nil)
-			case pebble.InternalKeyKindRangeDelete:
-				err = b.DeleteRange(k, v, nil)
+			case kind == pebble.InternalKeyKindRangeDelete:
+				// The point records before it stay before it.
+				if err = a.sortedRun(b); err == nil {
+					pend = 0
+					err = b.DeleteRange(k, v, nil)
+				}
 			default:
 				err = fmt.Errorf("coldstore: unexpected record kind %v in a batch", kind)
 			}
 			a.applied++
 			mem += len(k) + len(v) + memEntryBytes
-			if err == nil && (len(b.Repr()) >= commitBytes || mem >= a.memBytes) {
-				err = commitNoWAL(b)
+			if err == nil && (len(b.Repr())+pend >= commitBytes || mem >= a.memBytes) {
+				if err = a.sortedRun(b); err == nil {
+					err = commitNoWAL(b)
+				}
 				b.Reset()
-				mem = 0
+				mem, pend = 0, 0
 			}
 			if err != nil {
 				return err
@@ -125,10 +146,40 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 		}
 	}
 	a.rounds++
+	if err := a.sortedRun(b); err != nil {
+		return err
+	}
 	if b.Empty() {
 		return nil
 	}
 	return commitNoWAL(b)
+}
+
+// sortedRun writes the point records held in a.run into b in key order
+// and empties it. Records of different keys commute, as long as none
+// crosses a range deletion (applyFrames writes the run before each), and
+// the sort is stable, so the records of one key keep their order (a
+// coalesced round holds one per key but for a hash collision in its
+// index). In key order, Pebble's memtable takes them as a sorted run,
+// each insert starting from the previous one's place, where records in
+// commit order were each a search from the top of its skiplist (a cache
+// miss a level).
+func (a *applier) sortedRun(b *pebble.Batch) error {
+	slices.SortStableFunc(a.run, func(x, y pointRec) int { return bytes.Compare(x.k, y.k) })
+	for _, r := range a.run {
+		var err error
+		if r.del {
+			err = b.Delete(r.k, nil)
+		} else {
+			err = b.Set(r.k, r.v, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	clear(a.run)
+	a.run = a.run[:0]
+	return nil
 }
 
 // commitNoWAL commits b to Pebble, which runs without a WAL: the write log

@@ -2,6 +2,7 @@ package coldstore
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unsafe"
@@ -55,5 +56,48 @@ func TestApplierReusesItsBatch(t *testing.T) {
 			t.Fatalf("round %d: the applier's batch buffer was replaced (cap %d)", round, cap(repr))
 		}
 		buf = p
+	}
+}
+
+// TestApplierSortedRuns: rounds of many small batches (coalesced, their
+// point records written to Pebble in key order: sortedRun) over a small
+// keyspace, with overwrites, deletions and range deletions between them,
+// end as the batches applied in commit order would.
+func TestApplierSortedRuns(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), CacheBytes: 1 << 20, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	m := model{}
+	r := rand.New(rand.NewPCG(3, 5))
+	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", r.IntN(200)) }
+	for round := range 60 {
+		for batch := range 5 + r.IntN(40) {
+			b := s.NewBatch()
+			for i := range 1 + r.IntN(6) {
+				switch x := r.IntN(20); {
+				case x < 13:
+					m.set(t, b, key(), fmt.Sprintf("r%d-b%d-%d", round, batch, i))
+				case x < 18:
+					m.del(t, b, key())
+				default:
+					m.delRange(t, b, key(), key())
+				}
+			}
+			if _, err := b.Enqueue(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Drain(); err != nil {
+			t.Fatal(err)
+		}
+		m.check(t, s, fmt.Sprintf("round %d", round))
+	}
+	s.q.applyMu.Lock()
+	dropped := s.app.dropped
+	s.q.applyMu.Unlock()
+	if dropped == 0 {
+		t.Fatal("no round was coalesced: the sorted runs were not exercised")
 	}
 }
