@@ -91,8 +91,8 @@ var hotScriptCommands = []benchCmd{
 var hotExtraRows = []string{"GET(miss)", "HGET", "SISMEMBER", "EVAL(INCR)", "PUBLISH"}
 
 // hotQuickRunTime is how long a run of these two sections lasts in quick
-// mode (the default): 3 repetitions of 22 cells on 2 targets and of 22 on
-// 3 fit in about 4.5 minutes on 2 cores, loads and calibration included.
+// mode (the default): 3 repetitions of 36 cells on 2 targets and of 32 on
+// 3 fit in about 6.5 minutes on 2 cores, loads and calibration included.
 // SPILLWAY_BENCH_FULL=1 and SPILLWAY_BENCH_RUNTIME use benchRunTime.
 const hotQuickRunTime = 700 * time.Millisecond
 
