@@ -29,8 +29,8 @@ type applier struct {
 	// ix indexes a round's buffer for coalescing when the readers' index
 	// of it was not complete (commitQueue.round).
 	ix pendIndex
-	// run holds a coalesced round's point records until they are written
-	// into b in key order (sortedRun), order their indexes in that order.
+	// run holds a coalesced round's point records until sortedRun writes
+	// them into b in key order; order is its scratch (run's indexes).
 	run   []pointRec
 	order []int32
 }
@@ -119,7 +119,7 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 			switch {
 			case coalesce && (kind == pebble.InternalKeyKindSet || kind == pebble.InternalKeyKindDelete):
 				a.run = append(a.run, pointRec{k: k, v: v, del: kind == pebble.InternalKeyKindDelete})
-				pend += len(k) + len(v) + 16
+				pend += len(k) + len(v) + 16 // its size in b, about: the commit bound counts it
 			case kind == pebble.InternalKeyKindSet:
 				err = b.Set(k, v, nil)
 			case kind == pebble.InternalKeyKindDelete:
