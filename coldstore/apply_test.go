@@ -71,20 +71,10 @@ func TestApplierSortedRuns(t *testing.T) {
 	defer closeStore(t, s)
 	m := model{}
 	r := rand.New(rand.NewPCG(3, 5))
-	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", r.IntN(200)) }
 	for round := range 60 {
 		for batch := range 5 + r.IntN(40) {
 			b := s.NewBatch()
-			for i := range 1 + r.IntN(6) {
-				switch x := r.IntN(20); {
-				case x < 13:
-					m.set(t, b, key(), fmt.Sprintf("r%d-b%d-%d", round, batch, i))
-				case x < 18:
-					m.del(t, b, key())
-				default:
-					m.delRange(t, b, key(), key())
-				}
-			}
+			m.randomBatch(t, b, r, 1+r.IntN(6), fmt.Sprintf("r%d-b%d", round, batch))
 			if _, err := b.Enqueue(); err != nil {
 				t.Fatal(err)
 			}

@@ -89,24 +89,32 @@ func (m model) check(t *testing.T, s *Store, when string) {
 	}
 }
 
+// randomBatch writes ops random records into b (tag in their values)
+// and mirrors them in m: sets, deletes and range deletions over a small
+// key space, so that keys are overwritten many times in one round.
+func (m model) randomBatch(t *testing.T, b *Batch, rng *rand.Rand, ops int, tag string) {
+	t.Helper()
+	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", rng.IntN(200)) }
+	for range ops {
+		switch r := rng.IntN(20); {
+		case r < 14:
+			m.set(t, b, key(), fmt.Sprintf("%s-%d", tag, rng.IntN(1000)))
+		case r < 19:
+			m.del(t, b, key())
+		default:
+			m.delRange(t, b, key(), key())
+		}
+	}
+}
+
 // randomWrites enqueues n batches of random sets, deletes and range
 // deletions over a small key space (so that keys are overwritten many
 // times in one round), draining after each, and mirrors them in m.
 func randomWrites(t *testing.T, s *Store, m model, rng *rand.Rand, n int) {
 	t.Helper()
 	b := s.NewBatch()
-	key := func() []byte { return fmt.Appendf(nil, "\x01k%03d", rng.IntN(200)) }
 	for i := range n {
-		for range 1 + rng.IntN(4) {
-			switch r := rng.IntN(20); {
-			case r < 14:
-				m.set(t, b, key(), fmt.Sprintf("v%d-%d", i, rng.IntN(1000)))
-			case r < 19:
-				m.del(t, b, key())
-			default:
-				m.delRange(t, b, key(), key())
-			}
-		}
+		m.randomBatch(t, b, rng, 1+rng.IntN(4), fmt.Sprint("v", i))
 		if _, err := b.Enqueue(); err != nil {
 			t.Fatal(err)
 		}
