@@ -384,7 +384,8 @@ func runSection(t *testing.T, sec *benchSection) {
 	}
 
 	// Calibrate: short runs of growing size (also a warm-up) set -n so that
-	// a run takes about benchRunTime; RPOP reuses its LPUSH's -n.
+	// a run takes about benchRunTime; a popping row reuses the -n of the
+	// row whose pushes or adds it pops (sizeSource).
 	sizes := map[cellKey]int{}
 	calib := func(tg sectionTarget, c benchCmd, p int) {
 		k := cellKey{tg.name, c.label, p}
