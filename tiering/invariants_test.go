@@ -7,6 +7,7 @@ import (
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
+	"github.com/spillway/spillway/tiering/deque"
 )
 
 // checkInvariants verifies, under the engine's lock, what must hold between
@@ -284,6 +285,11 @@ func (v *env) checkHotList(hk string, he *Entry, m *codec.Meta) {
 	}
 	if lc.front.Len() > listWindowElems || lc.back.Len() > listWindowElems {
 		v.t.Fatalf("hot list %q: windows of %d and %d elements exceed %d", hk, lc.front.Len(), lc.back.Len(), listWindowElems)
+	}
+	for _, w := range []*deque.Deque{&lc.front, &lc.back} {
+		if w.Len() > 1 && w.Bytes() > listWindowBytes {
+			v.t.Fatalf("hot list %q: a window of %d elements holds %d bytes, over %d", hk, w.Len(), w.Bytes(), listWindowBytes)
+		}
 	}
 }
 

@@ -21,16 +21,18 @@ import (
 //     policy's size limits); a whole list stays whole as it grows while it
 //     weighs at most the hot tier's share for one key (Engine.keepHot);
 //   - by its ends, when it is bigger: a window of at most listWindowElems
-//     elements at each end, refilled from the store listRefill elements at
-//     a time. A queue (pushed at one end, popped at the other) is served
-//     from memory at both ends while its middle stays on disk, however long
-//     it grows.
+//     elements (listWindowBytes) at each end, refilled from the store
+//     listRefill elements (or listWindowBytes at the list's average
+//     element size) at a time. A queue (pushed at one end, popped at the
+//     other) is served from memory at both ends while its middle stays on
+//     disk, however long it grows. A refill costs an iterator (tens of
+//     µs) besides its elements, so it reads many at a time.
 const (
 	listWholeElems  = 4096
 	listWholeBytes  = 1 << 20
-	listWindowElems = 256
+	listWindowElems = 1024
 	listWindowBytes = 32 << 10
-	listRefill      = 128
+	listRefill      = 512
 )
 
 // listCache is the hot part of a list. When whole, front holds every
@@ -478,28 +480,26 @@ func (l *List) refill(left bool) error {
 		return nil
 	}
 	middle := e.Count - int64(lc.front.Len()+lc.back.Len())
+	// listRefill elements, or listWindowBytes at the list's average size.
 	m := min(int64(listRefill), middle)
+	if e.Bytes > 0 {
+		m = min(m, max(1, listWindowBytes*e.Count/e.Bytes))
+	}
 	from, to := int64(0), m-1
 	if !left {
 		from, to = e.Count-m, e.Count-1
 	}
 	l.tx.e.Stats.ColdReads.Add(1)
-	var read []string
 	err := l.scanStore(from, to, false, func(_ int64, v []byte) bool {
-		read = append(read, string(v))
+		if left {
+			lc.front.PushBack(string(v))
+		} else {
+			lc.back.PushBack(string(v))
+		}
 		return true
 	})
 	if err != nil {
 		return err
-	}
-	if left {
-		for _, s := range read {
-			lc.front.PushBack(s)
-		}
-	} else {
-		for i := len(read) - 1; i >= 0; i-- {
-			lc.back.PushFront(read[i])
-		}
 	}
 	if m == middle {
 		for lc.back.Len() > 0 {
@@ -508,6 +508,7 @@ func (l *List) refill(left bool) error {
 		lc.back.Reset()
 		lc.whole = true
 	}
+	lc.trimWindows() // elements bigger than the average
 	return nil
 }
 

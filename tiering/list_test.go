@@ -277,9 +277,10 @@ func TestListQueueKeepsOnlyItsEnds(t *testing.T) {
 			maxWhole, wholeCount, share, listWholeElems)
 	}
 	// Once the queue is too heavy to be held whole: two windows of at most
-	// listWindowElems 12-byte elements, with their deques' slack, far
-	// below the 50,000 elements' 600 KB.
-	if limit := int64(64 << 10); maxSize == 0 || maxSize > limit {
+	// listWindowElems 12-byte elements (a deque counts 16 bytes an element
+	// and 16 a slot of its ring, up to twice as many slots as elements),
+	// a tenth of the 50,000 elements' 2.4 MB held whole.
+	if limit := int64(2 * listWindowElems * (12 + 16 + 2*16)); maxSize == 0 || maxSize > limit {
 		t.Fatalf("queue's hot entry held by its ends reached %d bytes, want 1 to %d", maxSize, limit)
 	}
 	t.Logf("queue of %d: whole up to %d elements, %d bytes; then by its ends at most %d bytes; cold reads %d",
@@ -317,5 +318,49 @@ func TestHotListReadAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("hot LINDEX+LRANGE path allocates %.1f times", allocs)
+	}
+}
+
+// TestListWindowsHoldTheirBytes pops a cold list of large elements (too
+// big to be loaded whole) from both ends: every refill keeps a window
+// within listWindowBytes (one element at least), whatever the elements'
+// sizes around the list's average, and the elements come out in order.
+func TestListWindowsHoldTheirBytes(t *testing.T) {
+	v := newEnv(t, defaultOpts())
+	r := rand.New(rand.NewPCG(7, 8))
+	var model []string
+	v.withList("big", true, func(l *List) error {
+		for i := range 1500 {
+			// Mostly small, some large: a refill sized by the average
+			// meets elements far over it.
+			n := 100
+			if i%7 == 0 {
+				n = 4000 + r.IntN(20000)
+			}
+			s := fmt.Sprintf("%05d:%s", i, strings.Repeat("x", n))
+			model = append(model, s)
+			if err := l.Push(false, []byte(s)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	v.demoteAll()
+	for len(model) > 0 {
+		left := r.IntN(2) == 0
+		var got []string
+		v.withList("big", false, func(l *List) error {
+			if l.Whole() && len(model) > listRefill {
+				t.Fatalf("a list of %d large elements loaded whole", len(model))
+			}
+			_, err := l.Pop(left, int64(1+r.IntN(40)), func(b []byte) { got = append(got, string(b)) })
+			return err
+		})
+		want, rest := popModel(model, left, int64(len(got)))
+		if !slices.Equal(got, want) {
+			t.Fatalf("popped %d (left %v): got %.20q, want %.20q", len(got), left, got, want)
+		}
+		model = rest
+		v.checkInvariants()
 	}
 }
