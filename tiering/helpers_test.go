@@ -32,6 +32,10 @@ type env struct {
 	opts Options
 	s    *coldstore.Store
 	e    *Engine
+	// listLeaks: a crash or an aborted transaction may have left records
+	// of popped list elements the engine no longer knows of (listCache.gc),
+	// so the store's lists may hold records anywhere outside Head..Tail.
+	listLeaks bool
 }
 
 func newEnv(t *testing.T, opts Options) *env {

@@ -23,6 +23,8 @@ var InvariantLockWait = 2 * time.Second
 //   - the hot tier's used bytes are the sum of its entries' sizes, and
 //     within the budget;
 //   - the per-database hot key counts add up to the entries held;
+//   - a list held by its ends has garbage spans outside Head..Tail
+//     (listCache.gc);
 //   - the dirty set (writeback.go) holds exactly the dirty entries, each
 //     a hot string or a list held whole, at its recorded place, and no
 //     transaction's undo or unwritten demoted entry is left over.
@@ -59,6 +61,9 @@ func (e *Engine) CheckInvariants() error {
 		}
 		used += he.size
 		perDB[hk[0]]++
+		if lc := he.list; lc != nil && !lc.whole && (lc.gc[0] > he.Head || lc.gc[1] < he.Tail) {
+			return fmt.Errorf("tiering: hot list %q (db %d) held by its ends has garbage spans %v inside %d..%d", hk[1:], hk[0], lc.gc, he.Head, he.Tail)
+		}
 		if he.dirtyAt != 0 {
 			dirty++
 			if int(he.dirtyAt) > len(h.dirty) || h.dirty[he.dirtyAt-1] != he ||

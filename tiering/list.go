@@ -3,6 +3,7 @@ package tiering
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/spillway/spillway/codec"
 	"github.com/spillway/spillway/coldstore"
@@ -26,13 +27,17 @@ import (
 //     element size) at a time. A queue (pushed at one end, popped at the
 //     other) is served from memory at both ends while its middle stays on
 //     disk, however long it grows. A refill costs an iterator (tens of
-//     µs) besides its elements, so it reads many at a time.
+//     µs) besides its elements, so it reads many at a time. A pop from a
+//     window writes no tombstone: its element's record is left outside
+//     Head..Tail, where nothing reads, and deleted later with the others
+//     popped at that end, in one range deletion (listCache.gc).
 const (
 	listWholeElems  = 4096
 	listWholeBytes  = 1 << 20
 	listWindowElems = 1024
 	listWindowBytes = 32 << 10
 	listRefill      = 512
+	listPoppedMax   = 4096
 )
 
 // listCache is the hot part of a list. When whole, front holds every
@@ -53,6 +58,38 @@ type listCache struct {
 	stored, kept [2]uint64
 	wbBytes      int64
 	noted        uint64
+	// gc and popped, for a list held by its ends: the records of the
+	// elements popped from it are left in the store (garbage: nothing
+	// reads outside Head..Tail), within gc[0]..Head-1 and Tail..gc[1]-1;
+	// popped counts the pops at each end since deletePopped last deleted
+	// those spans (one range deletion each). It does once listPoppedMax
+	// pops accumulate at an end, when the list is held whole again, and
+	// when it leaves the hot tier (demotion deletes them after the
+	// demoting commit: writeBackEvicted). A list loaded by its ends starts
+	// with spans listPoppedMax indexes past each end: what a crash, which
+	// forgets the spans, may have left there. Unused when whole.
+	gc     [2]uint64
+	popped [2]uint32
+}
+
+// holdByEnds sets the garbage spans of a list that starts being held by
+// its ends: suspect indexes past each end (listCache.gc).
+func (lc *listCache) holdByEnds(e *Entry, suspect uint64) {
+	lc.gc = [2]uint64{e.Head - min(e.Head, suspect), e.Tail + min(math.MaxUint64-e.Tail, suspect)}
+	lc.popped = [2]uint32{}
+}
+
+// hasPopped reports whether elements were popped from the list, held by
+// its ends, since their records were last deleted.
+func (lc *listCache) hasPopped() bool {
+	return lc != nil && !lc.whole && lc.popped != [2]uint32{}
+}
+
+// widenGC extends the garbage spans to the list's ends after an edit that
+// may have moved them outwards (a push, a splice): records inside
+// Head..Tail are live.
+func (lc *listCache) widenGC(e *Entry) {
+	lc.gc[0], lc.gc[1] = min(lc.gc[0], e.Head), max(lc.gc[1], e.Tail)
 }
 
 func (lc *listCache) size() int64 { return lc.front.Size() + lc.back.Size() }
@@ -98,6 +135,8 @@ func (tx *Tx) cacheList(pdb uint8, key []byte, e *Entry) error {
 			return err
 		}
 		lc.whole = true
+	} else {
+		lc.holdByEnds(e, listPoppedMax)
 	}
 	e.list = lc
 	return nil
@@ -331,8 +370,10 @@ func (l *List) Push(left bool, val []byte) error {
 			lc.front.PushBack(s)
 		case left:
 			lc.front.PushFront(s)
+			lc.widenGC(e)
 		default:
 			lc.back.PushBack(s)
+			lc.widenGC(e)
 		}
 		lc.trimWindows()
 	}
@@ -390,7 +431,12 @@ func (l *List) Pop(left bool, n int64, fn func(v []byte)) (int64, error) {
 			default:
 				s = lc.back.PopBack()
 			}
-			if err := l.dropEnd(left, int64(len(s))); err != nil {
+			if lc.whole {
+				err = l.dropEnd(left, int64(len(s)))
+			} else {
+				err = l.leaveEnd(left, int64(len(s)))
+			}
+			if err != nil {
 				return popped, err
 			}
 			fn(bytesOf(s))
@@ -428,6 +474,47 @@ func (l *List) dropEnd(left bool, size int64) error {
 	idx := l.takeEnd(left, size)
 	l.kb = codec.AppendListKey(l.kb[:0], l.pdb, l.key, l.e.Version, idx)
 	return l.tx.batch.Delete(l.kb)
+}
+
+// leaveEnd is dropEnd for a list held by its ends: the record stays, in
+// the garbage span of its end (listCache.gc), deleted with the others
+// once listPoppedMax have been popped at that end.
+func (l *List) leaveEnd(left bool, size int64) error {
+	l.takeEnd(left, size)
+	lc := l.e.list
+	end := 1
+	if left {
+		end = 0
+	}
+	if lc.popped[end]++; lc.popped[end] < listPoppedMax {
+		return nil
+	}
+	return l.deletePopped()
+}
+
+// deletePopped deletes the garbage spans of the list, held by its ends
+// (listCache.gc).
+func (l *List) deletePopped() error {
+	var err error
+	l.kb, err = deletePoppedRecords(l.tx.batch, l.kb, l.pdb, l.key, l.e)
+	return err
+}
+
+// deletePoppedRecords writes into b the deletion of the garbage spans of
+// list e (listCache.gc), held by its ends, whose key is (pdb, key), and
+// empties them. kb is a scratch buffer returned for reuse. Whatever the
+// spans, it deletes nothing inside Head..Tail.
+func deletePoppedRecords(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, e *Entry) ([]byte, error) {
+	lc := e.list
+	kb, err := deleteListElems(b, kb, pdb, key, e.Version, min(lc.gc[0], e.Head), e.Head)
+	if err != nil {
+		return kb, err
+	}
+	if kb, err = deleteListElems(b, kb, pdb, key, e.Version, e.Tail, max(lc.gc[1], e.Tail)); err != nil {
+		return kb, err
+	}
+	lc.holdByEnds(e, 0)
+	return kb, nil
 }
 
 // takeEnd moves the head (left) or the tail past its element, of size
@@ -502,6 +589,12 @@ func (l *List) refill(left bool) error {
 		return err
 	}
 	if m == middle {
+		// Held whole again: the garbage spans go first.
+		if lc.hasPopped() {
+			if err := l.deletePopped(); err != nil {
+				return err
+			}
+		}
 		for lc.back.Len() > 0 {
 			lc.front.PushBack(lc.back.PopFront())
 		}
@@ -562,6 +655,7 @@ func (l *List) Close() error {
 	}
 	if lc.whole && !tx.e.keepHot(entrySize(l.key, e)) {
 		lc.whole = false
+		lc.holdByEnds(e, 0)
 		for lc.front.Len() > listWindowElems {
 			lc.back.PushFront(lc.front.PopBack())
 		}
@@ -574,6 +668,11 @@ func (l *List) Close() error {
 		}
 	}
 	if !tx.settleHot(l.hk, l.key, e, true) {
+		if lc.hasPopped() { // demoted: its garbage spans go with it
+			if err := l.deletePopped(); err != nil {
+				return err
+			}
+		}
 		e.list = nil
 	}
 	return nil

@@ -51,6 +51,9 @@ func (l *List) Splice(i, j int64, removedBytes int64, repl []string) error {
 	if err := l.beforeEdit(); err != nil {
 		return err
 	}
+	if err := l.flushPopped(); err != nil {
+		return err
+	}
 	e := l.e
 	n := e.Count
 	delta := int64(len(repl)) - (j - i)
@@ -120,6 +123,7 @@ func (l *List) Splice(i, j int64, removedBytes int64, repl []string) error {
 		} else {
 			lc.front.Reset()
 			lc.back.Reset()
+			lc.widenGC(e)
 		}
 	}
 	e.Count += delta
@@ -133,6 +137,9 @@ func (l *List) Splice(i, j int64, removedBytes int64, repl []string) error {
 // element removed (to keep the byte count) and a range deletion per end.
 func (l *List) Trim(from, to int64) error {
 	if err := l.beforeEdit(); err != nil {
+		return err
+	}
+	if err := l.flushPopped(); err != nil {
 		return err
 	}
 	e := l.e
@@ -198,6 +205,16 @@ func (lc *listCache) trimEnds(n, from, to int64) {
 	}
 	lc.front.Fill(nf)
 	lc.back.Fill(nb)
+}
+
+// flushPopped deletes the garbage spans of a list held by its ends from
+// which elements were popped (listCache.gc), before an edit that moves its
+// ends or may make it whole.
+func (l *List) flushPopped() error {
+	if !l.e.list.hasPopped() {
+		return nil
+	}
+	return l.deletePopped()
 }
 
 // deleteIndexes deletes the element records at absolute indexes lo..hi-1:

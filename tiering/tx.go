@@ -780,6 +780,11 @@ func (tx *Tx) Demote(db int, key []byte) (bool, error) {
 		if err := tx.writeMeta(pdb, key, e); err != nil {
 			return false, err
 		}
+	} else if ok && e.list.hasPopped() {
+		var err error // a list held by its ends: its garbage spans go
+		if tx.kb, err = deletePoppedRecords(tx.batch, tx.kb, pdb, key, e); err != nil {
+			return false, err
+		}
 	}
 	if !tx.e.hot.remove(tx.hk) {
 		return false, nil

@@ -128,6 +128,8 @@ type listUndo struct {
 	exp          int64
 	stored, kept [2]uint64
 	wbBytes      int64
+	gc           [2]uint64
+	popped       [2]uint32
 }
 
 // markDirty adds e to the dirty set.
@@ -169,6 +171,9 @@ func (l *LRU) clean(e *Entry) {
 // (evicted).
 func (l *LRU) leaving(e *Entry, evicted bool) {
 	if e.dirtyAt == 0 {
+		if evicted && e.list.hasPopped() {
+			l.evicted = append(l.evicted, e) // for its garbage spans
+		}
 		return
 	}
 	l.clean(e)
@@ -298,7 +303,9 @@ func metaOfString(e *Entry) codec.Meta {
 
 // writeBackEvicted writes the records of the dirty entries demotion just
 // dropped (LRU.evicted), in a batch of their own queued after everything
-// before: the tier no longer holds them, so the store must.
+// before: the tier no longer holds them, so the store must. A list held
+// by its ends is there for the deletion of its garbage spans
+// (listCache.gc) only.
 func (e *Engine) writeBackEvicted() {
 	l := e.hot
 	if len(l.evicted) == 0 {
@@ -311,6 +318,10 @@ func (e *Engine) writeBackEvicted() {
 		l.evicted[i] = nil
 		if err == nil {
 			pdb, key := d.hk[0], unsafe.Slice(unsafe.StringData(d.hk[1:]), len(d.hk)-1)
+			if d.list.hasPopped() {
+				e.wbKey, err = deletePoppedRecords(b, e.wbKey, pdb, key, d)
+				continue
+			}
 			if d.list != nil {
 				e.wbKey, err = writeListRecords(b, e.wbKey, pdb, key, d)
 			}
@@ -597,7 +608,7 @@ func (l *LRU) noteList(txID uint64, e *Entry, op uint8, s string, snap []string)
 	l.listUndo = append(l.listUndo, listUndo{
 		op: op, dirty: e.dirtyAt != 0, s: s, snap: snap, lc: lc,
 		head: e.Head, tail: e.Tail, count: e.Count, bytes: e.Bytes, exp: e.ExpireAt,
-		stored: lc.stored, kept: lc.kept, wbBytes: lc.wbBytes,
+		stored: lc.stored, kept: lc.kept, wbBytes: lc.wbBytes, gc: lc.gc, popped: lc.popped,
 	})
 	l.undo = append(l.undo, dirtyUndo{e: e, list: int32(len(l.listUndo))})
 }
@@ -632,7 +643,7 @@ func (l *LRU) restoreList(e *Entry, u *listUndo) {
 		l.clean(e) // marked again below, at its weight then
 	}
 	e.Head, e.Tail, e.Count, e.Bytes, e.ExpireAt = u.head, u.tail, u.count, u.bytes, u.exp
-	lc.stored, lc.kept, lc.wbBytes = u.stored, u.kept, u.wbBytes
+	lc.stored, lc.kept, lc.wbBytes, lc.gc, lc.popped = u.stored, u.kept, u.wbBytes, u.gc, u.popped
 	hk := unsafe.Slice(unsafe.StringData(e.hk), len(e.hk))
 	switch {
 	case l.m[e.hk] == e:

@@ -163,6 +163,7 @@ func TestWriteBackLists(t *testing.T) {
 			t.Fatalf("step %d: %v", step, err)
 		case abort:
 			aborts++
+			v.listLeaks = true
 		case err != nil:
 			t.Fatalf("step %d: %v", step, err)
 		default:

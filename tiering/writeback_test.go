@@ -23,6 +23,7 @@ func (v *env) dirtyKeys() int { return v.e.DirtyKeys() }
 // writer has written what was queued) and opens them again.
 func (v *env) crash() {
 	v.t.Helper()
+	v.listLeaks = true
 	close(v.e.stop)
 	v.e.wg.Wait()
 	if err := v.s.CrashForTest(); err != nil {
