@@ -67,7 +67,9 @@ type listCache struct {
 	// when it leaves the hot tier (demotion deletes them after the
 	// demoting commit: writeBackEvicted). A list loaded by its ends starts
 	// with spans listPoppedMax indexes past each end: what a crash, which
-	// forgets the spans, may have left there. Unused when whole.
+	// forgets the spans, may have left there. An aborted transaction
+	// drops clean entries and their spans with them: those records stay
+	// until such a load's deletion or the list's. Unused when whole.
 	gc     [2]uint64
 	popped [2]uint32
 }
