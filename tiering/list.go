@@ -502,6 +502,17 @@ func (l *List) deletePopped() error {
 	return err
 }
 
+// flushPopped deletes the garbage spans of a list held by its ends from
+// which elements were popped (listCache.gc): before an edit that moves its
+// ends or may make it whole, when it is held whole again, and when it is
+// demoted.
+func (l *List) flushPopped() error {
+	if !l.e.list.hasPopped() {
+		return nil
+	}
+	return l.deletePopped()
+}
+
 // deletePoppedRecords writes into b the deletion of the garbage spans of
 // list e (listCache.gc), held by its ends, whose key is (pdb, key), and
 // empties them. kb is a scratch buffer returned for reuse. Whatever the
@@ -592,10 +603,8 @@ func (l *List) refill(left bool) error {
 	}
 	if m == middle {
 		// Held whole again: the garbage spans go first.
-		if lc.hasPopped() {
-			if err := l.deletePopped(); err != nil {
-				return err
-			}
+		if err := l.flushPopped(); err != nil {
+			return err
 		}
 		for lc.back.Len() > 0 {
 			lc.front.PushBack(lc.back.PopFront())
@@ -670,10 +679,8 @@ func (l *List) Close() error {
 		}
 	}
 	if !tx.settleHot(l.hk, l.key, e, true) {
-		if lc.hasPopped() { // demoted: its garbage spans go with it
-			if err := l.deletePopped(); err != nil {
-				return err
-			}
+		if err := l.flushPopped(); err != nil { // demoted: its garbage spans go
+			return err
 		}
 		e.list = nil
 	}

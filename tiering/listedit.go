@@ -207,16 +207,6 @@ func (lc *listCache) trimEnds(n, from, to int64) {
 	lc.back.Fill(nb)
 }
 
-// flushPopped deletes the garbage spans of a list held by its ends from
-// which elements were popped (listCache.gc), before an edit that moves its
-// ends or may make it whole.
-func (l *List) flushPopped() error {
-	if !l.e.list.hasPopped() {
-		return nil
-	}
-	return l.deletePopped()
-}
-
 // deleteIndexes deletes the element records at absolute indexes lo..hi-1:
 // point deletes for a few, one range deletion for many.
 func (l *List) deleteIndexes(lo, hi uint64) error {
