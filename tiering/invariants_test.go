@@ -238,6 +238,25 @@ func (v *env) listGarbage(hk string, m *codec.Meta) [2]uint64 {
 	return [2]uint64{m.Head, m.Tail}
 }
 
+// eachListRecord calls fn with the index and value of every stored element
+// record of one version of list key (physical database db), in order.
+func (v *env) eachListRecord(db uint8, key []byte, version uint64, fn func(idx uint64, val []byte)) {
+	v.t.Helper()
+	lo := codec.AppendListPrefix(nil, db, key, version)
+	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		idx, err := codec.ParseListRest(it.Key()[len(lo):])
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		fn(idx, it.Value())
+	}
+}
+
 // listOf reads list hk's element records and checks them against its meta
 // record: exactly one record at each index Head..Tail-1 and Bytes their
 // total length, and no others but in its garbage spans (listGarbage).
@@ -245,30 +264,20 @@ func (v *env) listOf(hk string, m *codec.Meta) []string {
 	v.t.Helper()
 	db, key := hk[0], []byte(hk[1:])
 	gc := v.listGarbage(hk, m)
-	lo := codec.AppendListPrefix(nil, db, key, m.Version)
-	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	defer it.Close()
 	var out []string
 	var size uint64
 	next := m.Head
-	for valid := it.First(); valid; valid = it.Next() {
-		idx, err := codec.ParseListRest(it.Key()[len(lo):])
-		if err != nil {
-			v.t.Fatal(err)
-		}
+	v.eachListRecord(db, key, m.Version, func(idx uint64, val []byte) {
 		if idx < m.Head && idx >= gc[0] || idx >= m.Tail && idx < gc[1] {
-			continue // a popped element's, not deleted yet
+			return // a popped element's, not deleted yet
 		}
 		if idx != next {
 			v.t.Fatalf("list %q: record at index %d, expected %d (head %d tail %d)", key, idx, next, m.Head, m.Tail)
 		}
 		next++
-		out = append(out, string(it.Value()))
-		size += uint64(len(it.Value()))
-	}
+		out = append(out, string(val))
+		size += uint64(len(val))
+	})
 	if next != m.Tail || uint64(len(out)) != m.Count || size != m.Bytes || m.Count == 0 {
 		v.t.Fatalf("list %q: meta counts %d elements %d bytes (head %d tail %d), disk has %d and %d", key, m.Count, m.Bytes, m.Head, m.Tail, len(out), size)
 	}

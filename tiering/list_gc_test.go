@@ -21,22 +21,12 @@ func (v *env) strayListRecords(key string) int {
 		m.Version, m.Head, m.Tail = e.Version, e.Head, e.Tail
 		return nil
 	})
-	lo := codec.AppendListPrefix(nil, v.e.dbmap[0], []byte(key), m.Version)
-	it, err := v.s.NewIter(lo, codec.PrefixEnd(lo))
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	defer it.Close()
 	n := 0
-	for valid := it.First(); valid; valid = it.Next() {
-		idx, err := codec.ParseListRest(it.Key()[len(lo):])
-		if err != nil {
-			v.t.Fatal(err)
-		}
+	v.eachListRecord(v.e.dbmap[0], []byte(key), m.Version, func(idx uint64, _ []byte) {
 		if idx < m.Head || idx >= m.Tail {
 			n++
 		}
-	}
+	})
 	return n
 }
 
@@ -56,11 +46,7 @@ func TestListPopsLeaveRecords(t *testing.T) {
 				if err := l.Push(left, []byte(s)); err != nil {
 					return err
 				}
-				if left {
-					model = append([]string{s}, model...)
-				} else {
-					model = append(model, s)
-				}
+				model = pushModel(model, left, s)
 			}
 			return nil
 		})

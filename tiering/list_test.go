@@ -56,6 +56,15 @@ func (v *env) checkList(key string, want []string) {
 	})
 }
 
+// pushModel pushes s onto the head (left) or the tail of a list's model
+// and returns it.
+func pushModel(want []string, left bool, s string) []string {
+	if left {
+		return append([]string{s}, want...)
+	}
+	return append(want, s)
+}
+
 // popModel pops up to m elements off the head (left) or the tail of a
 // list's model: it returns them in pop order, and the rest.
 func popModel(want []string, left bool, m int64) (popped, rest []string) {
@@ -108,11 +117,7 @@ func TestListsAgainstModel(t *testing.T) {
 					if err := l.Push(left, []byte(e)); err != nil {
 						return err
 					}
-					if left {
-						want = append([]string{e}, want...)
-					} else {
-						want = append(want, e)
-					}
+					want = pushModel(want, left, e)
 				}
 				return nil
 			})

@@ -31,11 +31,7 @@ func listStep(r *rand.Rand, l *List, want []string) ([]string, error) {
 			if err := l.Push(left, []byte(s)); err != nil {
 				return want, err
 			}
-			if left {
-				want = append([]string{s}, want...)
-			} else {
-				want = append(want, s)
-			}
+			want = pushModel(want, left, s)
 		}
 	case op < 80:
 		left := r.IntN(2) == 0
