@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -394,11 +395,16 @@ func (e *Engine) Checkpoint() (int, error) {
 	for i := 0; i < len(pass); i += checkpointChunk {
 		chunk := pass[i:min(i+checkpointChunk, len(pass))]
 		_, err := e.Update(func(tx *Tx) error {
+			touchEntries(chunk)
 			for _, d := range chunk {
-				if d.dirtyAt == 0 || tx.e.hot.m[d.hk] != d {
-					continue // written or gone meanwhile
+				// A dirty entry is in the tier (LRU.leaving cleans one
+				// that leaves; CheckInvariants holds the dirty set to
+				// the tier's dirty entries): one written meanwhile, or
+				// gone, is clean.
+				if d.dirtyAt == 0 {
+					continue
 				}
-				pdb, key := d.hk[0], []byte(d.hk[1:])
+				pdb, key := d.hk[0], unsafe.Slice(unsafe.StringData(d.hk[1:]), len(d.hk)-1)
 				if err := tx.writeMeta(pdb, key, d); err != nil {
 					return err
 				}
@@ -421,6 +427,29 @@ func (e *Engine) Checkpoint() (int, error) {
 	e.Stats.Checkpoints.Add(1)
 	return written, nil
 }
+
+// touchEntries reads the entries' cache lines, then their keys', in loops
+// of independent loads, so that the processor overlaps their cache misses
+// (an entry met one at a time, among many, cost a checkpoint about 0.6 µs
+// of stalls).
+func touchEntries(es []*Entry) {
+	var sink uint32
+	for _, d := range es {
+		sink += uint32(d.Type) + d.dirtyAt
+		if d.list != nil {
+			sink++
+		}
+	}
+	for _, d := range es {
+		if d.dirtyAt != 0 && len(d.hk) > 0 {
+			sink += uint32(d.hk[0])
+		}
+	}
+	touchSink.Store(sink)
+}
+
+// touchSink keeps touchEntries' loads from being optimised away.
+var touchSink atomic.Uint32
 
 // DirtyKeys is how many hot strings' records lag their values (written to
 // the log only).
