@@ -6,9 +6,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/batchrepr"
-
 	"github.com/spillway/spillway/codec"
 )
 
@@ -107,42 +104,6 @@ func (b *Batch) PutMetaLogOnly(db uint8, key []byte, m *codec.Meta) error {
 		return fmt.Errorf("coldstore: put meta (log only): %w", err)
 	}
 	return nil
-}
-
-// applyLogged adds one record of a replayed batch to b: a log-only record
-// becomes the Set or Delete it stands for.
-func applyLogged(b *pebble.Batch, kind pebble.InternalKeyKind, k, v []byte) error {
-	switch kind {
-	case pebble.InternalKeyKindSet:
-		return b.Set(k, v, nil)
-	case pebble.InternalKeyKindDelete:
-		return b.Delete(k, nil)
-	case pebble.InternalKeyKindRangeDelete:
-		return b.DeleteRange(k, v, nil)
-	case pebble.InternalKeyKindLogData:
-		key, value, del, err := parseLogOnly(k)
-		switch {
-		case err != nil:
-			return err
-		case del:
-			return b.Delete(key, nil)
-		}
-		return b.Set(key, value, nil)
-	}
-	return fmt.Errorf("coldstore: unexpected record kind %v in a batch", kind)
-}
-
-// hasLogOnly reports whether the batch repr holds a log-only record.
-func hasLogOnly(repr []byte) (bool, error) {
-	for rd := batchrepr.Read(repr); ; {
-		kind, _, _, ok, err := rd.Next()
-		if err != nil || !ok {
-			return false, err
-		}
-		if kind == pebble.InternalKeyKindLogData {
-			return true, nil
-		}
-	}
 }
 
 // logFloor is the lowest batch number whose frame the log must keep for

@@ -214,7 +214,8 @@ func Open(opts Options) (*Store, error) {
 // cut ZADD and INCR at -P 16 but not SET or HSET, and cost what the
 // budget does not count: the pending buffers are Go heap outside
 // maxmemory's split (peak RSS +240 MB at 64 MB), and a kill -9 leaves up
-// to two windows of log to replay (5.9 s at 64 MB, 0.45 s at 8): README,
+// to two windows of log to replay (5.9 s at 64 MB, 0.45 s at 8, applied
+// batch by batch before the replay coalesced: replay.go): README,
 // "Where the time goes". (The first read after a burst indexed the whole
 // window under the queue's lock then, 0.5 s at 64 MB; the index now
 // follows the window: commitq.go.)
@@ -231,9 +232,9 @@ func segmentBytes(memtable int64) int64 { return min(max(2*memtable, 1<<20), 128
 // openLog replays the write log into Pebble, flushes what it applied and
 // retires the replayed segments.
 func (s *Store) openLog() error {
-	r := replayer{db: s.db}
+	r := replayer{db: s.db, memBytes: int(s.opts.MemTableBytes / 4)}
 	defer r.close()
-	l, err := openLog(filepath.Join(s.opts.Dir, logDirName), segmentBytes(s.opts.MemTableBytes), s.logger, r.add)
+	l, err := openLog(filepath.Join(s.opts.Dir, logDirName), segmentBytes(s.opts.MemTableBytes), s.logger, &r)
 	if err != nil {
 		return err
 	}
@@ -253,7 +254,7 @@ func (s *Store) openLog() error {
 		l.close()
 		return err
 	}
-	s.logger.Info("write log replayed", "batches", r.n)
+	s.logger.Info("write log replayed", "batches", r.n, "records_applied", r.applied, "records_overwritten", r.dropped)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // The write log. Every batch the store commits is appended to it, in commit
@@ -126,13 +128,21 @@ func segments(dir string) ([]uint64, error) {
 	return nums, nil
 }
 
+// logReplay takes a log's replay: every intact batch in order (add), and
+// the end of each segment (endSegment), after which the batches' bytes
+// are released.
+type logReplay interface {
+	add(repr []byte) error
+	endSegment() error
+}
+
 // openLog opens the log in dir (creating it), hands every intact batch it
-// holds to apply in order, and returns the log ready for writing, with the
+// holds to replay in order, and returns the log ready for writing, with the
 // replayed segments still on disk: the caller retires them (retireAll)
-// once what apply wrote is flushed. A torn frame at the end of the last
+// once what replay wrote is flushed. A torn frame at the end of the last
 // segment is cut off; one anywhere else is an error (the log was damaged,
 // not interrupted).
-func openLog(dir string, segBytes int64, logger *slog.Logger, apply func(repr []byte) error) (*wlog, error) {
+func openLog(dir string, segBytes int64, logger *slog.Logger, replay logReplay) (*wlog, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("coldstore: create log directory: %w", err)
 	}
@@ -143,33 +153,27 @@ func openLog(dir string, segBytes int64, logger *slog.Logger, apply func(repr []
 	}
 	var batches, bytes int64
 	for i, num := range nums {
-		data, err := os.ReadFile(l.path(num))
+		data, unmap, err := mapSegment(l.path(num))
 		if err != nil {
 			return nil, fmt.Errorf("coldstore: read log segment %d: %w", num, err)
 		}
-		rest := data
-		for len(rest) > 0 {
-			repr, r, ok := nextFrame(rest)
-			if !ok {
-				break
-			}
-			if err := apply(repr); err != nil {
-				return nil, fmt.Errorf("coldstore: replay log segment %d: %w", num, err)
-			}
-			rest = r
-			batches++
+		n, size, err := replaySegment(data, replay)
+		unmap()
+		if err != nil {
+			return nil, fmt.Errorf("coldstore: replay log segment %d: %w", num, err)
 		}
-		bytes += int64(len(data) - len(rest))
-		if len(rest) > 0 {
+		batches += n
+		bytes += size
+		if torn := int64(len(data)) - size; torn > 0 {
 			if i != len(nums)-1 {
-				return nil, fmt.Errorf("coldstore: log segment %d is damaged at offset %d (not the newest segment)", num, len(data)-len(rest))
+				return nil, fmt.Errorf("coldstore: log segment %d is damaged at offset %d (not the newest segment)", num, size)
 			}
-			logger.Warn("write log ends in a torn frame; cutting it off", "segment", num, "offset", len(data)-len(rest), "bytes", len(rest))
-			if err := os.Truncate(l.path(num), int64(len(data)-len(rest))); err != nil {
+			logger.Warn("write log ends in a torn frame; cutting it off", "segment", num, "offset", size, "bytes", torn)
+			if err := os.Truncate(l.path(num), size); err != nil {
 				return nil, fmt.Errorf("coldstore: cut torn log tail: %w", err)
 			}
 		}
-		l.closed = append(l.closed, closedSegment{num: num, size: int64(len(data) - len(rest))})
+		l.closed = append(l.closed, closedSegment{num: num, size: size})
 		if (i+1)%4 == 0 || i == len(nums)-1 {
 			logger.Info("write log replay", "segments", i+1, "of", len(nums), "batches", batches, "bytes", bytes)
 		}
@@ -182,6 +186,52 @@ func openLog(dir string, segBytes int64, logger *slog.Logger, apply func(repr []
 		return nil, err
 	}
 	return l, nil
+}
+
+// replaySegment hands the intact frames of a segment's bytes to replay,
+// then ends the segment. It returns how many batches it replayed and the
+// length of the frames they took (the segment's, unless its tail is
+// torn).
+func replaySegment(data []byte, replay logReplay) (batches, size int64, err error) {
+	rest := data
+	for len(rest) > 0 {
+		repr, r, ok := nextFrame(rest)
+		if !ok {
+			break
+		}
+		if err := replay.add(repr); err != nil {
+			return batches, 0, err
+		}
+		rest = r
+		batches++
+	}
+	return batches, int64(len(data) - len(rest)), replay.endSegment()
+}
+
+// mapSegment maps the segment at path into memory, read only: a replay
+// reads it once, and a copy (os.ReadFile) cost as much as checking its
+// frames. unmap releases it (the bytes are invalid afterwards).
+func mapSegment(path string) (data []byte, unmap func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Size() == 0 {
+		return nil, func() {}, nil
+	}
+	if st.Size() > math.MaxInt32 {
+		return nil, nil, fmt.Errorf("segment of %d bytes", st.Size())
+	}
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mmap: %w", err)
+	}
+	return data, func() { _ = syscall.Munmap(data) }, nil
 }
 
 // create starts segment num as the one written.
