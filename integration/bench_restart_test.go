@@ -88,7 +88,7 @@ type rstServed struct {
 	pong, get float64
 	ready     float64
 	scan      string  // as rstLogTimes returns it
-	scanSecs  float64 // the startup scan's seconds (0 when there was none)
+	scanSecs  float64 // the key count's seconds before ready (0: none, or in the background)
 }
 
 // String renders the times for logs and notes.
@@ -461,12 +461,13 @@ func rstWaitServed(p *rstProc, t0 time.Time, key, want []byte, n int) (rstServed
 // rstLogRE picks the start-up lines out of Spillway's log: the startup
 // scan's and the whole start's durations, and the line saying that the key
 // counts saved by a graceful shutdown made the scan unnecessary.
-var rstLogRE = regexp.MustCompile(`msg="(startup scan done|spillway ready|key counts restored[^"]*)"(?:.*?(?:elapsed|startup)=(\S+))?`)
+var rstLogRE = regexp.MustCompile(`msg="(key count done|spillway ready|key counts restored[^"]*)"(?:.*?(?:elapsed|startup)=(\S+))?`)
 
 // rstLogTimes returns how Spillway's log at path says the keys were
-// counted ("startup scan N s", "no startup scan (key counts restored)", or
-// "count not logged"), the scan's seconds (0 for none), and the seconds
-// from opening the store until ready (-1 when not logged).
+// counted ("key count N s, in the background" when it ended after ready,
+// "no key count (key counts restored)", or "count not logged"), the
+// count's seconds before ready (0 for none), and the seconds from opening
+// the store until ready (-1 when not logged).
 func rstLogTimes(path string) (scan string, scanSecs, ready float64) {
 	scan, ready = "count not logged", -1
 	f, err := os.Open(path)
@@ -482,17 +483,20 @@ func rstLogTimes(path string) (scan string, scanSecs, ready float64) {
 			continue
 		}
 		if strings.HasPrefix(m[1], "key counts restored") {
-			scan = "no startup scan (key counts restored)"
+			scan = "no key count (key counts restored)"
 			continue
 		}
 		d, err := time.ParseDuration(m[2])
 		if err != nil {
 			continue
 		}
-		if m[1] == "spillway ready" {
+		switch {
+		case m[1] == "spillway ready":
 			ready = d.Seconds()
-		} else {
-			scan, scanSecs = fmt.Sprintf("startup scan %.2f s", d.Seconds()), d.Seconds()
+		case ready >= 0: // logged after ready: it ran while the server served
+			scan = fmt.Sprintf("key count %.2f s, in the background", d.Seconds())
+		default: // a store small enough to count before serving
+			scan, scanSecs = fmt.Sprintf("key count %.2f s", d.Seconds()), d.Seconds()
 		}
 	}
 	return scan, scanSecs, ready

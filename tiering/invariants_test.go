@@ -21,6 +21,7 @@ func (v *env) checkInvariants() {
 	tx := v.e.begin()
 	defer tx.abort()
 	e := v.e
+	e.counted()
 	var keys, exps [256]int64
 	withExpiry := map[string]bool{}
 	metas := map[string]codec.Meta{}

@@ -1,7 +1,9 @@
 package tiering
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/spillway/spillway/codec"
 )
@@ -113,5 +115,118 @@ func TestAllHotShortcutNeverHidesColdKeys(t *testing.T) {
 			}
 		}
 		v.checkInvariants()
+	}
+}
+
+// After a crash (no counts recorded), the keys are counted in the
+// background from a snapshot taken at the start, while commands run: the
+// writes meanwhile (new keys, deletions, expiries set and removed, in
+// several databases) are counted on top of it, what needs exact counts
+// (DBSIZE, FLUSHDB, a graceful Close) finishes the count first, and the
+// shortcuts that trust the counts (all keys hot, an empty database) wait
+// for it.
+func TestKeyCountInTheBackground(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		finish func(v *env) // ends the count, by whatever needs it
+	}{
+		{"DBSIZE", func(v *env) { v.sizes(0) }},
+		{"FLUSHDB", func(v *env) { v.do(func(tx *Tx) error { return tx.FlushDB(2) }) }},
+		{"graceful close", func(v *env) { v.reopen() }},
+		{"background loop", func(v *env) {
+			v.e.mu.Lock()
+			v.e.opts.keyCountNoLoop = false
+			v.e.mu.Unlock()
+			v.e.wg.Add(1)
+			go v.e.countLoop()
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				v.e.mu.Lock()
+				done := v.e.count == nil
+				v.e.mu.Unlock()
+				if done {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the background count did not end")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := defaultOpts()
+			o.keyCountSync, o.keyCountNoLoop = 7, true
+			v := newEnv(t, o)
+			for i := range 120 {
+				var at int64
+				if i%4 == 0 {
+					at = v.now() + 3_600_000
+				}
+				v.set(i%3, fmt.Sprint("k", i), "v", at)
+			}
+			v.crash()
+			if v.e.count == nil || v.e.countsRestored {
+				t.Fatal("the start after a crash did not leave a count running")
+			}
+			// Every key is cold and the counts hold no key yet: reads
+			// must not take the all-hot shortcut.
+			if got, ok := v.get(2, "k5"); !ok || got != "v" {
+				t.Fatalf("k5 = %q (found %v) while counting", got, ok)
+			}
+			// Meanwhile: 5 new keys in db 0 (one with an expiry), one
+			// overwrite, 3 deletions and an expiry removed in db 1, an
+			// expiry set in db 2.
+			for i := range 5 {
+				var at int64
+				if i == 0 {
+					at = v.now() + 3_600_000
+				}
+				v.set(0, fmt.Sprint("new", i), "v", at)
+			}
+			v.set(0, "k3", "again", 0)
+			later := v.now() + 60_000
+			v.do(func(tx *Tx) error {
+				for _, k := range []string{"k1", "k4", "k7"} {
+					if _, err := tx.Delete(1, []byte(k)); err != nil {
+						return err
+					}
+				}
+				if _, err := tx.SetExpire(1, []byte("k16"), 0); err != nil {
+					return err
+				}
+				_, err := tx.SetExpire(2, []byte("k2"), later)
+				return err
+			})
+			if v.e.count == nil {
+				t.Fatal("a write finished the count")
+			}
+			v.do(func(tx *Tx) error {
+				if tx.allHot(tx.pdb(0)) {
+					t.Error("all-hot shortcut taken while counting")
+				}
+				k, err := tx.RandomKey(1)
+				if err == nil && k == nil {
+					t.Error("RANDOMKEY found db 1 empty while counting")
+				}
+				return err
+			})
+			if v.e.count == nil {
+				t.Fatal("RANDOMKEY finished the count")
+			}
+			tc.finish(v)
+			if v.e.count != nil {
+				t.Fatal("the count still runs")
+			}
+			want := [3][2]int64{{40 + 5, 10 + 1}, {40 - 3, 10 - 1 - 1}, {40, 10 + 1}} // keys, expires
+			if tc.name == "FLUSHDB" {
+				want[2] = [2]int64{}
+			}
+			for db, w := range want {
+				if n, x := v.sizes(db); n != w[0] || x != w[1] {
+					t.Errorf("db %d: %d keys, %d with an expiry; want %d and %d", db, n, x, w[0], w[1])
+				}
+			}
+			v.checkInvariants() // the counters equal a scan of the store
+		})
 	}
 }

@@ -111,7 +111,7 @@ func (tx *Tx) Keys(db int, match func([]byte) bool) ([][]byte, error) {
 // RandomKey returns a random live key of db, or nil if it has none.
 func (tx *Tx) RandomKey(db int) ([]byte, error) {
 	pdb := tx.pdb(db)
-	if tx.DBSize(db) == 0 {
+	if tx.e.count == nil && tx.DBSize(db) == 0 { // no shortcut while keys are counted
 		return nil, nil
 	}
 	lo := []byte{codec.NSMeta, pdb}

@@ -51,6 +51,7 @@ func (tx *Tx) Snapshot() (*Snapshot, error) {
 		a, b := tx.swaps[i][0], tx.swaps[i][1]
 		s.dbmap[a], s.dbmap[b] = s.dbmap[b], s.dbmap[a]
 	}
+	e.counted()
 	for db := range n {
 		s.keys[db] = e.keys[s.dbmap[db]]
 		s.exps[db] = e.exps[s.dbmap[db]]

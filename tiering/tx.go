@@ -180,7 +180,7 @@ func (tx *Tx) abortHeld() {
 // mirror stored meta records (write-through), so equal counts mean the
 // same set of keys.
 func (tx *Tx) allHot(pdb uint8) bool {
-	return tx.e.hot.LenDB(pdb) == tx.e.keys[pdb]+tx.keyDelta[pdb]
+	return tx.e.count == nil && tx.e.hot.LenDB(pdb) == tx.e.keys[pdb]+tx.keyDelta[pdb]
 }
 
 func (tx *Tx) resetDeltas() {
@@ -703,12 +703,14 @@ func (tx *Tx) SetIdleMillis(db int, key []byte, ms int64) (bool, error) {
 // but were not yet swept included, as Redis counts them).
 func (tx *Tx) DBSize(db int) int64 {
 	pdb := tx.pdb(db)
+	tx.e.counted()
 	return tx.e.keys[pdb] + tx.keyDelta[pdb]
 }
 
 // Expires returns the number of keys with an expiry in db.
 func (tx *Tx) Expires(db int) int64 {
 	pdb := tx.pdb(db)
+	tx.e.counted()
 	return tx.e.exps[pdb] + tx.expDelta[pdb]
 }
 
@@ -744,6 +746,7 @@ func (tx *Tx) flushPhysical(pdb uint8) error {
 	}
 	// Expiry index entries of the flushed keys are left for the sweeper,
 	// which drops entries whose key no longer carries that expiry.
+	tx.e.counted()
 	tx.addKeys(pdb, -(tx.e.keys[pdb] + tx.keyDelta[pdb]))
 	tx.addExps(pdb, -(tx.e.exps[pdb] + tx.expDelta[pdb]))
 	return nil

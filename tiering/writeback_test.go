@@ -26,6 +26,9 @@ func (v *env) crash() {
 	v.listLeaks = true
 	close(v.e.stop)
 	v.e.wg.Wait()
+	if c := v.e.count; c != nil {
+		c.release() // a kill -9 leaves no iterator open
+	}
 	if err := v.s.CrashForTest(); err != nil {
 		v.t.Fatal(err)
 	}

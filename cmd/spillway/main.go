@@ -285,7 +285,8 @@ func run(args []string) error {
 	rdbPath := ""
 	if name, _ := cfg.Value("dbfilename"); !upstreamMode {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			if engine.KeysOnDisk() == 0 {
+			// (A key count still running means the start found keys.)
+			if !engine.Counting() && engine.KeysOnDisk() == 0 {
 				rdbPath = filepath.Join(dir, name)
 				srv.SetLoading(true)
 			} else {
@@ -298,6 +299,12 @@ func run(args []string) error {
 		cold.Close()
 		return err
 	}
+	// Not waiting for a key count running in the background (its own
+	// line reports it).
+	var keysOnDisk any = "counting"
+	if !engine.Counting() {
+		keysOnDisk = engine.KeysOnDisk()
+	}
 	log.Info("spillway ready",
 		"version", server.Version,
 		"mode", mode,
@@ -308,7 +315,7 @@ func run(args []string) error {
 		"block_cache", b.cache,
 		"memtable", b.memtable,
 		"appendfsync", fsync.String(),
-		"keys_on_disk", engine.KeysOnDisk(),
+		"keys_on_disk", keysOnDisk,
 		"gomaxprocs", runtime.GOMAXPROCS(0),
 		"startup", time.Since(start).Round(time.Millisecond))
 
