@@ -369,3 +369,52 @@ func TestLongHeadline300kKeys(t *testing.T) {
 	checkValues(t, c, "hl:", n, size, 1000)
 	checkValues(t, c, "hl2:", 1000, size, 1000)
 }
+
+// TestKill9KeyCountInTheBackground: after kill -9, a store of more keys
+// than the start counts before serving (65,536) is counted in the
+// background; commands are served meanwhile, the writes made while it
+// runs are counted on top of it, and DBSIZE and INFO keyspace are exact.
+func TestKill9KeyCountInTheBackground(t *testing.T) {
+	const n, expiring = 100_000, 1000
+	s := harness.StartSpillway(t, "", "--maxmemory", "16mb")
+	c := s.Conn(t)
+	c.Timeout = time.Minute
+	loadValues(t, c, "kc:", n, 8, 10_000)
+	pipe(t, c, expiring, 500, func(i int) []string { return []string{"EXPIRE", "kc:" + strconv.Itoa(i), "3600"} },
+		func(i int, r harness.Reply) error {
+			if r.Type != ':' || r.Int != 1 {
+				return fmt.Errorf("EXPIRE kc:%d = %s", i, r.String())
+			}
+			return nil
+		})
+	time.Sleep(100 * time.Millisecond) // the log writer's last gathering is written (a kill -9 of the process loses only that)
+	s.Kill9()
+	s.Restart()
+	c = s.Conn(t)
+	c.Timeout = time.Minute
+	// At once: reads, 10 new keys, 5 deletions (of keys with an expiry).
+	checkValues(t, c, "kc:", 100, 8, 100)
+	for i := range 10 {
+		if r := c.Do("SET", "kc:new:"+strconv.Itoa(i), "v"); r.Str != "OK" {
+			t.Fatalf("SET after the restart = %s", r.String())
+		}
+	}
+	if r := c.Do("DEL", "kc:0", "kc:1", "kc:2", "kc:3", "kc:4"); r.Int != 5 {
+		t.Fatalf("DEL after the restart = %s", r.String())
+	}
+	if got, want := dbsize(t, c), int64(n+10-5); got != want {
+		t.Errorf("DBSIZE after kill -9 and writes = %d, want %d", got, want)
+	}
+	info := c.Do("INFO", "keyspace").Str
+	if want := fmt.Sprintf("db0:keys=%d,expires=%d,", n+10-5, expiring-5); !strings.Contains(info, want) {
+		t.Errorf("INFO keyspace = %q, want %q", info, want)
+	}
+	log, err := os.ReadFile(s.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := string(log[strings.LastIndex(string(log), "=== harness: starting"):])
+	if !strings.Contains(last, "counting the keys on disk in the background") {
+		t.Errorf("the restart did not count in the background; its log:\n%s", harness.Trunc(last, 4<<10))
+	}
+}
