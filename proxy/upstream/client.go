@@ -464,6 +464,17 @@ func (c *client) upForwardUnknown(args [][]byte) {
 // so: cold keys are reloaded, or the command is answered from the cold
 // store (metadata commands, and reads the promotion policy keeps cold).
 func (c *client) upForward(cmd *cmdtable.Command, args [][]byte) {
+	c.upForwardWith(cmd, args, -1, 0)
+}
+
+// upForwardWith is upForward for a command that also names a key of
+// another database (COPY's destination with DB, MOVE's key in the target
+// database): args[pos] in database db (none when db < 0) is reloaded too,
+// and found not cold under the gate as the command's own keys are, so
+// that the demoter cannot move it back between its reload and the
+// command (COPY then found no destination and copied: 1 where Redis
+// answers 0, and the key had two values).
+func (c *client) upForwardWith(cmd *cmdtable.Command, args [][]byte, db, pos int) {
 	if c.f.demoter.Throttling() && cmd.Is(cmdtable.FlagDenyOOM) {
 		c.flushForwards()
 		c.f.demoter.Throttle(time.Second)
@@ -473,6 +484,13 @@ func (c *client) upForward(cmd *cmdtable.Command, args [][]byte) {
 	keysFound := false
 	for attempt := 0; attempt < 50; attempt++ {
 		c.enterGate()
+		if db >= 0 && c.f.index(db).Has(codec.KeyHash(args[pos])) {
+			c.flushForwards() // and leave the gate: the reload waits for it
+			if !c.prepareKeys(db, args, []int{pos}, false) {
+				return
+			}
+			continue
+		}
 		cold := false
 		if idx.Len() > 0 {
 			// The keys are only looked for when some key is cold at all.

@@ -501,9 +501,8 @@ func upCopy(c *client, args [][]byte) {
 			continue
 		}
 		if db, ok := cstr.ParseInt(args[i+1]); ok && db >= 0 && db < int64(c.f.engine.Databases()) {
-			if !c.prepareKeys(int(db), args, []int{2}, false) {
-				return
-			}
+			c.upForwardWith(cmd, args, int(db), 2)
+			return
 		}
 		break
 	}
@@ -513,14 +512,13 @@ func upCopy(c *client, args [][]byte) {
 // upMove reloads the key in the target database too, so that MOVE finds
 // it there as Redis would.
 func upMove(c *client, args [][]byte) {
-	if db, ok := cstr.ParseInt(args[2]); ok && db >= 0 && db < int64(c.f.engine.Databases()) && !c.inMulti {
-		if !c.prepareKeys(int(db), args, []int{1}, false) {
-			return
-		}
-	}
 	cmd := cmdtable.LookupFullName([]byte("move"))
 	if c.inMulti {
 		c.upQueue(cmd, args)
+		return
+	}
+	if db, ok := cstr.ParseInt(args[2]); ok && db >= 0 && db < int64(c.f.engine.Databases()) {
+		c.upForwardWith(cmd, args, int(db), 1)
 		return
 	}
 	c.upForward(cmd, args)
