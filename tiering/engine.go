@@ -161,8 +161,10 @@ type Engine struct {
 	// the record instead of scanning (for tests).
 	countsRestored bool
 	// count is the key count running in the background since the start
-	// (nil when none runs: the counts are exact): see keyCount.
-	count *keyCount
+	// (nil when none runs: the counts are exact): see keyCount. countFailed:
+	// it failed, so the counts are wrong and not recorded at Close.
+	count       *keyCount
+	countFailed bool
 }
 
 // Open builds the engine over an open cold store: it loads the database map
@@ -237,6 +239,10 @@ func (e *Engine) saveKeyCounts() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.counted() // a count still running is finished, so that the next start needs none
+	if e.countFailed {
+		e.opts.Logger.Warn("the key counts are not recorded: the key count failed; the next start counts again")
+		return
+	}
 	seq, err := e.cold.SetSync(codec.AppendSystemKey(nil, codec.SysKeyCounts), codec.AppendKeyCounts(nil, e.keys, e.exps))
 	if err == nil {
 		_, err = e.cold.SetSync(codec.AppendSystemKey(nil, codec.SysKeyCountsSeq), codec.AppendUint64Value(nil, seq))
@@ -341,7 +347,7 @@ func (e *Engine) loadDBMap() error {
 // the engine serves meanwhile. Until the count is merged, Engine.keys and
 // exps hold only what committed transactions added or removed since (as
 // they always do: the deltas), which may be negative; the count's totals
-// are added to them when it ends (merge). Whatever needs exact counts
+// are added to them when it ends (Engine.counted). Whatever needs exact counts
 // (DBSIZE, INFO's keyspace, FLUSHDB, a snapshot) calls Engine.counted
 // under the lock, which finishes the count there and then; the all-hot
 // shortcut and RANDOMKEY's empty check just skip theirs meanwhile.
@@ -384,15 +390,13 @@ func (e *Engine) startCount() error {
 	c := &keyCount{snap: snap, it: it, start: time.Now()}
 	c.valid = it.First()
 	e.count = c
+	// Not shared yet: neither lock is needed.
 	if !c.step(cmp.Or(e.opts.keyCountSync, keyCountSync)) {
 		e.opts.Logger.Info("counting the keys on disk in the background", "counted", c.n)
 		return nil
 	}
 	e.counted() // a small store: counted at once
-	if c.err != nil {
-		return c.err
-	}
-	return nil
+	return c.err
 }
 
 // step counts up to max records (all when max <= 0) and reports whether
@@ -488,6 +492,7 @@ func (e *Engine) counted() {
 	e.count = nil
 	c.release()
 	if c.err != nil {
+		e.countFailed = true
 		e.opts.Logger.Error("the key count failed: DBSIZE and INFO keyspace are wrong until a restart", "err", c.err)
 		return
 	}

@@ -230,3 +230,35 @@ func TestKeyCountInTheBackground(t *testing.T) {
 		})
 	}
 }
+
+// A key count that fails in the background (an unreadable meta record)
+// leaves the server running, and a graceful Close then records no counts:
+// the next start counts again rather than trusting wrong ones.
+func TestKeyCountFailureRecordsNoCounts(t *testing.T) {
+	o := defaultOpts()
+	o.keyCountSync, o.keyCountNoLoop = 1, true
+	v := newEnv(t, o)
+	for i := range 20 {
+		v.set(0, fmt.Sprint("k", i), "v", 0)
+	}
+	b := v.s.NewBatch()
+	// Physical database 255 sorts after every key of database 0.
+	if err := b.Set(codec.AppendMetaKey(nil, 255, []byte("bad")), []byte{0xff, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	v.crash()
+	if v.e.count == nil {
+		t.Fatal("no count running after the crash")
+	}
+	v.sizes(0) // finishes it: it fails on the bad record
+	if !v.e.countFailed {
+		t.Fatal("the count did not fail")
+	}
+	v.e.Close()
+	if _, found, err := v.s.Get(codec.AppendSystemKey(nil, codec.SysKeyCounts), nil); err != nil || found {
+		t.Fatalf("counts recorded after a failed count (found %v, %v)", found, err)
+	}
+}
