@@ -1,11 +1,8 @@
 package coldstore
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -44,26 +41,6 @@ type replayer struct {
 	run    []pointRec
 	last   map[string]int32
 	order  []keyOrder
-}
-
-// keyOrder sorts a record of the run by its key's first 8 bytes (big
-// endian, zero-padded), then by the whole key: a comparison of records
-// scattered over a segment of tens of megabytes costs two cache misses,
-// and meta keys (a namespace, a database and the key's hash first) and
-// data keys (a namespace and a version first) differ within 8 bytes but
-// for a structure's own records.
-type keyOrder struct {
-	prefix uint64
-	i      int32
-}
-
-func keyPrefix(k []byte) uint64 {
-	if len(k) >= 8 {
-		return binary.BigEndian.Uint64(k)
-	}
-	var b [8]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:])
 }
 
 // replayRunMax is how many distinct keys a replay window holds before it
@@ -142,17 +119,7 @@ func (r *replayer) applyRun() error {
 	if len(r.run) == 0 {
 		return nil
 	}
-	r.order = r.order[:0]
-	for i := range r.run {
-		r.order = append(r.order, keyOrder{prefix: keyPrefix(r.run[i].k), i: int32(i)})
-	}
-	// One record a key: no ties.
-	slices.SortFunc(r.order, func(x, y keyOrder) int {
-		if c := cmp.Compare(x.prefix, y.prefix); c != 0 {
-			return c
-		}
-		return bytes.Compare(r.run[x.i].k, r.run[y.i].k)
-	})
+	r.order = sortRun(r.order, r.run)
 	b := r.batch()
 	var err error
 	for _, o := range r.order {
