@@ -72,7 +72,7 @@ func (b *Batch) GetMeta(db uint8, key []byte, m *codec.Meta, buf []byte) ([]byte
 	if err != nil {
 		return buf, false, err
 	}
-	buf, found, err := b.s.readPoint(g, b.kbuf, buf, b, false)
+	buf, found, err := b.s.readMeta(g, b.kbuf, buf, b)
 	if err != nil || !found {
 		return buf, false, err
 	}
@@ -301,7 +301,7 @@ func (b *Batch) ownState(key []byte, h uint64) pendingState {
 // GetMeta reads key's committed meta record into buf; m aliases buf.
 func (s *Store) GetMeta(db uint8, key []byte, m *codec.Meta, kbuf, buf []byte) ([]byte, []byte, bool, error) {
 	kbuf = codec.AppendMetaKey(kbuf[:0], db, key)
-	buf, found, err := s.readPoint(s.db, kbuf, buf, nil, false)
+	buf, found, err := s.readMeta(s.db, kbuf, buf, nil)
 	if err != nil || !found {
 		return kbuf, buf, false, err
 	}
