@@ -2,8 +2,8 @@ package coldstore
 
 import "sync/atomic"
 
-// lookupMix picks how meta records are read, from what recent lookups
-// found. Pebble's Get skips the bloom filters of the last level (L6, where
+// lookupMix picks how point lookups of one kind (meta records; fields and
+// members of collections) are read, from what recent ones found. Pebble's Get skips the bloom filters of the last level (L6, where
 // most records live), assuming a lookup finds its key: a key that is not
 // there costs a data block read and its decompression. A probe
 // (probeInto: an iterator with every level's filters) answers most misses
@@ -45,11 +45,34 @@ func (m *lookupMix) note(found bool) {
 }
 
 // readMeta is readPoint for a meta record, by Get or by probe as the recent
-// lookups say (lookupMix).
+// meta lookups say.
 func (s *Store) readMeta(g getter, key, buf []byte, own *Batch) ([]byte, bool, error) {
-	buf, found, err := s.readPoint(g, key, buf, own, s.metaMix.probing())
+	return s.readMixed(&s.metaMix, g, key, buf, own)
+}
+
+// GetField reads the record of a collection's field or member (an encoded
+// data key), as Get does, but by Get or by probe as the recent field reads
+// say: HGET, HEXISTS, SISMEMBER, ZSCORE of cold collections, whose member
+// may well be absent (a membership test mostly answered no).
+func (s *Store) GetField(key, buf []byte) ([]byte, bool, error) {
+	return s.readMixed(&s.fieldMix, s.db, key, buf, nil)
+}
+
+// GetField is Store.GetField seeing this batch.
+func (b *Batch) GetField(key, buf []byte) ([]byte, bool, error) {
+	g, err := b.getter()
+	if err != nil {
+		return buf, false, err
+	}
+	return b.s.readMixed(&b.s.fieldMix, g, key, buf, b)
+}
+
+// readMixed is readPoint by Get or by probe as m says, noting what it found
+// in m.
+func (s *Store) readMixed(m *lookupMix, g getter, key, buf []byte, own *Batch) ([]byte, bool, error) {
+	buf, found, err := s.readPoint(g, key, buf, own, m.probing())
 	if err == nil {
-		s.metaMix.note(found)
+		m.note(found)
 	}
 	return buf, found, err
 }

@@ -107,6 +107,7 @@ type Store struct {
 	iterPoints atomic.Int64 // internal points visited by closed iterators
 	readLat    readLatency  // point lookups' durations (see ReadLatency)
 	metaMix    lookupMix    // Get or probe for meta records (lookupmix.go)
+	fieldMix   lookupMix    // and for fields and members (GetField)
 
 	// q orders the engine's committed batches until they are applied
 	// (commitq.go); log is their durability record (wlog.go); app applies

@@ -171,7 +171,7 @@ func (e *Engine) ReadColdField(p ColdProbe, key, field []byte, b *ColdBuffers) (
 		return read, nil, false, err
 	}
 	b.fkey = codec.AppendFieldKey(b.fkey[:0], p.pdb, key, read.Version, field)
-	b.fval, found, err = e.cold.Get(b.fkey, b.fval)
+	b.fval, found, err = e.cold.GetField(b.fkey, b.fval)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("tiering: read field of %q: %w", key, err)
 	}

@@ -148,12 +148,13 @@ func (c *Coll) probe(field []byte) ([]byte, bool, error) {
 }
 
 // readStored reads field's record from the store, probing (ProbeData)
-// when a miss is likely.
+// when a miss is likely, else as the store's recent field reads say
+// (GetField).
 func (c *Coll) readStored(field []byte, probe bool) ([]byte, bool, error) {
 	if c.created {
 		return nil, false, nil
 	}
-	read := c.tx.batch.GetData
+	read := c.tx.batch.GetField
 	if probe {
 		read = c.tx.batch.ProbeData
 	}

@@ -190,12 +190,13 @@ func (z *ZSet) Score(member []byte) (float64, bool, error) {
 }
 
 // storedScore reads member's record; probe (for writes, whose member is
-// often new) lets the store rule a missing one out by its bloom filters.
+// often new) lets the store rule a missing one out by its bloom filters,
+// and reads follow the store's recent field reads (GetField).
 func (z *ZSet) storedScore(member []byte, probe bool) (float64, bool, error) {
 	if z.created {
 		return 0, false, nil
 	}
-	read := z.tx.batch.GetData
+	read := z.tx.batch.GetField
 	if probe {
 		read = z.tx.batch.ProbeData
 	}
