@@ -127,7 +127,7 @@ func (a *applier) applyFrames(frames []byte, ix *pendIndex, seed maphash.Seed) e
 	coalesce := n >= coalesceMin || ix != nil
 	if coalesce && ix == nil {
 		a.ix.reset()
-		a.ix.catchUp(frames, seed)
+		a.ix.catchUp(frames, nil, seed) // no record known to create its key
 		ix = &a.ix
 	}
 	if a.b == nil {

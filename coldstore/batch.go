@@ -24,6 +24,9 @@ type Batch struct {
 	// deletion's whole span included: the queue tells an iterator that
 	// no pending record can touch it from them alone (waitRange).
 	ns uint8
+	// born has the offsets in b's representation of the records written
+	// by SetNew, in order.
+	born []int32
 }
 
 // NewBatch returns an empty batch.
@@ -158,6 +161,21 @@ func (b *Batch) Set(key, value []byte) error {
 	return nil
 }
 
+// SetNew is Set of a key the store does not hold: no record of it is in
+// Pebble, pending, or earlier in this batch, or the last of them deletes
+// it (a data record of a member, field or index entry its structure does
+// not have). The caller's promise lets an application round drop the
+// record and its deletion altogether when both are in the round
+// (pendIndex.add); breaking it would resurrect the key's older record.
+func (b *Batch) SetNew(key, value []byte) error {
+	off := b.batch().Len()
+	if err := b.Set(key, value); err != nil {
+		return err
+	}
+	b.born = append(b.born, int32(off))
+	return nil
+}
+
 // Delete deletes a raw (already encoded) record.
 func (b *Batch) Delete(key []byte) error {
 	b.ns |= keyNs(key)
@@ -241,8 +259,8 @@ func (p Pending) Wait() error {
 // policies it is zero. The Batch is empty and reusable afterwards,
 // whatever the outcome.
 func (b *Batch) Enqueue() (Pending, error) {
-	pb, ns := b.b, b.ns
-	b.b, b.ns = nil, 0
+	pb, ns, born := b.b, b.ns, b.born
+	b.b, b.ns, b.born = nil, 0, b.born[:0]
 	if pb == nil {
 		return Pending{}, nil
 	}
@@ -251,7 +269,7 @@ func (b *Batch) Enqueue() (Pending, error) {
 		return Pending{}, nil
 	}
 	b.ix.reset()
-	n, err := b.s.q.enqueue(pb, ns)
+	n, err := b.s.q.enqueue(pb, ns, born)
 	if err != nil {
 		return Pending{}, err
 	}
@@ -278,7 +296,7 @@ func (b *Batch) Abort() {
 		b.b.Close()
 		b.b = nil
 	}
-	b.ns = 0
+	b.ns, b.born = 0, b.born[:0]
 	b.ix.reset()
 }
 
@@ -359,7 +377,7 @@ func (s *Store) Reclaim(limit int) (int, error) {
 	// replayed after a crash, in their place in the order.
 	pb := b
 	b = s.db.NewBatch() // closed by the defer; enqueue closes pb
-	if _, err := s.q.enqueue(pb, nsBitData|nsBitGarbage); err != nil {
+	if _, err := s.q.enqueue(pb, nsBitData|nsBitGarbage, nil); err != nil {
 		return 0, fmt.Errorf("coldstore: reclaim commit: %w", err)
 	}
 	if err := s.q.drain(false); err != nil {

@@ -84,6 +84,11 @@ type commitQueue struct {
 	ixMu               sync.Mutex
 	pendIx, applyingIx pendIndex
 	applyingBuf        []byte
+	// pendBorn and applyingBorn (under mu, swapped with their buffers)
+	// are the offsets in pend and in applyingBuf of the records that
+	// create their key (Batch.SetNew), in order: only appended to, as the
+	// buffers, so a snapshot taken under mu stays valid.
+	pendBorn, applyingBorn []int32
 	// ixKickedAt is len(pend) when the indexer was last kicked (under
 	// mu); wantStructs (under ixMu): an iterator inside a structure
 	// asked for the structures' index once, so the indexer keeps it too.
@@ -196,7 +201,7 @@ func nsSpan(lower, upper []byte) uint8 {
 // indexed later, by the indexer: catchUpIndex); ns has the namespace bits
 // of its records (Batch.ns). It returns the batch's number, or the sticky
 // error.
-func (q *commitQueue) enqueue(pb *pebble.Batch, ns uint8) (uint64, error) {
+func (q *commitQueue) enqueue(pb *pebble.Batch, ns uint8, born []int32) (uint64, error) {
 	defer pb.Close()
 	repr := pb.Repr()
 	q.mu.Lock()
@@ -211,6 +216,10 @@ func (q *commitQueue) enqueue(pb *pebble.Batch, ns uint8) (uint64, error) {
 		// round's worth, 8% of a SET's CPU at -P 16 when the applier
 		// lagged). Pages not written to take no memory.
 		q.pend = make([]byte, 0, 4*q.applyBytes+q.applyBytes/4)
+	}
+	base := int32(len(q.pend) + frameHeader)
+	for _, off := range born {
+		q.pendBorn = append(q.pendBorn, base+off)
 	}
 	q.pend = appendFrame(q.pend, repr)
 	q.pendNs |= ns
@@ -325,13 +334,17 @@ func (q *commitQueue) round() error {
 	q.pend, q.written, q.spare = q.spare[:0], 0, nil
 	q.pendIx, q.applyingIx = q.applyingIx, q.pendIx // the old applyingIx is reset
 	q.applyingBuf = take
+	// The previous round's born offsets are reused: no reader holds them
+	// (a snapshot is used under ixMu).
+	takeBorn := q.pendBorn
+	q.applyingBorn, q.pendBorn = takeBorn, q.applyingBorn[:0]
 	q.applyingNs, q.pendNs = q.pendNs, 0
 	q.ixKickedAt = 0
 	q.mu.Unlock()
 	// The round coalesces with the index the indexer kept of its buffer,
 	// completed here (the last chunk at most), so that readers of the
 	// round's keys find it whole too; an odd buffer gets its own.
-	q.catchUpAll(&q.applyingIx, take)
+	q.catchUpAll(&q.applyingIx, take, takeBorn)
 	var index *pendIndex
 	if !q.applyingIx.odd {
 		index = &q.applyingIx
@@ -403,11 +416,11 @@ func (q *commitQueue) lookup(key []byte, h uint64, buf []byte) ([]byte, pendingS
 	if err != nil {
 		return buf, pendingUnknown
 	}
-	q.pendIx.catchUp(pend, q.seed)
-	v, st := q.pendIx.find(pend, key, h)
-	if st == notPending && applying != nil {
-		q.applyingIx.catchUp(applying, q.seed)
-		v, st = q.applyingIx.find(applying, key, h)
+	q.pendIx.catchUp(pend.b, pend.born, q.seed)
+	v, st := q.pendIx.find(pend.b, key, h)
+	if st == notPending && applying.b != nil {
+		q.applyingIx.catchUp(applying.b, applying.born, q.seed)
+		v, st = q.applyingIx.find(applying.b, key, h)
 	}
 	if st == pendingSet {
 		return append(buf[:0], v...), st
@@ -433,8 +446,8 @@ func (q *commitQueue) waitRange(lower, upper []byte) error {
 	}
 	q.ixMu.Lock()
 	pend, applying, err := q.buffers()
-	hit := err != nil || q.pendIx.touches(pend, lower, upper, span, q.seed, &q.wantStructs) ||
-		applying != nil && q.applyingIx.touches(applying, lower, upper, span, q.seed, &q.wantStructs)
+	hit := err != nil || q.pendIx.touches(pend.b, lower, upper, span, q.seed, &q.wantStructs) ||
+		applying.b != nil && q.applyingIx.touches(applying.b, lower, upper, span, q.seed, &q.wantStructs)
 	q.ixMu.Unlock()
 	if !hit {
 		return nil
@@ -445,10 +458,16 @@ func (q *commitQueue) waitRange(lower, upper []byte) error {
 // buffers returns the pending buffer, the buffer of the round being
 // applied (nil when none is) and the sticky error, as they are now. The
 // caller holds ixMu, so neither buffer is swapped until it releases it.
-func (q *commitQueue) buffers() (pend, applying []byte, err error) {
+func (q *commitQueue) buffers() (pend, applying queuedBuf, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.pend, q.applyingBuf, q.err
+	return queuedBuf{q.pend, q.pendBorn}, queuedBuf{q.applyingBuf, q.applyingBorn}, q.err
+}
+
+// queuedBuf is a snapshot of a buffer of frames and of its born offsets.
+type queuedBuf struct {
+	b    []byte
+	born []int32
 }
 
 // catchUpIndex indexes what was queued since the last catch-up (the
@@ -461,14 +480,14 @@ func (q *commitQueue) catchUpIndex() {
 	if err != nil {
 		return
 	}
-	q.catchUpAll(&q.pendIx, pend)
+	q.catchUpAll(&q.pendIx, pend.b, pend.born)
 }
 
 // catchUpAll catches ix, the index of buf, up with it: the point keys,
 // the namespaces, and the structures once an iterator asked for them
 // (wantStructs). The caller holds ixMu.
-func (q *commitQueue) catchUpAll(ix *pendIndex, buf []byte) {
-	ix.catchUp(buf, q.seed)
+func (q *commitQueue) catchUpAll(ix *pendIndex, buf []byte, born []int32) {
+	ix.catchUp(buf, born, q.seed)
 	ix.catchUpSpans(buf)
 	if q.wantStructs {
 		ix.catchUpStructs(buf, q.seed)

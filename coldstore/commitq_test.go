@@ -182,7 +182,7 @@ func TestKeyTable(t *testing.T) {
 	want := map[uint64]int{}
 	for i := range 1000 {
 		h := uint64(i%300) << 20 // equal low bits: long probe chains
-		if _, ok := kt.put(h, i, i); ok != (want[h] != 0 || (h == 0 && i >= 300)) {
+		if _, _, ok := kt.put(h, i, i, false); ok != (want[h] != 0 || (h == 0 && i >= 300)) {
 			t.Fatalf("put %d: replaced %v", i, ok)
 		}
 		want[h] = i
@@ -213,7 +213,7 @@ func TestKeyTable(t *testing.T) {
 	}
 	// Make a's hash lead to b's record, as a collision would.
 	loc, _ := ix.keys.get(hb)
-	ix.keys.put(ha, loc.off, loc.rec)
+	ix.keys.put(ha, loc.off, loc.rec, false)
 	if _, st := ix.find(repr, []byte("a"), ha); st != pendingUnknown {
 		t.Fatalf("find a after a collision = %v, want pendingUnknown", st)
 	}

@@ -36,6 +36,9 @@ type pendIndex struct {
 	ranges []int
 	// indexed is how much of the buffer is indexed, in bytes.
 	indexed int
+	// bornAt is how many of the buffer's born offsets (the records that
+	// create their key: Batch.SetNew) the indexed part holds.
+	bornAt int
 	// odd: a record of an unexpected kind or a malformed one was seen;
 	// every answer is then pendingUnknown.
 	odd bool
@@ -70,7 +73,7 @@ func (ix *pendIndex) reset() {
 	ix.keys.reset()
 	clear(ix.dropped[:min(len(ix.dropped), (ix.records+63)/64)])
 	ix.ranges = ix.ranges[:0]
-	ix.indexed, ix.odd, ix.records = 0, false, 0
+	ix.indexed, ix.odd, ix.records, ix.bornAt = 0, false, 0, 0
 	ix.spanNs, ix.spanRanges, ix.spanOdd, ix.spanIndexed = 0, ix.spanRanges[:0], false, 0
 	ix.structs.reset()
 	ix.spans = ix.spans[:0]
@@ -84,10 +87,11 @@ func (ix *pendIndex) isDropped(i int) bool {
 }
 
 // catchUp indexes the frames of buf (a run of frames, wlog.go) after the
-// part already indexed.
-func (ix *pendIndex) catchUp(buf []byte, seed maphash.Seed) {
+// part already indexed. born has the offsets in buf of the records that
+// create their key (Batch.SetNew), in order (nil: none is known to).
+func (ix *pendIndex) catchUp(buf []byte, born []int32, seed maphash.Seed) {
 	if !eachFrame(buf, &ix.indexed, func(start, end int) bool {
-		ix.add(buf, start, end, seed)
+		ix.add(buf, born, start, end, seed)
 		return true
 	}) {
 		ix.odd = true
@@ -123,12 +127,22 @@ func (ix *pendIndex) catchUpBatch(repr []byte, seed maphash.Seed) {
 	if ix.indexed >= len(repr) {
 		return
 	}
-	ix.add(repr, ix.indexed, len(repr), seed)
+	ix.add(repr, nil, ix.indexed, len(repr), seed)
 	ix.indexed = len(repr)
 }
 
-// add indexes the records of buf[start:end].
-func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
+// add indexes the records of buf[start:end]; born is as for catchUp.
+//
+// A record of a key marks the key's earlier record in the buffer dropped:
+// an application round need not apply it. And a key whose first record in
+// the buffer created it (born: the store did not hold it before) is not
+// in Pebble as far as the buffer goes, so its deletion is dropped too,
+// with everything before it: a member added and removed within a round
+// (a score changed twice, a queue's element pushed and popped) never
+// reaches Pebble, where it cost a memtable insert, a tombstone and their
+// compactions. What its records leave after the deletion stays born: the
+// key is again not in Pebble.
+func (ix *pendIndex) add(buf []byte, born []int32, start, end int, seed maphash.Seed) {
 	r := batchrepr.Reader(buf[start:end])
 	for ; ; ix.records++ {
 		off := end - len(r)
@@ -150,14 +164,33 @@ func (ix *pendIndex) add(buf []byte, start, end int, seed maphash.Seed) {
 		default:
 			ix.odd = true
 		}
-		if prev, ok := ix.keys.put(maphash.Bytes(seed, ukey), off, ix.records); ok && !ix.odd {
+		isBorn := kind == pebble.InternalKeyKindSet && ix.takeBorn(born, off)
+		if prev, slot, ok := ix.keys.put(maphash.Bytes(seed, ukey), off, ix.records, isBorn); ok && !ix.odd {
 			// The key's earlier record (not another key's of the same
 			// hash) is overwritten.
 			if _, pk, _, ok := recordAt(buf, prev.off); ok && string(pk) == string(ukey) {
 				ix.drop(prev.rec)
+				// Born or not is the key's first record's say.
+				slot.born = prev.born
+				if prev.born && kind == pebble.InternalKeyKindDelete {
+					ix.drop(ix.records)
+				}
 			}
 		}
 	}
+}
+
+// takeBorn reports whether the record at off is one of born's, moving
+// the index's place in born past off.
+func (ix *pendIndex) takeBorn(born []int32, off int) bool {
+	for ix.bornAt < len(born) && int(born[ix.bornAt]) < off {
+		ix.bornAt++
+	}
+	if ix.bornAt < len(born) && int(born[ix.bornAt]) == off {
+		ix.bornAt++
+		return true
+	}
+	return false
 }
 
 func (ix *pendIndex) drop(i int) {
@@ -317,7 +350,7 @@ func (ix *pendIndex) catchUpStructs(buf []byte, seed maphash.Seed) {
 			if !ok {
 				e.off = len(ix.spans)
 				ix.spans = append(ix.spans, structSpans{})
-				ix.structs.put(h, e.off, 0)
+				ix.structs.put(h, e.off, 0, false)
 			}
 			ix.spans[e.off].add(buf, int32(off), ukey, len(p))
 		}
@@ -390,10 +423,17 @@ type keyTable struct {
 type keySlot struct {
 	h        uint64
 	off, rec int32
+	// born: the key's records in the buffer began with one that created
+	// it (pendIndex.add).
+	born bool
 }
 
-// keyLoc is where a key's record is: its offset and its record number.
-type keyLoc struct{ off, rec int }
+// keyLoc is where a key's record is: its offset and its record number,
+// and the slot's born.
+type keyLoc struct {
+	off, rec int
+	born     bool
+}
 
 // reset empties the table. A table far bigger than what it last held (a
 // burst's) is dropped rather than cleared, so that it does not hold its
@@ -414,8 +454,9 @@ func (t *keyTable) reset() {
 	t.n = 0
 }
 
-// put maps h to (off, rec) and returns what it mapped before, if anything.
-func (t *keyTable) put(h uint64, off, rec int) (keyLoc, bool) {
+// put maps h to (off, rec, born) and returns what it mapped before, if
+// anything, and its slot (valid until the next put).
+func (t *keyTable) put(h uint64, off, rec int, born bool) (keyLoc, *keySlot, bool) {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
@@ -425,13 +466,13 @@ func (t *keyTable) put(h uint64, off, rec int) (keyLoc, bool) {
 		s := &t.slots[i]
 		switch s.h {
 		case 0:
-			*s = keySlot{h: h, off: int32(off), rec: int32(rec)}
+			*s = keySlot{h: h, off: int32(off), rec: int32(rec), born: born}
 			t.n++
-			return keyLoc{}, false
+			return keyLoc{}, s, false
 		case h:
-			prev := keyLoc{int(s.off), int(s.rec)}
-			s.off, s.rec = int32(off), int32(rec)
-			return prev, true
+			prev := keyLoc{int(s.off), int(s.rec), s.born}
+			s.off, s.rec, s.born = int32(off), int32(rec), born
+			return prev, s, true
 		}
 	}
 }
@@ -448,7 +489,7 @@ func (t *keyTable) get(h uint64) (keyLoc, bool) {
 		case 0:
 			return keyLoc{}, false
 		case h:
-			return keyLoc{int(s.off), int(s.rec)}, true
+			return keyLoc{int(s.off), int(s.rec), s.born}, true
 		}
 	}
 }
@@ -459,7 +500,7 @@ func (t *keyTable) grow() {
 	t.n = 0
 	for _, s := range old {
 		if s.h != 0 {
-			t.put(s.h, int(s.off), int(s.rec))
+			t.put(s.h, int(s.off), int(s.rec), s.born)
 		}
 	}
 }

@@ -28,10 +28,15 @@ func crash(t *testing.T, s *Store) {
 // model applies the same writes to a map, the expected store contents.
 type model map[string]string
 
-// set writes k = v to b and to the model.
+// set writes k = v to b and to the model: with SetNew when the model (so
+// the store) does not hold k, as the engine does for a new member or field.
 func (m model) set(t *testing.T, b *Batch, k []byte, v string) {
 	t.Helper()
-	if err := b.Set(k, []byte(v)); err != nil {
+	write := b.Set
+	if _, ok := m[string(k)]; !ok {
+		write = b.SetNew
+	}
+	if err := write(k, []byte(v)); err != nil {
 		t.Fatal(err)
 	}
 	m[string(k)] = v

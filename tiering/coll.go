@@ -214,7 +214,8 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 	}
 	c.dirty = true
 	var err error
-	if c.fk, err = putField(c.tx.batch, c.fk, c.pdb, c.key, e.Version, field, val); err != nil {
+	// A created field's record is new to the store (coldstore.Batch.SetNew).
+	if c.fk, err = putField(c.tx.batch, c.fk, c.pdb, c.key, e.Version, field, val, created); err != nil {
 		return false, err
 	}
 	if created && c.hasHoles() {
@@ -225,11 +226,12 @@ func (c *Coll) Set(field, val []byte) (bool, error) {
 
 // putField writes the record of a hash's field = val (a set's member:
 // val empty) under (pdb, key, version) into b, kb being a scratch buffer
-// returned for reuse. Coll.Set, duplicate and Stage.Field share it: the
-// layout is written in one place.
-func putField(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, version uint64, field, val []byte) ([]byte, error) {
+// returned for reuse; isNew says that the store holds no record of the
+// field (coldstore.Batch.SetNew's promise). Coll.Set, duplicate and
+// Stage.Field share it: the layout is written in one place.
+func putField(b *coldstore.Batch, kb []byte, pdb uint8, key []byte, version uint64, field, val []byte, isNew bool) ([]byte, error) {
 	kb = codec.AppendFieldKey(kb[:0], pdb, key, version, field)
-	return kb, b.Set(kb, val)
+	return kb, setRecord(b, kb, val, isNew)
 }
 
 // fieldBytes is what a field adds to its structure's bytes (Entry.Bytes).
@@ -551,7 +553,7 @@ func (tx *Tx) duplicate(psrc uint8, src []byte, e *Entry, pdst uint8, dst []byte
 	var kbuf []byte
 	var werr error
 	err = from.Each(func(field, val []byte) bool {
-		if kbuf, werr = putField(tx.batch, kbuf, pdst, dst, v, field, val); werr != nil {
+		if kbuf, werr = putField(tx.batch, kbuf, pdst, dst, v, field, val, false); werr != nil {
 			return false
 		}
 		if ne.fields != nil {

@@ -120,7 +120,7 @@ func (s *Stage) Len() int64 { return s.ent.Count }
 // must be distinct (a DUMP payload's are: the decoder checks).
 func (s *Stage) Field(field, val []byte) error {
 	var err error
-	if s.kb, err = putField(s.b, s.kb, s.pdb, s.key, s.ent.Version, field, val); err != nil {
+	if s.kb, err = putField(s.b, s.kb, s.pdb, s.key, s.ent.Version, field, val, false); err != nil {
 		return err
 	}
 	s.ent.Count++
@@ -140,7 +140,7 @@ func (s *Stage) Member(member []byte, score float64) error {
 		score = 0 // as ZSet.Put: the compact encoding has no -0
 	}
 	var err error
-	s.kb, s.vb, err = putZSetMember(s.b, s.kb, s.vb, s.pdb, s.key, s.ent.Version, member, score)
+	s.kb, s.vb, err = putZSetMember(s.b, s.kb, s.vb, s.pdb, s.key, s.ent.Version, member, score, false, false)
 	if err != nil {
 		return err
 	}

@@ -262,7 +262,10 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 		e.Bytes += zsetRecordBytes(member)
 	}
 	var err error
-	if z.kb, z.vb, err = putZSetMember(b, z.kb, z.vb, z.pdb, z.key, e.Version, member, score); err != nil {
+	// The index record at the new score is new (the old one, if any, is
+	// deleted above), the member record too for a new member: the store
+	// may drop them with their deletions (coldstore.Batch.SetNew).
+	if z.kb, z.vb, err = putZSetMember(b, z.kb, z.vb, z.pdb, z.key, e.Version, member, score, true, !found); err != nil {
 		return err
 	}
 	if z.hasBound() {
@@ -290,22 +293,33 @@ func (z *ZSet) Put(member []byte, score, old float64, found bool) error {
 
 // putZSetMember writes member's two records at score under (pdb, key,
 // version) into b: the score index record (indexValue marks a -0) and the
-// member record (the score's bits). kb and vb are scratch buffers returned
-// for reuse. ZSet.Put, duplicateZSet and Stage.Member share it: the layout
-// is written in one place. A NaN score is an error.
-func putZSetMember(b *coldstore.Batch, kb, vb []byte, pdb uint8, key []byte, version uint64, member []byte, score float64) ([]byte, []byte, error) {
+// member record (the score's bits); newIndex and newMember say that the
+// store holds no such record (coldstore.Batch.SetNew's promise). kb and vb
+// are scratch buffers returned for reuse. ZSet.Put, duplicateZSet and
+// Stage.Member share it: the layout is written in one place. A NaN score
+// is an error.
+func putZSetMember(b *coldstore.Batch, kb, vb []byte, pdb uint8, key []byte, version uint64, member []byte, score float64, newIndex, newMember bool) ([]byte, []byte, error) {
 	kb, err := codec.AppendScoreKey(kb[:0], pdb, key, version, score, member)
 	if err != nil {
 		return kb, vb, err
 	}
-	if err := b.Set(kb, indexValue(score)); err != nil {
+	if err := setRecord(b, kb, indexValue(score), newIndex); err != nil {
 		return kb, vb, err
 	}
 	if vb, err = codec.AppendMemberScore(vb[:0], score); err != nil {
 		return kb, vb, err
 	}
 	kb = codec.AppendFieldKey(kb[:0], pdb, key, version, member)
-	return kb, vb, b.Set(kb, vb)
+	return kb, vb, setRecord(b, kb, vb, newMember)
+}
+
+// setRecord writes a data record with SetNew when the store holds no
+// record of key (isNew), else with Set.
+func setRecord(b *coldstore.Batch, key, val []byte, isNew bool) error {
+	if isNew {
+		return b.SetNew(key, val)
+	}
+	return b.Set(key, val)
 }
 
 // indexValue is the value of score's index record: it marks a -0.
@@ -433,7 +447,7 @@ func (tx *Tx) duplicateZSet(psrc uint8, src []byte, e *Entry, pdst uint8, dst []
 	to := &ZSet{tx: tx, pdb: pdst, key: dst, e: ne}
 	var werr error
 	err := from.Members(func(member []byte, score float64) bool {
-		if to.kb, to.vb, werr = putZSetMember(tx.batch, to.kb, to.vb, pdst, dst, v, member, score); werr != nil {
+		if to.kb, to.vb, werr = putZSetMember(tx.batch, to.kb, to.vb, pdst, dst, v, member, score, false, false); werr != nil {
 			return false
 		}
 		if ne.zset != nil {
