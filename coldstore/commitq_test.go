@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestEnqueueOrderAndVisibility enqueues batches from concurrent writers
@@ -194,6 +195,29 @@ func TestKeyTable(t *testing.T) {
 	}
 	if _, ok := kt.get(12345); ok {
 		t.Fatalf("get of an absent hash found something")
+	}
+	// A slot's born flag rides in its record number (the slot stays 16
+	// bytes) and survives updates and growth.
+	if n := unsafe.Sizeof(keySlot{}); n != 16 {
+		t.Fatalf("keySlot is %d bytes, want 16", n)
+	}
+	var bt keyTable
+	for i := range 100 {
+		bt.put(uint64(i+1)<<32, i, 1<<30+i, i%3 == 0)
+	}
+	prev, slot, ok := bt.put(uint64(7)<<32, 70, 1<<30+70, false) // key 6's slot
+	if !ok || prev.rec != 1<<30+6 || !prev.born {
+		t.Fatalf("put over a born slot returned %+v %v", prev, ok)
+	}
+	slot.setBorn(true)
+	for i := range 100 {
+		want := keyLoc{off: i, rec: 1<<30 + i, born: i%3 == 0}
+		if i == 6 {
+			want = keyLoc{off: 70, rec: 1<<30 + 70, born: true}
+		}
+		if got, ok := bt.get(uint64(i+1) << 32); !ok || got != want {
+			t.Fatalf("born slot %d: %+v %v, want %+v", i, got, ok, want)
+		}
 	}
 
 	s := openStore(t, t.TempDir(), FsyncEverySec)

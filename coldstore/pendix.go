@@ -171,7 +171,7 @@ func (ix *pendIndex) add(buf []byte, born []int32, start, end int, seed maphash.
 			if _, pk, _, ok := recordAt(buf, prev.off); ok && string(pk) == string(ukey) {
 				ix.drop(prev.rec)
 				// Born or not is the key's first record's say.
-				slot.born = prev.born
+				slot.setBorn(prev.born)
 				if prev.born && kind == pebble.InternalKeyKindDelete {
 					ix.drop(ix.records)
 				}
@@ -421,12 +421,32 @@ type keyTable struct {
 // keySlot is one entry; h == 0 marks a free slot (a hash of 0 is stored
 // as 1).
 type keySlot struct {
-	h        uint64
-	off, rec int32
-	// born: the key's records in the buffer began with one that created
-	// it (pendIndex.add).
-	born bool
+	h   uint64
+	off int32
+	// rec is the record number, complemented (negative) when the key's
+	// records in the buffer began with one that created it (born:
+	// pendIndex.add); the slot stays 16 bytes, four to a cache line.
+	rec int32
 }
+
+// setRec sets the slot's record number and born.
+func (s *keySlot) setRec(rec int, born bool) {
+	s.rec = int32(rec)
+	if born {
+		s.rec = ^s.rec
+	}
+}
+
+// loc returns the slot's location.
+func (s *keySlot) loc() keyLoc {
+	if s.rec < 0 {
+		return keyLoc{int(s.off), int(^s.rec), true}
+	}
+	return keyLoc{int(s.off), int(s.rec), false}
+}
+
+// setBorn sets the slot's born, keeping its record number.
+func (s *keySlot) setBorn(born bool) { s.setRec(s.loc().rec, born) }
 
 // keyLoc is where a key's record is: its offset and its record number,
 // and the slot's born.
@@ -466,12 +486,14 @@ func (t *keyTable) put(h uint64, off, rec int, born bool) (keyLoc, *keySlot, boo
 		s := &t.slots[i]
 		switch s.h {
 		case 0:
-			*s = keySlot{h: h, off: int32(off), rec: int32(rec), born: born}
+			*s = keySlot{h: h, off: int32(off)}
+			s.setRec(rec, born)
 			t.n++
 			return keyLoc{}, s, false
 		case h:
-			prev := keyLoc{int(s.off), int(s.rec), s.born}
-			s.off, s.rec, s.born = int32(off), int32(rec), born
+			prev := s.loc()
+			s.off = int32(off)
+			s.setRec(rec, born)
 			return prev, s, true
 		}
 	}
@@ -489,7 +511,7 @@ func (t *keyTable) get(h uint64) (keyLoc, bool) {
 		case 0:
 			return keyLoc{}, false
 		case h:
-			return keyLoc{int(s.off), int(s.rec), s.born}, true
+			return s.loc(), true
 		}
 	}
 }
@@ -500,7 +522,8 @@ func (t *keyTable) grow() {
 	t.n = 0
 	for _, s := range old {
 		if s.h != 0 {
-			t.put(s.h, int(s.off), int(s.rec), s.born)
+			l := s.loc()
+			t.put(s.h, l.off, l.rec, l.born)
 		}
 	}
 }
