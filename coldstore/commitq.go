@@ -456,8 +456,9 @@ func (q *commitQueue) waitRange(lower, upper []byte) error {
 }
 
 // buffers returns the pending buffer, the buffer of the round being
-// applied (nil when none is) and the sticky error, as they are now. The
-// caller holds ixMu, so neither buffer is swapped until it releases it.
+// applied (nil when none is), each with its born offsets, and the sticky
+// error, as they are now. The caller holds ixMu, so neither buffer is
+// swapped until it releases it.
 func (q *commitQueue) buffers() (pend, applying queuedBuf, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

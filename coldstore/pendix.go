@@ -138,9 +138,9 @@ func (ix *pendIndex) catchUpBatch(repr []byte, seed maphash.Seed) {
 // the buffer created it (born: the store did not hold it before) is not
 // in Pebble as far as the buffer goes, so its deletion is dropped too,
 // with everything before it: a member added and removed within a round
-// (a score changed twice, a queue's element pushed and popped) never
-// reaches Pebble, where it cost a memtable insert, a tombstone and their
-// compactions. What its records leave after the deletion stays born: the
+// (a sorted set's score changed twice, a set's member added and popped)
+// never reaches Pebble, where it cost a memtable insert, a tombstone and
+// their compactions. What its records leave after the deletion stays born: the
 // key is again not in Pebble.
 func (ix *pendIndex) add(buf []byte, born []int32, start, end int, seed maphash.Seed) {
 	r := batchrepr.Reader(buf[start:end])
