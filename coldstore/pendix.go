@@ -53,10 +53,16 @@ type pendIndex struct {
 	// bytes, each mapped to its entry of spans, where its records are
 	// (structspan.go); structsAll when a data key had no such prefix
 	// (every data iterator waits).
-	spanNs         uint8
-	spanRanges     []int
-	spanOdd        bool
-	spanIndexed    int
+	spanNs      uint8
+	spanRanges  []int
+	spanOdd     bool
+	spanIndexed int
+	// expLo and expHi are the least and the greatest key of the expiry
+	// index (codec.NSExpiry) among the point records in the first
+	// spanIndexed bytes (slices of the buffer, whose bytes never change),
+	// nil when none is: the sweeper's iterator over the entries due by
+	// now need not wait for pending entries at later times (touches).
+	expLo, expHi   []byte
 	structs        keyTable
 	spans          []structSpans
 	structsIndexed int
@@ -75,6 +81,7 @@ func (ix *pendIndex) reset() {
 	ix.ranges = ix.ranges[:0]
 	ix.indexed, ix.odd, ix.records, ix.bornAt = 0, false, 0, 0
 	ix.spanNs, ix.spanRanges, ix.spanOdd, ix.spanIndexed = 0, ix.spanRanges[:0], false, 0
+	ix.expLo, ix.expHi = nil, nil
 	ix.structs.reset()
 	ix.spans = ix.spans[:0]
 	ix.structsIndexed, ix.structsAll = 0, false
@@ -266,6 +273,15 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 	if hits == 0 {
 		return false
 	}
+	if hits == nsBitExpiry {
+		// The expiry index alone (the sweeper's iterator, every 100 ms,
+		// over the entries due by now): the entries that setting and
+		// moving expiries write are mostly due later, outside its range,
+		// where a round each time held the engine's lock for a whole
+		// window's application under a load of SET ... EX.
+		return ix.expLo != nil && (len(upper) == 0 || string(ix.expLo) < string(upper)) && string(lower) <= string(ix.expHi) ||
+			ix.rangesMeet(buf, lower, upper)
+	}
 	p, ok := structPrefix(lower)
 	if !ok || hits != nsBitData || len(upper) == 0 || !inStruct(p, upper) || len(ix.spanRanges) > maxPendingRanges {
 		return true
@@ -278,13 +294,23 @@ func (ix *pendIndex) touches(buf, lower, upper []byte, span uint8, seed maphash.
 	if e, ok := ix.structs.get(maphash.Bytes(seed, p)); ok && ix.spans[e.off].meets(buf, lower, upper) {
 		return true
 	}
+	return ix.rangesMeet(buf, lower, upper)
+}
+
+// rangesMeet reports whether a pending range deletion may overlap
+// [lower, upper) (an empty upper: no bound): one does, or there are too
+// many to check, or one cannot be read.
+func (ix *pendIndex) rangesMeet(buf, lower, upper []byte) bool {
+	if len(ix.spanRanges) > maxPendingRanges {
+		return true
+	}
 	for _, off := range ix.spanRanges {
 		_, start, rest, ok := recordAt(buf, off)
 		if !ok {
 			return true
 		}
 		_, end, ok := batchrepr.DecodeStr(rest)
-		if !ok || string(start) < string(upper) && string(lower) < string(end) {
+		if !ok || (len(upper) == 0 || string(start) < string(upper)) && string(lower) < string(end) {
 			return true
 		}
 	}
@@ -314,6 +340,14 @@ func (ix *pendIndex) catchUpSpans(buf []byte) {
 				ix.spanOdd = true
 			case len(ukey) > 0:
 				ix.spanNs |= nsBit(ukey[0])
+				if ukey[0] == codec.NSExpiry {
+					if ix.expLo == nil || string(ukey) < string(ix.expLo) {
+						ix.expLo = ukey
+					}
+					if ix.expHi == nil || string(ukey) > string(ix.expHi) {
+						ix.expHi = ukey
+					}
+				}
 			default:
 				ix.spanNs |= nsBitOther
 			}
