@@ -33,29 +33,27 @@ func TestBornRecordsNeverReachPebble(t *testing.T) {
 	applied0, dropped0 := counts()
 
 	// One round of many batches (coalesced: more than coalesceMin).
-	enqueue := func(write func(b *Batch)) {
-		t.Helper()
-		b := s.NewBatch()
-		write(b)
-		if _, err := b.Enqueue(); err != nil {
-			t.Fatal(err)
-		}
+	set := func(k []byte, v string) func(*Batch) error {
+		return func(b *Batch) error { m.set(t, b, k, v); return nil }
+	}
+	del := func(k []byte) func(*Batch) error {
+		return func(b *Batch) error { m.del(t, b, k); return nil }
 	}
 	for i := range 50 {
 		// Born, rewritten, deleted: nothing reaches Pebble.
-		enqueue(func(b *Batch) { m.set(t, b, key("tmp", i), "a") })
-		enqueue(func(b *Batch) { m.set(t, b, key("tmp", i), "b") })
-		enqueue(func(b *Batch) { m.del(t, b, key("tmp", i)) })
+		enqueueWrite(t, s, set(key("tmp", i), "a"))
+		enqueueWrite(t, s, set(key("tmp", i), "b"))
+		enqueueWrite(t, s, del(key("tmp", i)))
 	}
 	for i := range 10 {
 		// Held before: set, deleted: the deletion is applied.
-		enqueue(func(b *Batch) { m.set(t, b, key("old", i), "during"); m.del(t, b, key("old", i)) })
+		enqueueWrite(t, s, set(key("old", i), "during"), del(key("old", i)))
 	}
 	for i := range 5 {
 		// Born, deleted, set again: the last value is applied.
-		enqueue(func(b *Batch) { m.set(t, b, key("back", i), "first") })
-		enqueue(func(b *Batch) { m.del(t, b, key("back", i)) })
-		enqueue(func(b *Batch) { m.set(t, b, key("back", i), "again") })
+		enqueueWrite(t, s, set(key("back", i), "first"))
+		enqueueWrite(t, s, del(key("back", i)))
+		enqueueWrite(t, s, set(key("back", i), "again"))
 	}
 	if _, ok := m[string(key("old", 0))]; ok {
 		t.Fatal("the model holds a deleted key")
@@ -80,4 +78,19 @@ func TestBornRecordsNeverReachPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.check(t, s, "after a flush")
+}
+
+// enqueueWrite enqueues one batch holding what writes write into it, in
+// order, failing the test on an error.
+func enqueueWrite(t *testing.T, s *Store, writes ...func(*Batch) error) {
+	t.Helper()
+	b := s.NewBatch()
+	for _, w := range writes {
+		if err := w(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Enqueue(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -17,16 +17,6 @@ func TestExpiryIteratorWaitsOnlyForEntriesInRange(t *testing.T) {
 	defer closeStore(t, s)
 	const now = int64(1_000_000)
 	lo, hi := codec.ExpiryStart(), codec.AppendExpiryKey(nil, now, 0, nil)
-	enqueue := func(write func(b *Batch) error) {
-		t.Helper()
-		b := s.NewBatch()
-		if err := write(b); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Enqueue(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// count opens the sweeper's iterator and counts its entries; it
 	// reports whether the iterator started with batches still pending.
 	count := func() (n int, pending bool) {
@@ -46,8 +36,8 @@ func TestExpiryIteratorWaitsOnlyForEntriesInRange(t *testing.T) {
 	// Entries due later, set and moved: no round.
 	for i := range 20 {
 		key := []byte{'k', byte(i)}
-		enqueue(func(b *Batch) error { return b.PutExpiry(now+1000+int64(i), 0, key) })
-		enqueue(func(b *Batch) error {
+		enqueueWrite(t, s, func(b *Batch) error { return b.PutExpiry(now+1000+int64(i), 0, key) })
+		enqueueWrite(t, s, func(b *Batch) error {
 			if err := b.DeleteExpiry(now+1000+int64(i), 0, key); err != nil {
 				return err
 			}
@@ -59,30 +49,30 @@ func TestExpiryIteratorWaitsOnlyForEntriesInRange(t *testing.T) {
 	}
 
 	// An entry due by now: the iterator waits and sees it.
-	enqueue(func(b *Batch) error { return b.PutExpiry(now-10, 0, []byte("due")) })
+	enqueueWrite(t, s, func(b *Batch) error { return b.PutExpiry(now-10, 0, []byte("due")) })
 	if n, pending := count(); n != 1 || pending {
 		t.Fatalf("with an entry due pending: %d entries, batches pending %v; want 1, false", n, pending)
 	}
 
 	// Its deletion pending: the iterator waits and no longer sees it.
-	enqueue(func(b *Batch) error { return b.PutExpiry(now+9000, 0, []byte("later")) })
-	enqueue(func(b *Batch) error { return b.DeleteExpiry(now-10, 0, []byte("due")) })
+	enqueueWrite(t, s, func(b *Batch) error { return b.PutExpiry(now+9000, 0, []byte("later")) })
+	enqueueWrite(t, s, func(b *Batch) error { return b.DeleteExpiry(now-10, 0, []byte("due")) })
 	if n, pending := count(); n != 0 || pending {
 		t.Fatalf("with the deletion of a due entry pending: %d entries, batches pending %v; want 0, false", n, pending)
 	}
 
 	// A range deletion meeting the range (a FLUSHALL's): the iterator waits.
-	enqueue(func(b *Batch) error { return b.PutExpiry(now-5, 0, []byte("due2")) })
+	enqueueWrite(t, s, func(b *Batch) error { return b.PutExpiry(now-5, 0, []byte("due2")) })
 	if n, _ := count(); n != 1 {
 		t.Fatalf("a second due entry: %d entries, want 1", n)
 	}
-	enqueue(func(b *Batch) error { return b.PutExpiry(now+7000, 0, []byte("later2")) })
-	enqueue(func(b *Batch) error { return b.DeleteRange(lo, codec.AppendExpiryKey(nil, now-1, 0, nil)) })
+	enqueueWrite(t, s, func(b *Batch) error { return b.PutExpiry(now+7000, 0, []byte("later2")) })
+	enqueueWrite(t, s, func(b *Batch) error { return b.DeleteRange(lo, codec.AppendExpiryKey(nil, now-1, 0, nil)) })
 	if n, pending := count(); n != 0 || pending {
 		t.Fatalf("with a range deletion over the due entries pending: %d entries, batches pending %v; want 0, false", n, pending)
 	}
 	// A range deletion wholly after it: no round.
-	enqueue(func(b *Batch) error {
+	enqueueWrite(t, s, func(b *Batch) error {
 		return b.DeleteRange(codec.AppendExpiryKey(nil, now+100, 0, nil), codec.AppendExpiryKey(nil, now+200, 0, nil))
 	})
 	if _, pending := count(); !pending {
